@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+// Runs the compiled CLI when it exists (the production image), else the TypeScript sources through tsx.
+import { existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const compiled = fileURLToPath(new URL('../dist/src/main.js', import.meta.url));
+if (existsSync(compiled)) {
+  await import(pathToFileURL(compiled).href);
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import(new URL('../src/main.ts', import.meta.url).href);
+}

@@ -1,0 +1,39 @@
+import pino, { type Logger, type LoggerOptions } from 'pino';
+
+export type { Logger };
+
+// Never log a key, a secret or a password, wherever it sits in a log object.
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-svc-signature"]',
+  'headers.authorization',
+  'authorization',
+  '*.authorization',
+  'password',
+  '*.password',
+  'apiKey',
+  '*.apiKey',
+  'adminKey',
+  '*.adminKey',
+  'secret',
+  '*.secret',
+  'token',
+  '*.token',
+  'CLICKHOUSE_PASSWORD',
+  'SVC_API_KEY',
+  'SVC_ADMIN_KEY',
+  'LOG_DRAIN_SECRET',
+  'LOG_DRAIN_TOKEN',
+  'API_TOKENS',
+];
+
+export function createLogger(level = 'info', options: LoggerOptions = {}): Logger {
+  const pretty = process.stdout.isTTY && process.env.NODE_ENV !== 'production';
+  return pino({
+    level,
+    base: { service: 'tallyhouse' },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true } } } : {}),
+    ...options,
+  });
+}

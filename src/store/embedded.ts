@@ -1,0 +1,71 @@
+import { createChdbConnection } from 'chdb/connection';
+import type { ClickHouseSettings } from '@clickhouse/client';
+import type { Connection } from '@clickhouse/client/dist/common/connection.js';
+import type { Readable } from 'node:stream';
+
+// Settings that only mean something to ClickHouse's HTTP layer; the embedded engine rejects them.
+const HTTP_ONLY = new Set([
+  'wait_end_of_query',
+  'send_progress_in_http_headers',
+  'http_response_buffer_size',
+  'http_headers_progress_interval_ms',
+  'http_send_progress_interval_ms',
+  'enable_http_compression',
+  'http_zlib_compression_level',
+  'default_format',
+]);
+
+const SETTING_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function settingLiteral(value: unknown): string {
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'boolean') return value ? '1' : '0';
+  return `'${String(value).replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
+/**
+ * Moves per-query settings into the statement's own SETTINGS clause.
+ *
+ * chdb/connection applies settings with `SET k = v; <sql>`, which changes the whole session:
+ * an `insert_deduplication_token` would then silently apply to every later insert, and
+ * concurrent statements would race on it. A SETTINGS clause is scoped to its statement.
+ */
+export function inlineSettings(sql: string, settings: ClickHouseSettings | undefined): string {
+  if (!settings) return sql;
+  const parts: string[] = [];
+  for (const [name, value] of Object.entries(settings)) {
+    if (value === undefined || HTTP_ONLY.has(name)) continue;
+    if (!SETTING_NAME.test(name)) throw new Error(`invalid ClickHouse setting name ${JSON.stringify(name)}`);
+    parts.push(`${name} = ${settingLiteral(value)}`);
+  }
+  if (parts.length === 0) return sql;
+  const clause = `SETTINGS ${parts.join(', ')}`;
+  const format = /\s+FORMAT\s+\w+\s*$/i.exec(sql);
+  if (format) return `${sql.slice(0, format.index)} ${clause}${sql.slice(format.index)}`;
+  return `${sql.replace(/[\s;]+$/, '')} ${clause}`;
+}
+
+/** Session-wide settings applied once when the embedded engine opens (the server gets them per request). */
+export const SESSION_SETTINGS: ClickHouseSettings = {
+  date_time_input_format: 'best_effort',
+  output_format_json_quote_decimals: 1,
+  output_format_json_quote_64bit_integers: 1,
+};
+
+/** A chDB connection for `createClient({ connection })` whose per-query settings stay per query. */
+export function createEmbeddedConnection(path: string): Connection<Readable> {
+  const inner = createChdbConnection({ path }) as unknown as Connection<Readable>;
+  const scoped = <P extends { query: string; clickhouse_settings?: ClickHouseSettings }>(params: P): P => ({
+    ...params,
+    query: inlineSettings(params.query, params.clickhouse_settings),
+    clickhouse_settings: {},
+  });
+  return {
+    ping: (p) => inner.ping(p),
+    query: (p) => inner.query(scoped(p)),
+    insert: (p) => inner.insert(scoped(p)),
+    exec: (p) => inner.exec(scoped(p)),
+    command: (p) => inner.command(scoped(p)),
+    close: () => inner.close(),
+  };
+}
