@@ -4,10 +4,12 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const compiled = fileURLToPath(new URL('../dist/src/main.js', import.meta.url));
+let entry;
 if (existsSync(compiled)) {
-  await import(pathToFileURL(compiled).href);
+  entry = await import(pathToFileURL(compiled).href);
 } else {
   const { register } = await import('tsx/esm/api');
   register();
-  await import(new URL('../src/main.ts', import.meta.url).href);
+  entry = await import(new URL('../src/main.ts', import.meta.url).href);
 }
+await entry.run(process.argv.slice(2));

@@ -1,0 +1,137 @@
+import { z } from 'zod';
+import { IANAZone } from 'luxon';
+
+// One schema for the whole environment, parsed once (STYLE.md rule 4).
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+
+const url = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' });
+
+const timezoneList = z
+  .string()
+  .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+  .pipe(
+    z
+      .array(
+        z.string().refine((tz) => IANAZone.isValidZone(tz), {
+          error: (issue) => `unknown IANA time zone ${JSON.stringify(issue.input)}`,
+        }),
+      )
+      .min(1, 'expected at least one IANA time zone'),
+  );
+
+const cronExpression = z.string().regex(/^\s*(\S+\s+){4,5}\S+\s*$/, 'expected a cron expression of 5 or 6 fields');
+
+const csvList = z
+  .string()
+  .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean));
+
+export const ConfigSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: port.default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATA_DIR: z.string().min(1).default('./data'),
+
+  CLICKHOUSE_URL: url.optional(),
+  CLICKHOUSE_USER: z.string().default('default'),
+  CLICKHOUSE_PASSWORD: z.string().default(''),
+  CLICKHOUSE_DATABASE: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected a ClickHouse identifier (letters, digits, _)')
+    .default('tallyhouse'),
+  CLICKHOUSE_CLUSTER: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, 'expected a cluster name from remote_servers')
+    .optional(),
+  CLICKHOUSE_CONNECT_TIMEOUT_MS: positiveInt.default(30_000),
+
+  WRITER_MAX_ROWS: positiveInt.default(50_000),
+  WRITER_MAX_BYTES: positiveInt.default(16 * 1024 * 1024),
+  WRITER_FLUSH_INTERVAL_MS: positiveInt.default(1_000),
+  SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
+
+  // Platform APIs. With neither key set, Tallyhouse runs in demo mode against the built-in simulator.
+  SVC_BASE_URL: url.default('https://api.svc.example'),
+  SVC_API_KEY: optionalString,
+  SVC_ADMIN_KEY: optionalString,
+  TIMEZONES: timezoneList.default(['UTC']),
+
+  // Collectors (their schedules are JOB_<NAME>_CRON, read by jobs/).
+  USAGE_APPS: csvList.optional(),
+  USAGE_RECOLLECT_DAYS: z.coerce.number().int().min(0).max(62).default(3),
+  JOBS_ENABLED: bool.default(true),
+  JOB_USAGE_CRON: cronExpression.optional(),
+
+  // Query API.
+  API_TOKENS: csvList.optional(),
+});
+
+export type Config = Readonly<z.output<typeof ConfigSchema>>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: ReadonlyArray<{ variable: string; expected: string }>) {
+    super(
+      `invalid configuration: ${problems.map((p) => `${p.variable}: ${p.expected}`).join('; ')}`,
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses an environment; throws a ConfigError naming every bad variable (never its value: it may be a secret). */
+export function parseConfig(env: Record<string, string | undefined> = process.env): Config {
+  // An empty variable means "unset", as shells and compose files commonly produce them.
+  const cleaned: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '') cleaned[k] = v;
+  const result = ConfigSchema.safeParse(cleaned);
+  if (!result.success) {
+    const byVariable = new Map<string, string>();
+    for (const issue of result.error.issues) {
+      const variable = String(issue.path[0] ?? '(environment)');
+      if (!byVariable.has(variable)) byVariable.set(variable, describeIssue(issue));
+    }
+    throw new ConfigError([...byVariable].map(([variable, expected]) => ({ variable, expected })));
+  }
+  return Object.freeze(result.data);
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.expected === 'number' ? 'expected a number' : `expected ${issue.expected}`;
+    case 'too_small':
+      return `expected a value >= ${String(issue.minimum)}`;
+    case 'too_big':
+      return `expected a value <= ${String(issue.maximum)}`;
+    case 'invalid_value':
+      return `expected one of ${issue.values.map((v) => String(v)).join(', ')}`;
+    default:
+      return issue.message;
+  }
+}
+
+let cached: Config | undefined;
+
+/** The process configuration, parsed once on first use. */
+export function getConfig(): Config {
+  cached ??= parseConfig(process.env);
+  return cached;
+}
+
+/** For tests and the CLI: replace the cached configuration. */
+export function setConfig(config: Config): void {
+  cached = config;
+}
+
+export function isDemoMode(config: Config): boolean {
+  return config.SVC_API_KEY === undefined && config.SVC_ADMIN_KEY === undefined;
+}

@@ -1,0 +1,10 @@
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import type { Component, Runtime } from './service.js';
+
+export type Extension = (rt: Runtime & { app: FastifyInstance }) => Promise<Component | void>;
+
+/** What `serve` runs besides the health routes, in start order (stopped in reverse). */
+export function serviceExtensions(_config: Config): Extension[] {
+  return [];
+}

@@ -1,0 +1,36 @@
+import type { FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Store } from '../store/client.js';
+import { pendingMigrations } from '../store/migrate.js';
+import { describeStoreError } from '../store/errors.js';
+
+export interface HealthOptions {
+  store: Store;
+  registry: Registry;
+}
+
+/** /healthz (the process answers), /readyz (the store answers and is migrated), /metrics (Prometheus). */
+export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): Promise<void> {
+  app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
+
+  app.get('/readyz', { logLevel: 'warn' }, async (_req, reply) => {
+    const ping = await opts.store.client.ping();
+    if (!ping.success) {
+      return reply.code(503).send({ status: 'unavailable', reason: `store ${opts.store.location} does not answer: ${describeStoreError(ping.error)}` });
+    }
+    try {
+      const pending = await pendingMigrations(opts.store);
+      if (pending.length > 0) {
+        return reply.code(503).send({ status: 'unavailable', reason: `migrations not applied: ${pending.join(', ')}` });
+      }
+    } catch (err) {
+      return reply.code(503).send({ status: 'unavailable', reason: `cannot read schema_migrations: ${describeStoreError(err)}` });
+    }
+    return { status: 'ready' };
+  });
+
+  app.get('/metrics', { logLevel: 'warn' }, async (_req, reply) => {
+    const body = await opts.registry.metrics();
+    return reply.type(opts.registry.contentType).send(body);
+  });
+}

@@ -1,0 +1,137 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError, getConfig, type Config } from './config.js';
+import { createLogger } from './log.js';
+import { StoreUnavailableError } from './store/client.js';
+import { MigrationError } from './store/migrate.js';
+import { closeRuntime, openRuntime, startService } from './service.js';
+import { serviceExtensions } from './extensions.js';
+
+/** A CLI command: its own options (parsed strictly) and what it does. Returns the exit code. */
+interface Command {
+  summary: string;
+  usage: string;
+  options?: ParseArgsConfig['options'];
+  allowPositionals?: boolean;
+  /** Commands that parse their own arguments (e.g. `sim`, which has subcommands). */
+  raw?: (argv: string[]) => Promise<number>;
+  run?: (args: { values: Record<string, unknown>; positionals: string[] }) => Promise<number>;
+}
+
+const commands: Record<string, Command> = {
+  serve: {
+    summary: 'run the service: collectors on their schedules, log drain, query API, /metrics',
+    usage: 'tallyhouse serve',
+    run: () => serve(),
+  },
+  migrate: {
+    summary: 'apply pending migrations from sql/ and exit',
+    usage: 'tallyhouse migrate',
+    run: async () => {
+      const config = getConfig();
+      const rt = await openRuntime(config);
+      await closeRuntime(rt);
+      return 0;
+    },
+  },
+  help: {
+    summary: 'show this help',
+    usage: 'tallyhouse help',
+    allowPositionals: true,
+    run: async () => {
+      process.stdout.write(usage());
+      return 0;
+    },
+  },
+};
+
+/** Lets other modules add their commands (collect, scrape, sim, report) without editing this table's shape. */
+export function registerCommand(name: string, command: Command): void {
+  commands[name] = command;
+}
+
+function usage(): string {
+  const width = Math.max(...Object.keys(commands).map((n) => n.length));
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return `Usage: tallyhouse <command> [options]\n\nCommands:\n${lines.join('\n')}\n\nConfiguration is read from the environment; see README.md.\n`;
+}
+
+async function serve(): Promise<number> {
+  const config = getConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+  const service = await startService(config, { logger, extensions: serviceExtensions(config) });
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      const deadline = setTimeout(() => {
+        logger.error({ timeoutMs: config.SHUTDOWN_TIMEOUT_MS }, 'shutdown took too long; exiting');
+        process.exit(1);
+      }, config.SHUTDOWN_TIMEOUT_MS);
+      deadline.unref();
+      service.close().then(
+        () => resolve(0),
+        (err) => {
+          logger.error({ err }, 'shutdown failed');
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h') {
+    process.stdout.write(usage());
+    return name === undefined ? 2 : 0;
+  }
+  const command = commands[name];
+  if (!command) {
+    process.stderr.write(`tallyhouse: unknown command ${JSON.stringify(name)}\n\n${usage()}`);
+    return 2;
+  }
+  if (command.raw) return command.raw(rest);
+  let parsed: { values: Record<string, unknown>; positionals: string[] };
+  try {
+    parsed = parseArgs({
+      args: rest,
+      options: command.options ?? {},
+      allowPositionals: command.allowPositionals ?? false,
+      strict: true,
+    });
+  } catch (err) {
+    process.stderr.write(`tallyhouse ${name}: ${(err as Error).message}\n\nUsage: ${command.usage}\n`);
+    return 2;
+  }
+  return command.run!(parsed);
+}
+
+export function reportFatal(err: unknown): number {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`tallyhouse: ${err.message}\n`);
+    return 2;
+  }
+  if (err instanceof StoreUnavailableError || err instanceof MigrationError) {
+    process.stderr.write(`tallyhouse: ${err.message}\n`);
+    return 1;
+  }
+  process.stderr.write(`tallyhouse: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  return 1;
+}
+
+export type { Config };
+
+/** The process entry (bin/tallyhouse.js): runs a command and exits with its code. */
+export async function run(argv: string[]): Promise<never> {
+  let code: number;
+  try {
+    code = await main(argv);
+  } catch (err) {
+    code = reportFatal(err);
+  }
+  process.exit(code);
+}

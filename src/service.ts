@@ -1,0 +1,130 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Config } from './config.js';
+import { createLogger, type Logger } from './log.js';
+import { createRegistry } from './metrics.js';
+import { openStore, type Store } from './store/client.js';
+import { migrate } from './store/migrate.js';
+import { BatchWriter } from './store/writer.js';
+import { healthRoutes } from './http/health.js';
+import type { Extension } from './extensions.js';
+
+/** What every component of the running service gets: configuration, logging, metrics, the store. */
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  registry: Registry;
+  store: Store;
+  writer: BatchWriter;
+}
+
+export interface Service extends Runtime {
+  app: FastifyInstance;
+  /** http://host:port the service listens on. */
+  url: string;
+  /** Stop accepting requests, stop the scheduler, flush the writer, close the store: in that order. */
+  close(): Promise<void>;
+}
+
+/** Something started with the service and stopped before the writer is flushed (a scheduler, a pusher). */
+export interface Component {
+  name: string;
+  stop(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  logger?: Logger;
+  registry?: Registry;
+  /** Registers routes and starts background work once the store is ready. */
+  extensions?: Extension[];
+}
+
+/** Opens and migrates the store, builds the writer: what `serve` and the one-shot commands share. */
+export async function openRuntime(config: Config, opts: { logger?: Logger; registry?: Registry } = {}): Promise<Runtime> {
+  const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
+  const registry = opts.registry ?? createRegistry();
+  const store = await openStore({
+    url: config.CLICKHOUSE_URL,
+    username: config.CLICKHOUSE_USER,
+    password: config.CLICKHOUSE_PASSWORD,
+    database: config.CLICKHOUSE_DATABASE,
+    cluster: config.CLICKHOUSE_CLUSTER,
+    dataDir: config.DATA_DIR,
+    connectTimeoutMs: config.CLICKHOUSE_CONNECT_TIMEOUT_MS,
+    logger,
+  });
+  try {
+    const result = await migrate(store, { logger });
+    logger.info(
+      { store: store.location, mode: store.mode, applied: result.applied.length, already: result.skipped },
+      'store ready',
+    );
+  } catch (err) {
+    await store.close().catch(() => undefined);
+    throw err;
+  }
+  const writer = new BatchWriter(store, {
+    maxRows: config.WRITER_MAX_ROWS,
+    maxBytes: config.WRITER_MAX_BYTES,
+    flushIntervalMs: config.WRITER_FLUSH_INTERVAL_MS,
+    logger: logger.child({ component: 'writer' }),
+    registry,
+  });
+  return { config, logger, registry, store, writer };
+}
+
+export async function closeRuntime(rt: Runtime): Promise<void> {
+  try {
+    await rt.writer.close();
+  } finally {
+    await rt.store.close();
+  }
+}
+
+export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
+  const rt = await openRuntime(config, opts);
+  const app = Fastify({
+    loggerInstance: rt.logger.child({ component: 'http' }),
+    bodyLimit: 1024 * 1024,
+    // Behind compose/k8s a stuck client must not hold shutdown hostage.
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+  }) as unknown as FastifyInstance;
+  await app.register(healthRoutes, { store: rt.store, registry: rt.registry });
+  const components: Component[] = [];
+  for (const extend of opts.extensions ?? []) {
+    const component = await extend({ ...rt, app });
+    if (component) components.push(component);
+  }
+  try {
+    await app.listen({ port: config.PORT, host: config.HOST });
+  } catch (err) {
+    for (const c of components.reverse()) await c.stop().catch(() => undefined);
+    await closeRuntime(rt);
+    throw err;
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
+  rt.logger.info({ url }, 'tallyhouse listening');
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      await app.close();
+      for (const c of [...components].reverse()) {
+        try {
+          await c.stop();
+        } catch (err) {
+          rt.logger.error({ err, component: c.name }, 'component did not stop cleanly');
+        }
+      }
+      const pending = rt.writer.pending();
+      if (Object.keys(pending).length > 0) rt.logger.info({ pending }, 'flushing buffered rows');
+      await closeRuntime(rt);
+      rt.logger.info('tallyhouse stopped');
+    })();
+    return closing;
+  };
+  return { ...rt, app, url, close };
+}

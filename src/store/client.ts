@@ -1,0 +1,137 @@
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { createEmbeddedConnection, SESSION_SETTINGS } from './embedded.js';
+import type { Logger } from '../log.js';
+
+export interface StoreOptions {
+  /** ClickHouse server URL; undefined = embedded chDB under dataDir. */
+  url?: string;
+  username?: string;
+  password?: string;
+  database: string;
+  cluster?: string;
+  dataDir: string;
+  /** How long to keep trying an unreachable server at start-up. */
+  connectTimeoutMs?: number;
+  logger?: Logger;
+}
+
+export interface Store {
+  readonly client: ClickHouseClient;
+  readonly database: string;
+  readonly cluster: string | undefined;
+  readonly mode: 'embedded' | 'server';
+  /** Where the data lives, safe to log: the data directory or the URL without credentials. */
+  readonly location: string;
+  close(): Promise<void>;
+}
+
+export class StoreUnavailableError extends Error {
+  constructor(readonly location: string, override readonly cause: unknown) {
+    super(`ClickHouse at ${location} is unreachable: ${describeCause(cause)}`);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+function describeCause(cause: unknown): string {
+  if (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code;
+    return code ? `${String(code)} ${cause.message}`.trim() : cause.message;
+  }
+  return String(cause);
+}
+
+/** The URL as it may be logged: no user info, no query string. */
+export function safeUrl(raw: string): string {
+  try {
+    const u = new URL(raw);
+    return `${u.protocol}//${u.host}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+// chDB binds one data directory per process and crashes if a second is opened.
+let embeddedPath: string | undefined;
+
+export async function openStore(opts: StoreOptions): Promise<Store> {
+  return opts.url ? openServerStore(opts, opts.url) : openEmbeddedStore(opts);
+}
+
+async function openEmbeddedStore(opts: StoreOptions): Promise<Store> {
+  const path = resolve(opts.dataDir);
+  if (embeddedPath !== undefined && embeddedPath !== path) {
+    throw new Error(
+      `the embedded store is already open on ${embeddedPath}; chDB allows one data directory per process (asked for ${path})`,
+    );
+  }
+  mkdirSync(path, { recursive: true });
+  embeddedPath = path;
+  const client = createClient({ connection: createEmbeddedConnection(path) });
+  try {
+    await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}` });
+    // One database per process, so the session's current database is set once.
+    await client.command({ query: `USE ${opts.database}` });
+    for (const [name, value] of Object.entries(SESSION_SETTINGS)) {
+      await client.command({ query: `SET ${name} = ${typeof value === 'string' ? `'${value}'` : String(value)}` });
+    }
+  } catch (err) {
+    await client.close().catch(() => undefined);
+    throw new StoreUnavailableError(path, err);
+  }
+  let closed = false;
+  return {
+    client,
+    database: opts.database,
+    cluster: undefined,
+    mode: 'embedded',
+    location: path,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await client.close();
+      // The chDB engine stays bound to this path for the life of the process; reopening it is allowed.
+    },
+  };
+}
+
+async function openServerStore(opts: StoreOptions, url: string): Promise<Store> {
+  const location = safeUrl(url);
+  const common = {
+    url,
+    username: opts.username,
+    password: opts.password,
+    request_timeout: 60_000,
+    clickhouse_settings: SESSION_SETTINGS,
+  };
+  const bootstrap = createClient({ ...common, database: 'default' });
+  const deadline = Date.now() + (opts.connectTimeoutMs ?? 30_000);
+  let attempt = 0;
+  try {
+    for (;;) {
+      attempt++;
+      const ping = await bootstrap.ping();
+      if (ping.success) break;
+      if (Date.now() >= deadline) throw new StoreUnavailableError(location, ping.error);
+      opts.logger?.warn({ store: location, attempt, err: describeCause(ping.error) }, 'waiting for ClickHouse');
+      await new Promise((r) => setTimeout(r, Math.min(2_000, 250 * attempt)));
+    }
+    const onCluster = opts.cluster ? ` ON CLUSTER '${opts.cluster}'` : '';
+    await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}${onCluster}` });
+  } catch (err) {
+    if (err instanceof StoreUnavailableError) throw err;
+    throw new StoreUnavailableError(location, err);
+  } finally {
+    await bootstrap.close();
+  }
+  const client = createClient({ ...common, database: opts.database });
+  return {
+    client,
+    database: opts.database,
+    cluster: opts.cluster,
+    mode: 'server',
+    location,
+    close: () => client.close(),
+  };
+}

@@ -1,0 +1,59 @@
+import { ClickHouseError } from '@clickhouse/client';
+
+/**
+ * ClickHouse error codes that mean "this data (or statement) can never be written as it is":
+ * retrying will not help, so the writer isolates the offending rows instead.
+ * Everything else (network errors, timeouts, 5xx without a ClickHouse error, overload codes such as
+ * TOO_MANY_PARTS or MEMORY_LIMIT_EXCEEDED, keeper hiccups) is transient.
+ * Codes: https://github.com/ClickHouse/ClickHouse/blob/master/src/Common/ErrorCodes.cpp
+ */
+const DATA_ERROR_CODES = new Set([
+  6, // CANNOT_PARSE_TEXT
+  8, // THERE_IS_NO_COLUMN
+  16, // NO_SUCH_COLUMN_IN_TABLE
+  25, // CANNOT_PARSE_ESCAPE_SEQUENCE
+  26, // CANNOT_PARSE_QUOTED_STRING
+  27, // CANNOT_PARSE_INPUT_ASSERTION_FAILED
+  32, // ATTEMPT_TO_READ_AFTER_EOF
+  33, // CANNOT_READ_ALL_DATA
+  38, // CANNOT_PARSE_DATE
+  41, // CANNOT_PARSE_DATETIME
+  43, // ILLEGAL_TYPE_OF_ARGUMENT
+  53, // TYPE_MISMATCH
+  69, // ARGUMENT_OUT_OF_BOUND
+  70, // CANNOT_CONVERT_TYPE
+  72, // CANNOT_PARSE_NUMBER
+  117, // INCORRECT_DATA
+  130, // CANNOT_READ_ARRAY_FROM_TEXT
+  131, // TOO_LARGE_STRING_SIZE
+  190, // SIZES_OF_ARRAYS_DONT_MATCH
+  349, // CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN
+  377, // CANNOT_PARSE_DOMAIN_VALUE_FROM_STRING
+  407, // DECIMAL_OVERFLOW
+  441, // CANNOT_PARSE_UUID
+  457, // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE
+  691, // UNKNOWN_ELEMENT_OF_ENUM
+]);
+
+export type StoreErrorKind = 'data' | 'transient';
+
+export function classifyStoreError(err: unknown): StoreErrorKind {
+  if (err instanceof ClickHouseError) {
+    const code = Number(err.code);
+    return DATA_ERROR_CODES.has(code) ? 'data' : 'transient';
+  }
+  return 'transient';
+}
+
+/** A short description for logs and ingest_rejects: the ClickHouse code and type, or the network error code. */
+export function describeStoreError(err: unknown): string {
+  if (err instanceof ClickHouseError) {
+    const firstLine = err.message.split('\n')[0].slice(0, 500);
+    return `ClickHouse ${err.type ?? 'error'} (code ${err.code}): ${firstLine}`;
+  }
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return code ? `${String(code)}: ${err.message}` : err.message;
+  }
+  return String(err);
+}

@@ -1,0 +1,388 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Store } from './client.js';
+import type { Logger } from '../log.js';
+import { classifyStoreError, describeStoreError } from './errors.js';
+
+export interface WriterOptions {
+  /** Flush a table's buffer when it holds this many rows... */
+  maxRows?: number;
+  /** ...or this many bytes of serialized rows... */
+  maxBytes?: number;
+  /** ...or when its oldest row has waited this long. */
+  flushIntervalMs?: number;
+  /** Above this many buffered bytes (all tables), insert() waits for flushes: memory stays bounded. */
+  maxBufferedBytes?: number;
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+export interface WriteResult {
+  written: number;
+  rejected: number;
+}
+
+/** The dead-letter table: rows that cannot be written land here with the reason, never nowhere. */
+export const REJECTS_TABLE = 'ingest_rejects';
+export const MAX_REJECT_RAW_BYTES = 64 * 1024;
+
+export interface RejectRow {
+  source: string;
+  reason: string;
+  raw: string;
+  line?: number | null;
+  batch_id?: string;
+}
+
+interface Entry {
+  lines: string[];
+  bytes: number;
+  written: number;
+  rejected: number;
+  pendingLines: number;
+  resolve: (r: WriteResult) => void;
+  reject: (e: unknown) => void;
+}
+
+interface Line {
+  text: string;
+  entry: Entry;
+}
+
+interface TableBuffer {
+  table: string;
+  entries: Entry[];
+  rows: number;
+  bytes: number;
+  oldestAt: number;
+  flushing: Promise<void> | null;
+}
+
+const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * One batch writer for every table (STYLE.md rule 6): a buffer per table, flushed at a row or byte
+ * limit, on an interval, and on close; transient failures retried with the same deduplication token
+ * (so a batch that landed before its answer was lost is not doubled); rows ClickHouse refuses are
+ * isolated by bisection and go to `ingest_rejects` with the reason. `insert()` resolves once its rows
+ * are committed, so a caller may save a checkpoint after awaiting it.
+ */
+export class BatchWriter {
+  private readonly buffers = new Map<string, TableBuffer>();
+  private readonly maxRows: number;
+  private readonly maxBytes: number;
+  private readonly flushIntervalMs: number;
+  private readonly maxBufferedBytes: number;
+  private readonly backoffBaseMs: number;
+  private readonly backoffMaxMs: number;
+  private readonly logger?: Logger;
+  private readonly timer: NodeJS.Timeout;
+  private bufferedBytes = 0;
+  private spaceWaiters: Array<() => void> = [];
+  private closed = false;
+  private readonly metrics: ReturnType<typeof createWriterMetrics>;
+
+  constructor(private readonly store: Store, opts: WriterOptions = {}) {
+    this.maxRows = opts.maxRows ?? 50_000;
+    this.maxBytes = opts.maxBytes ?? 16 * 1024 * 1024;
+    this.flushIntervalMs = opts.flushIntervalMs ?? 1_000;
+    this.maxBufferedBytes = opts.maxBufferedBytes ?? Math.max(this.maxBytes * 4, 64 * 1024 * 1024);
+    this.backoffBaseMs = opts.backoffBaseMs ?? 200;
+    this.backoffMaxMs = opts.backoffMaxMs ?? 10_000;
+    this.logger = opts.logger;
+    this.metrics = createWriterMetrics(opts.registry);
+    this.timer = setInterval(() => this.flushDue(), Math.max(10, Math.floor(this.flushIntervalMs / 2)));
+    this.timer.unref();
+  }
+
+  /** Buffers rows for `table`; resolves when all of them are in the store (or in ingest_rejects). */
+  insert(table: string, rows: readonly object[]): Promise<WriteResult> {
+    return this.insertLines(
+      table,
+      rows.map((r) => JSON.stringify(r)),
+    );
+  }
+
+  /** Like insert(), for rows already serialized as JSONEachRow lines. */
+  async insertLines(table: string, lines: string[]): Promise<WriteResult> {
+    if (this.closed) throw new Error(`the writer is closed; ${lines.length} rows for ${table} were not accepted`);
+    if (!TABLE_NAME.test(table)) throw new Error(`invalid table name ${JSON.stringify(table)}`);
+    if (lines.length === 0) return { written: 0, rejected: 0 };
+    while (this.bufferedBytes >= this.maxBufferedBytes) {
+      await new Promise<void>((r) => this.spaceWaiters.push(r));
+    }
+    let bytes = 0;
+    for (const l of lines) bytes += l.length + 1;
+    const buffer = this.bufferFor(table);
+    return new Promise<WriteResult>((resolve, reject) => {
+      if (buffer.rows === 0) buffer.oldestAt = Date.now();
+      buffer.entries.push({ lines, bytes, written: 0, rejected: 0, pendingLines: lines.length, resolve, reject });
+      buffer.rows += lines.length;
+      buffer.bytes += bytes;
+      this.bufferedBytes += bytes;
+      this.metrics.buffered.inc({ table }, lines.length);
+      if (buffer.rows >= this.maxRows || buffer.bytes >= this.maxBytes) void this.flushTable(buffer);
+    });
+  }
+
+  /** Records rows that could not be ingested in the dead-letter table. */
+  reject(rows: readonly RejectRow[]): Promise<WriteResult> {
+    return this.insert(REJECTS_TABLE, rows.map(toRejectRecord));
+  }
+
+  /** Flushes every buffer now and waits until all rows handed in before the call are committed. */
+  async flush(): Promise<void> {
+    await Promise.all([...this.buffers.values()].map((b) => this.drain(b)));
+  }
+
+  /** Flushes and stops the timer. Rows handed in after close() are refused. */
+  async close(): Promise<void> {
+    await this.flush();
+    this.closed = true;
+    clearInterval(this.timer);
+  }
+
+  /** Rows waiting in memory, per table (for /readyz and shutdown logs). */
+  pending(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const b of this.buffers.values()) if (b.rows > 0) out[b.table] = b.rows;
+    return out;
+  }
+
+  private bufferFor(table: string): TableBuffer {
+    let b = this.buffers.get(table);
+    if (!b) {
+      b = { table, entries: [], rows: 0, bytes: 0, oldestAt: 0, flushing: null };
+      this.buffers.set(table, b);
+    }
+    return b;
+  }
+
+  private flushDue(): void {
+    const now = Date.now();
+    for (const b of this.buffers.values()) {
+      if (b.rows > 0 && !b.flushing && now - b.oldestAt >= this.flushIntervalMs) void this.flushTable(b);
+    }
+  }
+
+  /** Flushes until the buffer is empty. */
+  private async drain(buffer: TableBuffer): Promise<void> {
+    while (buffer.rows > 0 || buffer.flushing) {
+      await this.flushTable(buffer);
+    }
+  }
+
+  /** One flush at a time per table, so a table's batches land in the order they were handed in. */
+  private flushTable(buffer: TableBuffer): Promise<void> {
+    if (buffer.flushing) return buffer.flushing;
+    if (buffer.rows === 0) return Promise.resolve();
+    const run = (async () => {
+      try {
+        while (buffer.rows > 0) {
+          const entries = this.takeBatch(buffer);
+          await this.writeBatch(buffer.table, entries);
+        }
+      } finally {
+        buffer.flushing = null;
+      }
+    })();
+    buffer.flushing = run;
+    return run;
+  }
+
+  private takeBatch(buffer: TableBuffer): Entry[] {
+    const taken: Entry[] = [];
+    let rows = 0;
+    let bytes = 0;
+    while (buffer.entries.length > 0) {
+      const next = buffer.entries[0];
+      if (taken.length > 0 && (rows + next.lines.length > this.maxRows || bytes + next.bytes > this.maxBytes)) break;
+      buffer.entries.shift();
+      taken.push(next);
+      rows += next.lines.length;
+      bytes += next.bytes;
+    }
+    buffer.rows -= rows;
+    buffer.bytes -= bytes;
+    buffer.oldestAt = Date.now();
+    return taken;
+  }
+
+  private async writeBatch(table: string, entries: Entry[]): Promise<void> {
+    const lines: Line[] = [];
+    let bytes = 0;
+    for (const entry of entries) {
+      for (const text of entry.lines) lines.push({ text, entry });
+      bytes += entry.bytes;
+    }
+    try {
+      await this.writeLines(table, lines);
+    } catch (err) {
+      // Only a programming error gets here (writeLines retries or dead-letters everything else).
+      for (const e of entries) e.reject(err);
+    } finally {
+      this.bufferedBytes -= bytes;
+      this.metrics.buffered.dec({ table }, lines.length);
+      for (const entry of entries) entry.lines = [];
+      const waiters = this.spaceWaiters;
+      this.spaceWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  /**
+   * Writes lines, retrying transient failures with the same token until they land. A data error
+   * splits the batch in two, so one bad row is isolated and its neighbours are written.
+   */
+  private async writeLines(table: string, lines: Line[], outcome: 'written' | 'rejected' = 'written'): Promise<void> {
+    const body = lines.map((l) => l.text).join('\n');
+    const token = createHash('sha256').update(table).update('\n').update(body).digest('hex');
+    for (let attempt = 1; ; attempt++) {
+      const started = process.hrtime.bigint();
+      try {
+        await this.send(table, body, token);
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        this.metrics.flushSeconds.observe({ table }, seconds);
+        this.metrics.batches.inc({ table });
+        this.metrics.batchRows.observe({ table }, lines.length);
+        this.metrics.rowsWritten.inc({ table }, lines.length);
+        for (const l of lines) this.settle(l.entry, outcome);
+        return;
+      } catch (err) {
+        const kind = classifyStoreError(err);
+        this.metrics.failures.inc({ table, kind });
+        if (kind === 'transient') {
+          const delayMs = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** Math.min(attempt - 1, 16));
+          this.logger?.warn(
+            { table, rows: lines.length, attempt, delayMs, err: describeStoreError(err) },
+            'store write failed; retrying with the same deduplication token',
+          );
+          await sleep(delayMs * (0.5 + Math.random() / 2));
+          continue;
+        }
+        if (lines.length > 1) {
+          const mid = Math.floor(lines.length / 2);
+          await this.writeLines(table, lines.slice(0, mid), outcome);
+          await this.writeLines(table, lines.slice(mid), outcome);
+          return;
+        }
+        await this.deadLetter(table, lines[0], err);
+        return;
+      }
+    }
+  }
+
+  private async deadLetter(table: string, line: Line, err: unknown): Promise<void> {
+    this.metrics.rowsRejected.inc({ table });
+    this.logger?.warn({ table, err: describeStoreError(err) }, 'row refused by the store; kept in ingest_rejects');
+    if (table === REJECTS_TABLE) {
+      // The dead-letter table itself refused a row: nothing left to put it in but the log.
+      this.logger?.error({ table, bytes: line.text.length }, 'ingest_rejects refused a row; it is lost');
+      this.settle(line.entry, 'rejected');
+      return;
+    }
+    const record = toRejectRecord({
+      source: `writer:${table}`,
+      reason: describeStoreError(err),
+      raw: line.text,
+    });
+    await this.writeLines(REJECTS_TABLE, [{ text: JSON.stringify(record), entry: line.entry }], 'rejected');
+  }
+
+  private settle(entry: Entry, outcome: 'written' | 'rejected'): void {
+    if (outcome === 'written') entry.written++;
+    else entry.rejected++;
+    entry.pendingLines--;
+    if (entry.pendingLines === 0) queueMicrotask(() => entry.resolve({ written: entry.written, rejected: entry.rejected }));
+  }
+
+  private async send(table: string, body: string, token: string): Promise<void> {
+    const result = await this.store.client.exec({
+      query: `INSERT INTO ${table} FORMAT JSONEachRow`,
+      values: Readable.from([Buffer.from(body)]),
+      clickhouse_settings: {
+        insert_deduplication_token: token,
+        async_insert: 0,
+      },
+    });
+    await new Promise<void>((resolve, reject) => {
+      result.stream.on('error', reject);
+      result.stream.on('end', resolve);
+      result.stream.resume();
+    });
+  }
+}
+
+function toRejectRecord(row: RejectRow): Record<string, unknown> {
+  return {
+    source: row.source,
+    reason: row.reason.slice(0, 4096),
+    raw: truncateUtf8(row.raw, MAX_REJECT_RAW_BYTES),
+    line: row.line ?? null,
+    batch_id: row.batch_id ?? '',
+  };
+}
+
+export function truncateUtf8(text: string, maxBytes: number): string {
+  if (Buffer.byteLength(text) <= maxBytes) return text;
+  const buf = Buffer.from(text).subarray(0, maxBytes);
+  // Drop a trailing partial character rather than storing an invalid sequence.
+  return buf.toString('utf8').replace(/\uFFFD$/, '');
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function createWriterMetrics(registry?: Registry) {
+  const registers = registry ? [registry] : [];
+  return {
+    rowsWritten: new Counter({
+      name: 'tallyhouse_writer_rows_written_total',
+      help: 'Rows committed to the store by the batch writer.',
+      labelNames: ['table'],
+      registers,
+    }),
+    rowsRejected: new Counter({
+      name: 'tallyhouse_writer_rows_rejected_total',
+      help: 'Rows the store refused, moved to ingest_rejects.',
+      labelNames: ['table'],
+      registers,
+    }),
+    batches: new Counter({
+      name: 'tallyhouse_writer_batches_total',
+      help: 'Batches committed to the store.',
+      labelNames: ['table'],
+      registers,
+    }),
+    failures: new Counter({
+      name: 'tallyhouse_writer_flush_failures_total',
+      help: 'Failed batch inserts, by kind (transient: retried; data: bisected and dead-lettered).',
+      labelNames: ['table', 'kind'],
+      registers,
+    }),
+    flushSeconds: new Histogram({
+      name: 'tallyhouse_writer_flush_duration_seconds',
+      help: 'Time to commit one batch to the store.',
+      labelNames: ['table'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    batchRows: new Histogram({
+      name: 'tallyhouse_writer_batch_rows',
+      help: 'Rows per committed batch.',
+      labelNames: ['table'],
+      buckets: [1, 10, 100, 1000, 10_000, 50_000, 100_000],
+      registers,
+    }),
+    buffered: new Gauge({
+      name: 'tallyhouse_writer_buffered_rows',
+      help: 'Rows waiting in the writer buffers.',
+      labelNames: ['table'],
+      registers,
+    }),
+  };
+}
