@@ -1,0 +1,120 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from './support/process.js';
+import { parseConfig, ConfigError } from '../src/config.js';
+import { startService } from '../src/service.js';
+import { createLogger } from '../src/log.js';
+import { createRegistry } from '../src/metrics.js';
+import { openTestRuntime, closeRuntime, processDataDir, queryRows, testConfig } from './support/store.js';
+
+describe('configuration', () => {
+  it('names every bad variable and what it expects', () => {
+    const err = (() => {
+      try {
+        parseConfig({ PORT: 'abc', TIMEZONES: 'UTC,Mars/Olympus', CLICKHOUSE_URL: 'ftp://x', LOG_LEVEL: 'chatty' });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems.map((p) => p.variable).sort()).toEqual([
+      'CLICKHOUSE_URL',
+      'LOG_LEVEL',
+      'PORT',
+      'TIMEZONES',
+    ]);
+    expect((err as Error).message).toContain('TIMEZONES: unknown IANA time zone "Mars/Olympus"');
+    expect((err as Error).message).toContain('CLICKHOUSE_URL: expected an http(s) URL');
+  });
+
+  it('has the documented defaults', () => {
+    const c = parseConfig({});
+    expect([c.PORT, c.HOST, c.DATA_DIR, c.CLICKHOUSE_DATABASE, c.CLICKHOUSE_URL, c.CLICKHOUSE_CLUSTER]).toEqual([
+      8080,
+      '127.0.0.1',
+      './data',
+      'tallyhouse',
+      undefined,
+      undefined,
+    ]);
+    expect(c.TIMEZONES).toEqual(['UTC']);
+  });
+
+  it('the CLI exits 2 naming PORT when it is not a number', async () => {
+    const p = runCli(['serve'], { PORT: 'abc', DATA_DIR: mkdtempSync(join(tmpdir(), 'th-')) });
+    const { code } = await p.exited;
+    expect(code).toBe(2);
+    expect(p.stderr()).toMatch(/PORT: expected/);
+  });
+
+  it('the CLI exits non-zero naming the URL (never the password) when ClickHouse is unreachable', async () => {
+    const p = runCli(['serve'], {
+      CLICKHOUSE_URL: 'http://127.0.0.1:9',
+      CLICKHOUSE_PASSWORD: 's3cret-pw',
+      CLICKHOUSE_CONNECT_TIMEOUT_MS: '1500',
+    });
+    const { code } = await p.exited;
+    expect(code).toBe(1);
+    expect(p.stderr()).toContain('ClickHouse at http://127.0.0.1:9 is unreachable');
+    expect(p.stderr() + p.stdout()).not.toContain('s3cret-pw');
+  });
+
+  it('unknown commands and options print the usage and exit 2', async () => {
+    const a = runCli(['frobnicate']);
+    expect((await a.exited).code).toBe(2);
+    expect(a.stderr()).toContain('unknown command "frobnicate"');
+    expect(a.stderr()).toContain('Usage: tallyhouse <command>');
+    const b = runCli(['migrate', '--bogus']);
+    expect((await b.exited).code).toBe(2);
+    expect(b.stderr()).toMatch(/Unknown option '--bogus'[\s\S]*Usage: tallyhouse migrate/);
+  });
+});
+
+describe('the service process', () => {
+  it('is ready, serves metrics promtool accepts, and stops on SIGTERM with exit 0', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'th-serve-'));
+    const p = runCli(['serve'], { PORT: '0', DATA_DIR: dataDir });
+    const [, url] = await p.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)"/);
+    const ready = await fetch(`${url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready' });
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toContain('process_cpu_user_seconds_total');
+    const file = join(dataDir, 'metrics.txt');
+    writeFileSync(file, metrics);
+    // promtool lint: exit 0 and no findings (.ci/run installs Debian's prometheus package).
+    const lint = execFileSync('sh', ['-c', `promtool check metrics < ${file} 2>&1; echo "rc=$?"`]).toString();
+    expect(lint.trim()).toBe('rc=0');
+    const stoppedAt = Date.now();
+    p.child.kill('SIGTERM');
+    const exit = await p.exited;
+    expect(exit.code).toBe(0);
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+    expect(p.stdout()).toContain('tallyhouse stopped');
+  });
+});
+
+describe('shutdown', () => {
+  it('rows handed to the writer just before close are in the store after a restart', async () => {
+    const config = testConfig({ PORT: '0', WRITER_FLUSH_INTERVAL_MS: '60000' });
+    const service = await startService(config, {
+      logger: createLogger('silent'),
+      registry: createRegistry({ defaultMetrics: false }),
+    });
+    const rows = Array.from({ length: 1234 }, (_, i) => ({ source: 'shutdown-test', reason: `r${i}`, raw: `{"i":${i}}` }));
+    const handed = service.writer.reject(rows);
+    expect(service.writer.pending()).toEqual({ ingest_rejects: 1234 });
+    await service.close();
+    await expect(handed).resolves.toEqual({ written: 1234, rejected: 0 });
+
+    const rt = await openTestRuntime();
+    const [r] = await queryRows<{ n: string }>(rt, "SELECT count() AS n FROM ingest_rejects WHERE source = 'shutdown-test'");
+    expect(Number(r.n)).toBe(1234);
+    await closeRuntime(rt);
+    expect(processDataDir()).toBe(config.DATA_DIR);
+  });
+});

@@ -1,0 +1,154 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Registry } from 'prom-client';
+import { openStore, type Store } from '../../src/store/client.js';
+import { migrate } from '../../src/store/migrate.js';
+import { BatchWriter } from '../../src/store/writer.js';
+import { processDataDir, queryRows } from '../support/store.js';
+import { startClickHouseHttp, type ClickHouseHttp } from '../support/clickhouse-http.js';
+
+const TABLE_DDL = `CREATE TABLE IF NOT EXISTS writer_probe
+(
+    id UInt32,
+    name String,
+    amount Decimal(38, 12),
+    at DateTime64(3, 'UTC')
+)
+ENGINE = MergeTree
+ORDER BY id
+SETTINGS non_replicated_deduplication_window = 1000`;
+
+function rows(from: number, count: number) {
+  return Array.from({ length: count }, (_, i) => ({
+    id: from + i,
+    name: `row-${from + i}`,
+    amount: `${from + i}.000000000001`,
+    at: '2026-11-01T00:00:00.000Z',
+  }));
+}
+
+async function counts(store: Store) {
+  const [r] = await queryRows<{ rows: string; distinct_ids: string; total: string }>(
+    { store },
+    'SELECT count() AS rows, uniqExact(id) AS distinct_ids, toString(sum(amount)) AS total FROM writer_probe',
+  );
+  return { rows: Number(r.rows), distinctIds: Number(r.distinct_ids), total: r.total };
+}
+
+let http: ClickHouseHttp;
+
+beforeAll(async () => {
+  http = await startClickHouseHttp({ dataDir: processDataDir() });
+});
+afterAll(async () => {
+  await http.close();
+});
+
+const backends: Array<[string, () => Promise<Store>]> = [
+  ['embedded chDB', () => openStore({ dataDir: processDataDir(), database: 'writer_embedded' })],
+  [
+    'ClickHouse over HTTP',
+    () => openStore({ url: http.url, dataDir: processDataDir(), database: 'writer_http', connectTimeoutMs: 5_000 }),
+  ],
+];
+
+describe.each(backends)('batch writer on %s', (_name, open) => {
+  let store: Store;
+  beforeAll(async () => {
+    store = await open();
+    await migrate(store);
+    await store.client.command({ query: TABLE_DDL });
+  });
+  afterAll(async () => {
+    await store.client.command({ query: 'DROP TABLE IF EXISTS writer_probe' });
+    await store.close();
+  });
+
+  it('flushes at the row limit, on the interval and on close, and resolves once rows are stored', async () => {
+    await store.client.command({ query: 'TRUNCATE TABLE writer_probe' });
+    const registry = new Registry();
+    const writer = new BatchWriter(store, { maxRows: 100, flushIntervalMs: 60_000, registry });
+    // 250 rows at a 100-row limit: two batches go at once, 50 rows wait for close().
+    const results = await Promise.all([writer.insert('writer_probe', rows(0, 200))]);
+    expect(results[0]).toEqual({ written: 200, rejected: 0 });
+    expect((await counts(store)).rows).toBe(200);
+    const pending = writer.insert('writer_probe', rows(200, 50));
+    expect(writer.pending()).toEqual({ writer_probe: 50 });
+    await writer.close();
+    await expect(pending).resolves.toEqual({ written: 50, rejected: 0 });
+    expect(await counts(store)).toEqual({ rows: 250, distinctIds: 250, total: '31125.00000000025' });
+    const metrics = await registry.getSingleMetricAsString('tallyhouse_writer_rows_written_total');
+    expect(metrics).toContain('tallyhouse_writer_rows_written_total{table="writer_probe"} 250');
+    await expect(writer.insert('writer_probe', rows(300, 1))).rejects.toThrow(/writer is closed/);
+  });
+
+  it('flushes on the interval without being asked', async () => {
+    await store.client.command({ query: 'TRUNCATE TABLE writer_probe' });
+    const writer = new BatchWriter(store, { maxRows: 10_000, flushIntervalMs: 30 });
+    const done = writer.insert('writer_probe', rows(0, 7));
+    await expect(done).resolves.toEqual({ written: 7, rejected: 0 });
+    expect((await counts(store)).rows).toBe(7);
+    await writer.close();
+  });
+
+  it('isolates a bad row into ingest_rejects and stores its neighbours', async () => {
+    await store.client.command({ query: 'TRUNCATE TABLE writer_probe' });
+    await store.client.command({ query: "DELETE FROM ingest_rejects WHERE source = 'writer:writer_probe'" }).catch(() => undefined);
+    const writer = new BatchWriter(store, { maxRows: 1000, flushIntervalMs: 60_000 });
+    const batch: object[] = rows(0, 9);
+    batch.splice(4, 0, { id: 'not-a-number', name: 'bad', amount: '1', at: '2026-11-01T00:00:00Z' });
+    const result = await writer.insert('writer_probe', batch);
+    await writer.close();
+    expect(result).toEqual({ written: 9, rejected: 1 });
+    expect((await counts(store)).rows).toBe(9);
+    const rejects = await queryRows<{ source: string; reason: string; raw: string }>(
+      { store },
+      "SELECT source, reason, raw FROM ingest_rejects WHERE source = 'writer:writer_probe'",
+    );
+    expect(rejects).toHaveLength(1);
+    expect(JSON.parse(rejects[0].raw)).toMatchObject({ id: 'not-a-number', name: 'bad' });
+    expect(rejects[0].reason).toMatch(/ClickHouse \w+ \(code \d+\)/);
+  });
+
+  it('a batch sent twice with its token is stored once', async () => {
+    await store.client.command({ query: 'TRUNCATE TABLE writer_probe' });
+    const w1 = new BatchWriter(store, { flushIntervalMs: 60_000 });
+    const w2 = new BatchWriter(store, { flushIntervalMs: 60_000 });
+    await w1.insert('writer_probe', rows(0, 20));
+    await w2.insert('writer_probe', rows(0, 20)); // same content, same token: deduplicated by ClickHouse
+    await w1.insert('writer_probe', rows(20, 1)); // a different batch is not
+    await Promise.all([w1.close(), w2.close()]);
+    expect(await counts(store)).toMatchObject({ rows: 21, distinctIds: 21 });
+  });
+});
+
+describe('batch writer during a store outage', () => {
+  let store: Store;
+  beforeAll(async () => {
+    store = await openStore({ url: http.url, dataDir: processDataDir(), database: 'writer_outage', connectTimeoutMs: 5_000 });
+    await migrate(store);
+    await store.client.command({ query: TABLE_DDL });
+  });
+  afterAll(async () => {
+    await store.close();
+  });
+
+  it('retries a failed flush until the store is back, with no row lost or doubled', async () => {
+    const registry = new Registry();
+    const writer = new BatchWriter(store, { maxRows: 500, flushIntervalMs: 20, backoffBaseMs: 20, backoffMaxMs: 100, registry });
+    await writer.insert('writer_probe', rows(0, 500));
+    await http.stop();
+    const during = writer.insert('writer_probe', rows(500, 1000));
+    // Let several attempts fail while the endpoint is down.
+    await new Promise((r) => setTimeout(r, 400));
+    const failures = await registry.getSingleMetricAsString('tallyhouse_writer_flush_failures_total');
+    const failed = Number(/kind="transient"} (\d+)/.exec(failures)?.[1] ?? 0);
+    expect(failed).toBeGreaterThanOrEqual(2);
+    await http.start();
+    await expect(during).resolves.toEqual({ written: 1000, rejected: 0 });
+    // 5xx answers are retried the same way, and a batch that landed before its answer was lost is not doubled.
+    http.failNext(2, 503);
+    await writer.insert('writer_probe', rows(1500, 10));
+    await writer.close();
+    expect(await counts(store)).toMatchObject({ rows: 1510, distinctIds: 1510 });
+  });
+});

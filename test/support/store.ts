@@ -1,0 +1,48 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseConfig, type Config } from '../../src/config.js';
+import { openRuntime, closeRuntime, type Runtime } from '../../src/service.js';
+import { createLogger } from '../../src/log.js';
+import { createRegistry } from '../../src/metrics.js';
+
+/** A fresh data directory for this test file (chDB binds one per process; vitest forks one process per file). */
+export function tempDataDir(prefix = 'tallyhouse-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+let sharedDataDir: string | undefined;
+
+/** The data directory of this test process's embedded store (one per process). */
+export function processDataDir(): string {
+  sharedDataDir ??= tempDataDir();
+  return sharedDataDir;
+}
+
+export function testConfig(env: Record<string, string | undefined> = {}): Config {
+  return parseConfig({
+    DATA_DIR: processDataDir(),
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    NODE_ENV: 'test',
+    WRITER_FLUSH_INTERVAL_MS: '50',
+    ...env,
+  });
+}
+
+/** A migrated store with a writer, on this process's embedded data directory (or CLICKHOUSE_URL in env). */
+export async function openTestRuntime(env: Record<string, string | undefined> = {}): Promise<Runtime> {
+  const config = testConfig(env);
+  return openRuntime(config, { logger: createLogger(config.LOG_LEVEL), registry: createRegistry({ defaultMetrics: false }) });
+}
+
+export { closeRuntime };
+
+/** Runs a query and returns its rows (JSONEachRow). */
+export async function queryRows<T = Record<string, unknown>>(
+  rt: Pick<Runtime, 'store'>,
+  query: string,
+  params: Record<string, unknown> = {},
+): Promise<T[]> {
+  const rs = await rt.store.client.query({ query, query_params: params, format: 'JSONEachRow' });
+  return rs.json<T>();
+}
