@@ -1,0 +1,510 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { ZodType } from 'zod';
+import type { Logger } from '../log.js';
+import {
+  PlatformError,
+  errorFromException,
+  errorFromResponse,
+  type CallDescription,
+  type HeaderBag,
+  type KeyScope,
+} from './errors.js';
+import { scopeForPath } from './paths.js';
+import { appendQuery, type ArrayFormat, type QueryParams } from './query.js';
+
+export type { QueryParams } from './query.js';
+
+export interface PlatformClientOptions {
+  /** SVC_BASE_URL; may carry a path prefix, which is put before every request path. */
+  baseUrl: string;
+  /** SVC_API_KEY. Also the key for calls that need no key (they ignore it). */
+  apiKey?: string;
+  /** SVC_ADMIN_KEY. Used for admin-scope calls, and for API-scope calls when no API key is set. */
+  adminKey?: string;
+  /** undici timers have about one second of resolution above 1,000 ms, so these are approximate. */
+  connectTimeoutMs?: number;
+  headersTimeoutMs?: number;
+  /** Longest silence between two body chunks, not the time for the whole body. */
+  bodyTimeoutMs?: number;
+  maxAttempts?: number;
+  /** Total time for one call, backoff included; an attempt still running when it ends is aborted. */
+  maxElapsedMs?: number;
+  backoffBaseMs?: number;
+  maxBackoffMs?: number;
+  /** Connections per origin. */
+  connections?: number;
+  logger?: Logger;
+  userAgent?: string;
+  arrayFormat?: ArrayFormat;
+  /** Source of jitter in [0, 1); for tests. */
+  random?: () => number;
+}
+
+export interface RetryInfo {
+  /** The attempt that failed (1-based). */
+  attempt: number;
+  /** The wait before the next attempt. */
+  delayMs: number;
+  error: PlatformError;
+}
+
+export interface CallContext {
+  signal?: AbortSignal;
+  onRetry?: (info: RetryInfo) => void;
+}
+
+export interface CallOptions<T = unknown> {
+  query?: QueryParams;
+  /** Defaults to the scope the path needs (admin for the usage endpoints, api otherwise). */
+  scope?: KeyScope;
+  schema?: ZodType<T>;
+  ctx?: CallContext;
+}
+
+export interface TextCallOptions {
+  query?: QueryParams;
+  scope?: KeyScope;
+  ctx?: CallContext;
+  accept?: string;
+  headers?: Record<string, string>;
+}
+
+export interface TextResponse {
+  body: string;
+  contentType: string | null;
+}
+
+export interface PaginateOptions<T> {
+  /** A `cursor` here resumes from a saved cursor. */
+  query?: QueryParams;
+  scope?: KeyScope;
+  schema: ZodType<T>;
+  ctx?: CallContext;
+  method?: 'GET' | 'POST';
+  body?: unknown;
+}
+
+const DEFAULTS = {
+  connectTimeoutMs: 10_000,
+  headersTimeoutMs: 30_000,
+  bodyTimeoutMs: 30_000,
+  maxAttempts: 6,
+  maxElapsedMs: 120_000,
+  backoffBaseMs: 500,
+  maxBackoffMs: 30_000,
+  connections: 8,
+  userAgent: 'tallyhouse/0.1',
+  arrayFormat: 'repeat' as ArrayFormat,
+};
+
+interface RequestSpec<T> {
+  method: 'GET' | 'POST';
+  path: string;
+  query: QueryParams | undefined;
+  jsonBody?: unknown;
+  scope: KeyScope | undefined;
+  accept: string;
+  headers?: Record<string, string>;
+  ctx: CallContext | undefined;
+  /** Turns a 2xx answer into the result; throws a PlatformError (retryable or not) when it cannot. */
+  read: (status: number, headers: HeaderBag, body: string, call: CallDescription) => T;
+}
+
+function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300;
+}
+
+/** Full jitter: a uniform wait in [0, min(max, base * 2^(attempt-1))). */
+export function backoffDelayMs(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
+  const ceilingMs = Math.min(maxMs, baseMs * 2 ** (attempt - 1));
+  return Math.floor(random() * ceilingMs);
+}
+
+function parseJsonBody(status: number, body: string, call: CallDescription): unknown {
+  // 204/205 carry no body by definition; any other empty 2xx body is a cut-off answer.
+  if (status === 204 || status === 205) return null;
+  try {
+    return JSON.parse(body);
+  } catch {
+    // No `cause`: the SyntaxError's message quotes the body.
+    throw new PlatformError({
+      message: `${call.method} ${call.path} answered ${status} with a body that is not complete JSON (${Buffer.byteLength(body)} bytes)`,
+      status,
+      type: 'truncated_body',
+      retryable: true,
+      scope: call.scope,
+      keyUsed: call.keyUsed,
+      method: call.method,
+      path: call.path,
+    });
+  }
+}
+
+function validate<T>(schema: ZodType<T>, value: unknown, status: number, call: CallDescription): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const where = issue && issue.path.length > 0 ? issue.path.map(String).join('.') : '(root)';
+  // The zod issue names the place and what was expected; the body itself never goes into the message.
+  throw new PlatformError({
+    message: `${call.method} ${call.path} answered ${status} with a response that does not match the expected schema at ${where}: ${issue?.message ?? 'invalid'}`,
+    status,
+    type: 'invalid_response',
+    retryable: false,
+    scope: call.scope,
+    keyUsed: call.keyUsed,
+    method: call.method,
+    path: call.path,
+  });
+}
+
+/**
+ * Client of the Platform API: one undici Agent (a connection pool per origin), key selection by scope,
+ * the retry rule of errors.ts, pagination and response validation. Knows nothing of ClickHouse.
+ *
+ * The retry loop is written here rather than with undici's RetryAgent because the rule needs things that
+ * agent does not do: `X-Svc-Retryable`, `x-ratelimit-reset`, retrying a 2xx whose JSON is cut off, a total
+ * time budget, and reporting each retry to the caller.
+ */
+export class PlatformClient {
+  readonly #base: URL;
+  readonly #basePath: string;
+  readonly #apiKey: string | null;
+  readonly #adminKey: string | null;
+  readonly #agent: Agent;
+  readonly #logger: Logger | null;
+  readonly #maxAttempts: number;
+  readonly #maxElapsedMs: number;
+  readonly #backoffBaseMs: number;
+  readonly #maxBackoffMs: number;
+  readonly #userAgent: string;
+  readonly #arrayFormat: ArrayFormat;
+  readonly #random: () => number;
+  #closing: Promise<void> | null = null;
+
+  constructor(opts: PlatformClientOptions) {
+    let base: URL;
+    try {
+      base = new URL(opts.baseUrl);
+    } catch {
+      throw new TypeError('PlatformClient: baseUrl is not a valid URL');
+    }
+    if (base.protocol !== 'http:' && base.protocol !== 'https:') {
+      throw new TypeError(`PlatformClient: baseUrl must be http or https, got ${base.protocol}`);
+    }
+    this.#base = base;
+    this.#basePath = base.pathname.replace(/\/+$/, '');
+    this.#apiKey = opts.apiKey || null;
+    this.#adminKey = opts.adminKey || null;
+    this.#logger = opts.logger ?? null;
+    this.#maxAttempts = Math.max(1, opts.maxAttempts ?? DEFAULTS.maxAttempts);
+    this.#maxElapsedMs = opts.maxElapsedMs ?? DEFAULTS.maxElapsedMs;
+    this.#backoffBaseMs = opts.backoffBaseMs ?? DEFAULTS.backoffBaseMs;
+    this.#maxBackoffMs = opts.maxBackoffMs ?? DEFAULTS.maxBackoffMs;
+    this.#userAgent = opts.userAgent ?? DEFAULTS.userAgent;
+    this.#arrayFormat = opts.arrayFormat ?? DEFAULTS.arrayFormat;
+    this.#random = opts.random ?? Math.random;
+    this.#agent = new Agent({
+      connections: opts.connections ?? DEFAULTS.connections,
+      connect: { timeout: opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs },
+      headersTimeout: opts.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs,
+      bodyTimeout: opts.bodyTimeoutMs ?? DEFAULTS.bodyTimeoutMs,
+    });
+  }
+
+  getJson<T = unknown>(path: string, opts: CallOptions<T> = {}): Promise<T> {
+    return this.#jsonCall('GET', path, undefined, opts);
+  }
+
+  postJson<T = unknown>(path: string, body: unknown, opts: CallOptions<T> = {}): Promise<T> {
+    return this.#jsonCall('POST', path, body, opts);
+  }
+
+  /** For text answers such as the Prometheus exposition at /metrics. */
+  getText(path: string, opts: TextCallOptions = {}): Promise<TextResponse> {
+    return this.#call({
+      method: 'GET',
+      path,
+      query: opts.query,
+      scope: opts.scope,
+      accept: opts.accept ?? 'text/plain',
+      headers: opts.headers,
+      ctx: opts.ctx,
+      read: (_status, headers, body) => {
+        const contentType = headers['content-type'];
+        return { body, contentType: (Array.isArray(contentType) ? contentType[0] : contentType) ?? null };
+      },
+    });
+  }
+
+  /**
+   * Yields each validated page, following `next_cursor` while `has_more`. The cursor goes back exactly as
+   * received. A page with `has_more` but no cursor, or a cursor seen before, is an `invalid_response`
+   * error rather than an endless loop.
+   */
+  async *paginate<T>(path: string, opts: PaginateOptions<T>): AsyncGenerator<T, void, undefined> {
+    const method = opts.method ?? 'GET';
+    const seenCursors = new Set<string>();
+    let query: QueryParams = { ...opts.query };
+    for (;;) {
+      let pageInfo: { hasMore: unknown; nextCursor: unknown } = { hasMore: undefined, nextCursor: undefined };
+      let call: CallDescription | null = null;
+      const page = await this.#call<T>({
+        method,
+        path,
+        query,
+        jsonBody: method === 'POST' ? (opts.body ?? null) : undefined,
+        scope: opts.scope,
+        accept: 'application/json',
+        ctx: opts.ctx,
+        read: (status, _headers, body, description) => {
+          const value = parseJsonBody(status, body, description);
+          const envelope = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+          pageInfo = { hasMore: envelope.has_more, nextCursor: envelope.next_cursor };
+          call = description;
+          return validate(opts.schema, value, status, description);
+        },
+      });
+      yield page;
+
+      const { hasMore, nextCursor } = pageInfo;
+      const cursor = typeof nextCursor === 'string' && nextCursor !== '' ? nextCursor : null;
+      // A missing has_more with a cursor is followed; an explicit false always ends the walk.
+      const more = hasMore === true || (hasMore == null && cursor !== null);
+      if (!more) return;
+      const description = call as CallDescription | null;
+      if (cursor === null || seenCursors.has(cursor)) {
+        const why = cursor === null ? 'has_more is true but next_cursor is missing' : 'next_cursor repeats an earlier cursor';
+        throw new PlatformError({
+          message: `${method} ${description?.path ?? path}: pagination cannot continue: ${why}`,
+          status: 200,
+          type: 'invalid_response',
+          retryable: false,
+          scope: description?.scope ?? opts.scope ?? scopeForPath(path),
+          keyUsed: description?.keyUsed ?? null,
+          method,
+          path: description?.path ?? path,
+          attempts: 1,
+        });
+      }
+      seenCursors.add(cursor);
+      query = { ...query, cursor };
+    }
+  }
+
+  /** Waits for calls in flight, then closes every connection. */
+  close(): Promise<void> {
+    this.#closing ??= this.#agent.close();
+    return this.#closing;
+  }
+
+  #jsonCall<T>(method: 'GET' | 'POST', path: string, body: unknown, opts: CallOptions<T>): Promise<T> {
+    return this.#call({
+      method,
+      path,
+      query: opts.query,
+      jsonBody: method === 'POST' ? (body ?? null) : undefined,
+      scope: opts.scope,
+      accept: 'application/json',
+      ctx: opts.ctx,
+      read: (status, _headers, text, call) => {
+        const value = parseJsonBody(status, text, call);
+        return opts.schema ? validate(opts.schema, value, status, call) : (value as T);
+      },
+    });
+  }
+
+  /** The retry loop around #attempt. */
+  async #call<T>(spec: RequestSpec<T>): Promise<T> {
+    const { url, call, authorization } = this.#prepare(spec);
+    const headers: Record<string, string> = {
+      ...spec.headers,
+      accept: spec.accept,
+      'user-agent': this.#userAgent,
+    };
+    if (authorization !== null) headers.authorization = authorization;
+    let body: string | undefined;
+    if (spec.jsonBody !== undefined) {
+      body = JSON.stringify(spec.jsonBody);
+      headers['content-type'] = 'application/json';
+    }
+
+    const ctx = spec.ctx ?? {};
+    const startedAt = performance.now();
+    const deadline = startedAt + this.#maxElapsedMs;
+
+    for (let attempt = 1; ; attempt++) {
+      const budget = new AbortController();
+      const budgetTimer = setTimeout(() => budget.abort(), Math.max(0, deadline - performance.now()));
+      const signal = ctx.signal ? AbortSignal.any([ctx.signal, budget.signal]) : budget.signal;
+      let error: PlatformError;
+      try {
+        const result = await this.#attempt(spec, url, call, headers, body, signal);
+        this.#logger?.debug(
+          { method: call.method, path: call.path, attempts: attempt, durationMs: Math.round(performance.now() - startedAt) },
+          'platform call done',
+        );
+        return result;
+      } catch (thrown) {
+        if (ctx.signal?.aborted) throw this.#aborted(call, attempt, ctx.signal.reason);
+        if (budget.signal.aborted) {
+          error = new PlatformError({
+            message: `${call.method} ${call.path}: the ${this.#maxElapsedMs} ms time budget ran out during attempt ${attempt}`,
+            status: null,
+            type: 'timeout',
+            retryable: true,
+            scope: call.scope,
+            keyUsed: call.keyUsed,
+            method: call.method,
+            path: call.path,
+          });
+        } else if (thrown instanceof PlatformError) {
+          error = thrown;
+        } else {
+          throw thrown;
+        }
+      } finally {
+        clearTimeout(budgetTimer);
+      }
+
+      error.attempts = attempt;
+      if (!error.retryable) throw error;
+      if (attempt >= this.#maxAttempts) {
+        error.message += ` — gave up after ${attempt} attempts`;
+        throw error;
+      }
+      // The server's wait when it gives one (never shortened: an early retry is refused again), else backoff.
+      const delayMs =
+        error.retryAfterMs ?? backoffDelayMs(attempt, this.#backoffBaseMs, this.#maxBackoffMs, this.#random);
+      const remainingMs = deadline - performance.now();
+      if (delayMs >= remainingMs) {
+        error.message += ` — gave up after ${attempt} attempt${attempt === 1 ? '' : 's'}: waiting ${delayMs} ms would pass the ${this.#maxElapsedMs} ms time budget`;
+        throw error;
+      }
+      ctx.onRetry?.({ attempt, delayMs, error });
+      this.#logger?.warn(
+        {
+          method: call.method,
+          path: call.path,
+          attempt,
+          delayMs,
+          status: error.status,
+          type: error.type,
+          errorType: error.errorType,
+          requestId: error.requestId,
+        },
+        'platform call failed; retrying',
+      );
+      try {
+        await sleep(delayMs, undefined, ctx.signal ? { signal: ctx.signal } : undefined);
+      } catch (sleepError) {
+        throw this.#aborted(call, attempt, ctx.signal?.reason ?? sleepError);
+      }
+    }
+  }
+
+  /** One request: send, read the whole body (under the body timeout), classify. */
+  async #attempt<T>(
+    spec: RequestSpec<T>,
+    url: URL,
+    call: CallDescription,
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal: AbortSignal,
+  ): Promise<T> {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.#agent.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: spec.method,
+        headers,
+        body,
+        signal,
+      });
+    } catch (error) {
+      throw errorFromException(call, error, null);
+    }
+    const status = response.statusCode;
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (error) {
+      // An error answer whose body was lost is still classified by its status.
+      if (isSuccess(status) || signal.aborted) throw errorFromException(call, error, status);
+      text = '';
+    }
+    if (!isSuccess(status)) throw errorFromResponse(call, status, response.headers, text);
+    return spec.read(status, response.headers, text, call);
+  }
+
+  /** Resolves the URL and the key before anything is sent; misuse fails here, with nothing sent. */
+  #prepare<T>(spec: RequestSpec<T>): { url: URL; call: CallDescription; authorization: string | null } {
+    const absolute = /^https?:\/\//i.test(spec.path);
+    let url: URL;
+    let sameOrigin = true;
+    if (absolute) {
+      url = new URL(spec.path);
+      sameOrigin = url.origin === this.#base.origin;
+    } else {
+      if (!spec.path.startsWith('/')) throw new TypeError(`PlatformClient: path must start with / or be an absolute URL`);
+      url = new URL(`${this.#basePath}${spec.path}`, this.#base.origin);
+    }
+    const relativePath = absolute ? url.pathname : spec.path.split('?')[0];
+    const scope = spec.scope ?? scopeForPath(relativePath);
+    // Paths on another origin (e.g. a JWKS host) never get a key.
+    const path = sameOrigin ? url.pathname : `${url.origin}${url.pathname}`;
+    let key: string | null = null;
+    let keyUsed: KeyScope | null = null;
+    if (sameOrigin) {
+      if (scope === 'admin') {
+        if (this.#adminKey === null) {
+          const call = { method: spec.method, path, scope, keyUsed: null };
+          throw new PlatformError({
+            message: `${spec.method} ${path} needs an ADMIN-scope key; SVC_ADMIN_KEY is not set`,
+            status: null,
+            type: 'missing_key',
+            retryable: false,
+            ...call,
+          });
+        }
+        key = this.#adminKey;
+        keyUsed = 'admin';
+      } else if (this.#apiKey !== null) {
+        key = this.#apiKey;
+        keyUsed = 'api';
+      } else if (this.#adminKey !== null) {
+        // An ADMIN-scope key also carries API scope; with no API key set, use it rather than send none.
+        key = this.#adminKey;
+        keyUsed = 'admin';
+      }
+    }
+    const call: CallDescription = { method: spec.method, path, scope, keyUsed };
+    try {
+      appendQuery(url, spec.query, this.#arrayFormat);
+    } catch (error) {
+      throw new PlatformError({
+        message: `${spec.method} ${path}: ${(error as Error).message}`,
+        status: null,
+        type: 'invalid_request',
+        retryable: false,
+        ...call,
+      });
+    }
+    return { url, call, authorization: key === null ? null : `Key ${key}` };
+  }
+
+  #aborted(call: CallDescription, attempt: number, reason: unknown): PlatformError {
+    return new PlatformError({
+      message: `${call.method} ${call.path}: aborted by the caller`,
+      status: null,
+      type: 'aborted',
+      retryable: false,
+      ...call,
+      attempts: attempt,
+      cause: reason,
+    });
+  }
+}
