@@ -113,7 +113,7 @@ function authHint(status: number | null, scope: KeyScope, keyUsed: KeyScope | nu
  */
 export function authFailureMessage(error: PlatformError, who: string): string {
   if (!error.isAuthFailure) return `${who}: ${error.message}`;
-  const answered = error.status === null ? 'nothing was sent' : `answered ${error.status}`;
+  const answered = error.status === null ? 'was not sent' : `answered ${error.status}`;
   return `${who} ${authHint(error.status, error.scope, error.keyUsed)} (${error.method} ${error.path} ${answered})`;
 }
 
