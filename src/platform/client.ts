@@ -359,7 +359,9 @@ export class PlatformClient {
             keyUsed: call.keyUsed,
             method: call.method,
             path: call.path,
+            attempts: attempt,
           });
+          throw error;
         } else if (thrown instanceof PlatformError) {
           error = thrown;
         } else {
