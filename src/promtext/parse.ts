@@ -1,0 +1,849 @@
+// A single-pass scanner over the exposition string (charCodeAt, no regex, no per-line split). It
+// follows Prometheus' own lexers (model/textparse promlex.l / openmetricslex.l) token by token, so
+// that it accepts and rejects what a Prometheus scrape accepts and rejects; README.md lists the
+// few places where it is deliberately stricter.
+
+import { formatOpenMetricsFloat, parseGoFloat } from './floats.js';
+import { ExpositionError, type Exemplar, type MetricType, type Sample } from './model.js';
+
+const TAB = 9;
+const NL = 10;
+const SP = 32;
+const QUOTE = 34;
+const HASH = 35;
+const COMMA = 44;
+const DIGIT_0 = 48;
+const DIGIT_9 = 57;
+const EQUALS = 61;
+const BACKSLASH = 92;
+const LOWER_N = 110;
+const LBRACE = 123;
+const RBRACE = 125;
+
+// Character classes for ASCII, as bit flags: metric names are [a-zA-Z_:][a-zA-Z0-9_:]*, label
+// names [a-zA-Z_][a-zA-Z0-9_]* (anything else must be quoted, Prometheus 3 UTF-8 style).
+const METRIC_START = 1;
+const METRIC_CHAR = 2;
+const LABEL_START = 4;
+const LABEL_CHAR = 8;
+const CLASS = new Uint8Array(128);
+for (let c = 0; c < 128; c++) {
+  const letter = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
+  const digit = c >= DIGIT_0 && c <= DIGIT_9;
+  if (letter || c === 58) CLASS[c] |= METRIC_START | METRIC_CHAR;
+  if (digit) CLASS[c] |= METRIC_CHAR | LABEL_CHAR;
+  if (letter) CLASS[c] |= LABEL_START | LABEL_CHAR;
+}
+
+const PROM_TYPES: Record<string, MetricType> = {
+  counter: 'counter',
+  gauge: 'gauge',
+  histogram: 'histogram',
+  summary: 'summary',
+  untyped: 'untyped',
+};
+const OM_TYPES: Record<string, MetricType> = {
+  counter: 'counter',
+  gauge: 'gauge',
+  histogram: 'histogram',
+  gaugehistogram: 'gaugehistogram',
+  summary: 'summary',
+  info: 'info',
+  stateset: 'stateset',
+  unknown: 'unknown',
+};
+
+// Sample-name suffixes that belong to a family of each type (Prometheus' isSeriesPartOfFamily in
+// scrape/scrape.go), plus OpenMetrics' _created for counters, histograms and summaries.
+const SUFFIXES_PROM: Partial<Record<MetricType, readonly string[]>> = {
+  counter: ['_total'],
+  histogram: ['_bucket', '_sum', '_count'],
+  gaugehistogram: ['_bucket', '_gsum', '_gcount'],
+  summary: ['_sum', '_count'],
+  info: ['_info'],
+};
+const SUFFIXES_OM: Partial<Record<MetricType, readonly string[]>> = {
+  counter: ['_total', '_created'],
+  histogram: ['_bucket', '_sum', '_count', '_created'],
+  gaugehistogram: ['_bucket', '_gsum', '_gcount'],
+  summary: ['_sum', '_count', '_created'],
+  info: ['_info'],
+};
+const ALL_SUFFIXES = ['_total', '_created', '_bucket', '_sum', '_count', '_gsum', '_gcount', '_info'];
+const NO_SUFFIXES: readonly string[] = [];
+
+interface Family {
+  name: string;
+  /** The name samples are built on: the family name without _total (counters) or _info (info). */
+  base: string;
+  type: MetricType;
+  typed: boolean;
+  help: string | null;
+  helpSeen: boolean;
+  unit: string | null;
+  unitSeen: boolean;
+  hasSamples: boolean;
+  /** A HELP or UNIT line came after samples of the family: they get it in a pass at the end. */
+  lateMeta: boolean;
+}
+
+const META_HELP = 1;
+const META_TYPE = 2;
+const META_UNIT = 3;
+
+/** Longest piece of a line quoted in an error message. */
+const EXCERPT_CHARS = 160;
+
+export class ExpositionParser {
+  private readonly text: string;
+  private readonly len: number;
+  private readonly om: boolean;
+  private readonly out: Sample[] = [];
+  private readonly families = new Map<string, Family>();
+  /** The family of the last HELP/TYPE/UNIT line: samples that follow it belong to it first. */
+  private current: Family | null = null;
+  /** The type of the last TYPE line, which decides le/quantile normalisation as in Prometheus. */
+  private normaliseLe = false;
+  private normaliseQuantile = false;
+  private readonly normalised = new Map<string, string>();
+  private prevName: string | null = null;
+  private prevFamily: Family | null = null;
+  /** Label names of the previous sample by position: reused so that equal names are one string. */
+  private readonly prevLabelNames: string[] = [];
+  /** Label names of the current line, for the duplicate check. */
+  private readonly lineLabelNames: string[] = [];
+  private lineLabelCount = 0;
+  /** A metric name written inside the braces ({"my.metric", a="b"}). */
+  private braceName: string | null = null;
+  private scanned = '';
+  private anyLateMeta = false;
+  private sawEof = false;
+
+  constructor(text: string, openMetrics: boolean) {
+    this.text = text;
+    this.len = text.length;
+    this.om = openMetrics;
+  }
+
+  parse(): Sample[] {
+    // An empty body is an empty scrape for Prometheus in both formats (scrape.go checks len(b)==0
+    // before choosing a parser), so OpenMetrics' "# EOF" is not required there.
+    if (this.len === 0) return this.out;
+    if (this.om) this.parseOpenMetrics();
+    else this.parseProm();
+    if (this.anyLateMeta) this.applyLateMeta();
+    return this.out;
+  }
+
+  // ---------------------------------------------------------------- Prometheus text 0.0.4
+
+  private parseProm(): void {
+    const s = this.text;
+    const len = this.len;
+    let i = 0;
+    while (i < len) {
+      let c = s.charCodeAt(i);
+      // Leading spaces and tabs are allowed, and a line of only whitespace is a blank line.
+      while (c === SP || c === TAB) {
+        i++;
+        if (i >= len) return;
+        c = s.charCodeAt(i);
+      }
+      if (c === NL) {
+        i++;
+      } else if (c === HASH) {
+        i = this.promComment(i);
+      } else {
+        i = this.promSample(i, c);
+      }
+    }
+  }
+
+  private promComment(hashAt: number): number {
+    const s = this.text;
+    const len = this.len;
+    let j = hashAt + 1;
+    let c = j < len ? s.charCodeAt(j) : NL;
+    if (c === SP || c === TAB) {
+      while (c === SP || c === TAB) c = ++j < len ? s.charCodeAt(j) : NL;
+      let kind = 0;
+      if (s.startsWith('HELP', j)) kind = META_HELP;
+      else if (s.startsWith('TYPE', j)) kind = META_TYPE;
+      if (kind !== 0) {
+        const k = j + 4;
+        c = k < len ? s.charCodeAt(k) : NL;
+        if (c === SP || c === TAB) return this.promMeta(kind, k);
+      }
+    }
+    // Any other line starting with '#' is a comment ("# UNIT" and "# EOF" included).
+    const nl = s.indexOf('\n', hashAt);
+    return nl === -1 ? len : nl + 1;
+  }
+
+  private promMeta(kind: number, at: number): number {
+    const s = this.text;
+    const len = this.len;
+    const word = kind === META_HELP ? 'HELP' : 'TYPE';
+    let i = at;
+    let c = s.charCodeAt(i);
+    while (c === SP || c === TAB) c = ++i < len ? s.charCodeAt(i) : NL;
+    let name: string;
+    if (c < 128 && (CLASS[c] & METRIC_START) !== 0) {
+      const start = i;
+      while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
+      name = s.slice(start, i);
+    } else if (c === QUOTE) {
+      i = this.scanQuoted(i + 1, false);
+      name = this.scanned;
+      if (name.length === 0) this.fail(i - 2, `empty metric name after ${word}`);
+    } else {
+      return this.fail(i, `expected a metric name after ${word}`);
+    }
+    let eol = s.indexOf('\n', i);
+    if (eol === -1) eol = len;
+    // promlex.l: the text token starts right after the name and its first character is dropped
+    // (normally the separating space); a rest of only whitespace is no text at all.
+    let k = i;
+    while (k < eol && ((c = s.charCodeAt(k)) === SP || c === TAB)) k++;
+    const raw = k === eol ? '' : s.slice(i + 1, eol);
+    if (kind === META_HELP) {
+      this.onHelp(name, raw.includes('\\') ? unescapeHelp(raw) : raw, at);
+    } else {
+      const type = Object.hasOwn(PROM_TYPES, raw) ? PROM_TYPES[raw] : undefined;
+      if (type === undefined) {
+        return this.fail(at, `invalid metric type "${raw}" (0.0.4 knows counter, gauge, histogram, summary, untyped)`);
+      }
+      this.onType(name, type, at);
+    }
+    return eol + 1;
+  }
+
+  private promSample(i: number, c: number): number {
+    const s = this.text;
+    const len = this.len;
+    const lineStart = i;
+    let name: string | null = null;
+    if (c < 128 && (CLASS[c] & METRIC_START) !== 0) {
+      const start = i;
+      while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
+      name = this.internName(start, i);
+      while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
+    } else if (c !== LBRACE) {
+      return this.fail(i, 'expected a metric name, "{" or "#" at the start of the line');
+    }
+    const labels: Record<string, string> = {};
+    this.lineLabelCount = 0;
+    this.braceName = null;
+    if (i < len && s.charCodeAt(i) === LBRACE) {
+      i = this.promLabels(i + 1, labels, name !== null);
+      while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
+    }
+    if (name === null) {
+      name = this.braceName;
+      if (name === null) return this.fail(lineStart, 'metric name not set (neither before nor inside the braces)');
+    }
+    // The value: promlex.l's [^{ \t\n]+ .
+    const valueStart = i;
+    while (i < len && (c = s.charCodeAt(i)) !== SP && c !== TAB && c !== NL && c !== LBRACE) i++;
+    if (i === valueStart) return this.fail(i, 'expected a value after the metric name and labels');
+    const value = parseGoFloat(s, valueStart, i);
+    if (value === undefined) return this.failValue(valueStart, i, 'value');
+    while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
+    let timestampMs: number | null = null;
+    if (i < len && c !== NL) {
+      if (c < DIGIT_0 || c > DIGIT_9) {
+        return this.fail(i, 'expected an integer timestamp in milliseconds or the end of the line');
+      }
+      const tsStart = i;
+      while (++i < len && (c = s.charCodeAt(i)) >= DIGIT_0 && c <= DIGIT_9);
+      timestampMs = this.integerTimestamp(tsStart, i);
+      while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
+      if (i < len && c !== NL) return this.fail(i, 'unexpected text after the timestamp');
+    }
+    this.emit(name, labels, value, timestampMs, null);
+    return i + 1;
+  }
+
+  private promLabels(at: number, labels: Record<string, string>, hasName: boolean): number {
+    const s = this.text;
+    const len = this.len;
+    let i = at;
+    let c = 0;
+    for (;;) {
+      while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
+      if (i >= len) return this.fail(i, 'unterminated label set (missing "}")');
+      if (c === RBRACE) return i + 1;
+      let labelName: string;
+      let quoted = false;
+      const nameAt = i;
+      if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
+        const start = i;
+        while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & LABEL_CHAR) !== 0);
+        labelName = this.internLabelName(start, i);
+      } else if (c === QUOTE) {
+        i = this.scanQuoted(i + 1, true);
+        labelName = this.scanned;
+        quoted = true;
+      } else {
+        return this.fail(i, 'expected a label name');
+      }
+      while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
+      if (quoted && (c === COMMA || c === RBRACE) && i < len) {
+        // A quoted string alone is the metric name ({"my.metric", a="b"}).
+        this.setBraceName(labelName, hasName, nameAt);
+        i++;
+        if (c === RBRACE) return i;
+        continue;
+      }
+      if (i >= len || c !== EQUALS) return this.fail(i, `expected "=" after label name "${labelName}"`);
+      i++;
+      while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
+      if (i >= len || c !== QUOTE) return this.fail(i, `expected a double-quoted value for label "${labelName}"`);
+      // 0.0.4 label values may hold a raw newline: promlex.l's \"(\\.|[^\\"])*\" allows it.
+      i = this.scanQuoted(i + 1, true);
+      this.addLabel(labels, labelName, this.scanned, nameAt);
+      while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
+      // Commas are optional between 0.0.4 labels (promparse.go accepts {a="1" b="2"}), and one may
+      // trail the last label.
+      if (c === COMMA && i < len) i++;
+    }
+  }
+
+  // ---------------------------------------------------------------- OpenMetrics 1.0
+
+  private parseOpenMetrics(): void {
+    const s = this.text;
+    const len = this.len;
+    let i = 0;
+    while (!this.sawEof) {
+      if (i >= len) this.fail(len, 'the exposition does not end with "# EOF"');
+      const c = s.charCodeAt(i);
+      if (c === HASH) {
+        i = this.omComment(i);
+      } else if ((c < 128 && (CLASS[c] & METRIC_START) !== 0) || c === LBRACE) {
+        i = this.omSample(i, c);
+      } else {
+        this.fail(i, 'expected a metric name, "{" or "#" at the start of the line (OpenMetrics allows no blank lines or leading whitespace)');
+      }
+    }
+  }
+
+  private omComment(hashAt: number): number {
+    const s = this.text;
+    const len = this.len;
+    const j = hashAt + 2;
+    if (hashAt + 1 >= len || s.charCodeAt(hashAt + 1) !== SP) {
+      return this.fail(hashAt, 'OpenMetrics allows only "# HELP", "# TYPE", "# UNIT" and "# EOF" lines starting with "#"');
+    }
+    if (s.startsWith('EOF', j)) {
+      let k = j + 3;
+      if (k < len && s.charCodeAt(k) === NL) k++;
+      if (k !== len) return this.fail(k, 'unexpected data after "# EOF"');
+      this.sawEof = true;
+      return len;
+    }
+    let kind = 0;
+    if (s.startsWith('HELP ', j)) kind = META_HELP;
+    else if (s.startsWith('TYPE ', j)) kind = META_TYPE;
+    else if (s.startsWith('UNIT ', j)) kind = META_UNIT;
+    else return this.fail(hashAt, 'OpenMetrics allows only "# HELP", "# TYPE", "# UNIT" and "# EOF" lines starting with "#"');
+    const word = kind === META_HELP ? 'HELP' : kind === META_TYPE ? 'TYPE' : 'UNIT';
+    let i = j + 5;
+    let c = i < len ? s.charCodeAt(i) : NL;
+    let name: string;
+    if (c < 128 && (CLASS[c] & METRIC_START) !== 0) {
+      const start = i;
+      while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
+      name = s.slice(start, i);
+    } else if (c === QUOTE) {
+      i = this.scanQuoted(i + 1, false);
+      name = this.scanned;
+      if (name.length === 0) this.fail(i - 2, `empty metric name after ${word}`);
+    } else {
+      return this.fail(i, `expected a metric name after ${word}`);
+    }
+    if (i >= len || s.charCodeAt(i) !== SP) return this.fail(i, `expected a space and text after the metric name in ${word}`);
+    const eol = s.indexOf('\n', i);
+    if (eol === -1) return this.fail(len, `${word} line not terminated by a newline`);
+    const raw = s.slice(i + 1, eol);
+    if (kind === META_HELP) {
+      // OpenMetrics escapes HELP like label values (\\, \" and \n).
+      this.onHelp(name, raw.includes('\\') ? unescapeLabelValue(raw, 0, raw.length) : raw, hashAt);
+    } else if (kind === META_TYPE) {
+      const type = Object.hasOwn(OM_TYPES, raw) ? OM_TYPES[raw] : undefined;
+      if (type === undefined) {
+        return this.fail(hashAt, `invalid metric type "${raw}" (OpenMetrics knows counter, gauge, histogram, gaugehistogram, summary, info, stateset, unknown)`);
+      }
+      this.onType(name, type, hashAt);
+    } else {
+      if (raw.length > 0 && !(name.length > raw.length + 1 && name.endsWith(raw) && name.charCodeAt(name.length - raw.length - 1) === 95)) {
+        return this.fail(hashAt, `unit "${raw}" is not a suffix of metric "${name}" (expected "${name}" to end in "_${raw}")`);
+      }
+      this.onUnit(name, raw, hashAt);
+    }
+    return eol + 1;
+  }
+
+  private omSample(i: number, c: number): number {
+    const s = this.text;
+    const len = this.len;
+    const lineStart = i;
+    let name: string | null = null;
+    if (c !== LBRACE) {
+      const start = i;
+      while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
+      name = this.internName(start, i);
+    }
+    const labels: Record<string, string> = {};
+    this.lineLabelCount = 0;
+    this.braceName = null;
+    if (i < len && s.charCodeAt(i) === LBRACE) i = this.omLabels(i + 1, labels, name !== null, false);
+    if (name === null) {
+      name = this.braceName;
+      if (name === null) return this.fail(lineStart, 'metric name not set (neither before nor inside the braces)');
+    }
+    if (i >= len || s.charCodeAt(i) !== SP) {
+      return this.fail(i, 'expected a single space and the value after the metric name and labels');
+    }
+    const valueStart = ++i;
+    while (i < len && (c = s.charCodeAt(i)) !== SP && c !== NL) i++;
+    if (i === valueStart) return this.fail(i, 'expected a value after the metric name and labels');
+    const value = parseGoFloat(s, valueStart, i);
+    if (value === undefined) return this.failValue(valueStart, i, 'value');
+    let timestampMs: number | null = null;
+    let exemplar: Exemplar | null = null;
+    if (i >= len) return this.fail(len, 'the exposition does not end with "# EOF"');
+    if (c === SP) {
+      i++;
+      if (this.isExemplarStart(i)) {
+        exemplar = this.omExemplar(i + 3);
+        i = this.exemplarEnd;
+      } else {
+        const tsStart = i;
+        while (i < len && (c = s.charCodeAt(i)) !== SP && c !== NL) i++;
+        timestampMs = this.secondsTimestamp(tsStart, i, 'timestamp');
+        if (i >= len) return this.fail(len, 'the exposition does not end with "# EOF"');
+        if (c === SP) {
+          if (!this.isExemplarStart(i + 1)) return this.fail(i, 'expected the end of the line or " # {" (an exemplar) after the timestamp');
+          exemplar = this.omExemplar(i + 4);
+          i = this.exemplarEnd;
+        }
+      }
+    }
+    this.emit(name, labels, value, timestampMs, exemplar);
+    return i + 1;
+  }
+
+  private isExemplarStart(i: number): boolean {
+    const s = this.text;
+    return i + 2 < this.len && s.charCodeAt(i) === HASH && s.charCodeAt(i + 1) === SP && s.charCodeAt(i + 2) === LBRACE;
+  }
+
+  /** Where the exemplar's line ends (its newline), set by omExemplar. */
+  private exemplarEnd = 0;
+
+  private omExemplar(at: number): Exemplar {
+    const s = this.text;
+    const len = this.len;
+    const labels: Record<string, string> = {};
+    let i = this.omLabels(at, labels, true, true);
+    if (i >= len || s.charCodeAt(i) !== SP) return this.fail(i, 'expected a space and the exemplar value after its labels');
+    const valueStart = ++i;
+    let c = 0;
+    while (i < len && (c = s.charCodeAt(i)) !== SP && c !== NL) i++;
+    if (i === valueStart) return this.fail(i, 'expected the exemplar value after its labels');
+    const value = parseGoFloat(s, valueStart, i);
+    if (value === undefined) return this.failValue(valueStart, i, 'exemplar value');
+    let timestampMs: number | null = null;
+    if (i < len && c === SP) {
+      const tsStart = ++i;
+      while (i < len && (c = s.charCodeAt(i)) !== SP && c !== NL) i++;
+      timestampMs = this.secondsTimestamp(tsStart, i, 'exemplar timestamp');
+      if (i < len && c !== NL) return this.fail(i, 'unexpected text after the exemplar timestamp');
+    }
+    if (i >= len) return this.fail(len, 'the exposition does not end with "# EOF"');
+    this.exemplarEnd = i;
+    return { labels, value, timestampMs };
+  }
+
+  private omLabels(at: number, labels: Record<string, string>, hasName: boolean, exemplar: boolean): number {
+    const s = this.text;
+    const len = this.len;
+    let i = at;
+    let c = 0;
+    // OpenMetrics: no whitespace anywhere inside the braces; one trailing comma is tolerated as
+    // Prometheus' openmetricsparse.go tolerates it.
+    for (;;) {
+      if (i >= len) return this.fail(i, 'unterminated label set (missing "}")');
+      c = s.charCodeAt(i);
+      if (c === RBRACE) return i + 1;
+      let labelName: string;
+      let quoted = false;
+      const nameAt = i;
+      if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
+        const start = i;
+        while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & LABEL_CHAR) !== 0);
+        labelName = exemplar ? s.slice(start, i) : this.internLabelName(start, i);
+      } else if (c === QUOTE) {
+        i = this.scanQuoted(i + 1, true);
+        labelName = this.scanned;
+        quoted = true;
+      } else {
+        return this.fail(i, 'expected a label name');
+      }
+      c = i < len ? s.charCodeAt(i) : NL;
+      if (quoted && !exemplar && (c === COMMA || c === RBRACE)) {
+        this.setBraceName(labelName, hasName, nameAt);
+        i++;
+        if (c === RBRACE) return i;
+        continue;
+      }
+      if (c !== EQUALS) return this.fail(i, `expected "=" after label name "${labelName}"`);
+      i++;
+      if (i >= len || s.charCodeAt(i) !== QUOTE) return this.fail(i, `expected a double-quoted value for label "${labelName}"`);
+      i = this.scanQuoted(i + 1, false);
+      if (exemplar) {
+        // Prometheus does not fail a scrape over exemplar labels (exemplar storage errors are only
+        // logged), so duplicates there are not an error: the last one wins.
+        if (labelName.length === 0) this.fail(nameAt, 'empty label name');
+        setLabel(labels, labelName, this.scanned);
+      } else {
+        this.addLabel(labels, labelName, this.scanned, nameAt);
+      }
+      c = i < len ? s.charCodeAt(i) : NL;
+      if (c === COMMA) i++;
+      else if (c === RBRACE) return i + 1;
+      else return this.fail(i, 'expected "," or "}" after a label value');
+    }
+  }
+
+  // ---------------------------------------------------------------- shared pieces
+
+  /** Scans a double-quoted string from just after its opening quote; leaves it unescaped in `scanned`. */
+  private scanQuoted(at: number, allowNewline: boolean): number {
+    const s = this.text;
+    const len = this.len;
+    let i = at;
+    let escaped = false;
+    for (;;) {
+      if (i >= len) return this.fail(at - 1, 'unterminated quoted string');
+      const c = s.charCodeAt(i);
+      if (c === QUOTE) break;
+      if (c === BACKSLASH) {
+        escaped = true;
+        i++;
+        if (i >= len || s.charCodeAt(i) === NL) return this.fail(i, 'a backslash must escape a character on the same line');
+      } else if (c === NL && !allowNewline) {
+        return this.fail(i, 'newline inside a quoted string (escape it as \\n)');
+      }
+      i++;
+    }
+    this.scanned = escaped ? unescapeLabelValue(s, at, i) : s.slice(at, i);
+    return i + 1;
+  }
+
+  private setBraceName(name: string, hasName: boolean, at: number): void {
+    if (hasName || this.braceName !== null) this.fail(at, 'metric name set twice (before and inside the braces)');
+    if (name.length === 0) this.fail(at, 'empty metric name');
+    this.braceName = name;
+  }
+
+  private addLabel(labels: Record<string, string>, name: string, value: string, at: number): void {
+    const names = this.lineLabelNames;
+    const n = this.lineLabelCount;
+    if (name.length === 0) this.fail(at, 'empty label name');
+    // Prometheus fails the scrape on a duplicate label name (tsdb: label name is not unique), and
+    // __name__ would duplicate the metric name.
+    if (name === '__name__') this.fail(at, 'label "__name__" duplicates the metric name');
+    for (let k = 0; k < n; k++) {
+      if (names[k] === name) this.fail(at, `duplicate label name "${name}"`);
+    }
+    names[n] = name;
+    this.lineLabelCount = n + 1;
+    if ((this.normaliseLe && name === 'le') || (this.normaliseQuantile && name === 'quantile')) {
+      value = this.normaliseFloatLabel(value);
+    }
+    setLabel(labels, name, value);
+  }
+
+  /** Prometheus (model/textparse normalizeFloatsInLabelValues) rewrites le/quantile as OpenMetrics floats. */
+  private normaliseFloatLabel(value: string): string {
+    let out = this.normalised.get(value);
+    if (out === undefined) {
+      const f = parseGoFloat(value, 0, value.length);
+      out = f === undefined ? value : formatOpenMetricsFloat(f);
+      if (this.normalised.size >= 4096) this.normalised.clear();
+      this.normalised.set(value, out);
+    }
+    return out;
+  }
+
+  /** The previous sample's name when equal (one string, and the family lookup is skipped). */
+  private internName(start: number, end: number): string {
+    const prev = this.prevName;
+    if (prev !== null && prev.length === end - start && this.text.startsWith(prev, start)) return prev;
+    return this.text.slice(start, end);
+  }
+
+  private internLabelName(start: number, end: number): string {
+    const k = this.lineLabelCount;
+    const prev = this.prevLabelNames[k];
+    if (prev !== undefined && prev.length === end - start && this.text.startsWith(prev, start)) return prev;
+    const name = this.text.slice(start, end);
+    this.prevLabelNames[k] = name;
+    return name;
+  }
+
+  private integerTimestamp(start: number, end: number): number {
+    const s = this.text;
+    let first = start;
+    while (first < end - 1 && s.charCodeAt(first) === DIGIT_0) first++;
+    const digits = end - first;
+    if (digits <= 15) {
+      let v = 0;
+      for (let i = first; i < end; i++) v = v * 10 + (s.charCodeAt(i) - DIGIT_0);
+      return v;
+    }
+    // Go's strconv.ParseInt(s, 10, 64): beyond int64 is an error.
+    const text = s.slice(first, end);
+    if (digits > 19 || (digits === 19 && text > '9223372036854775807')) {
+      return this.fail(start, `timestamp ${text} is out of range for int64 milliseconds`);
+    }
+    return Number(text);
+  }
+
+  private secondsTimestamp(start: number, end: number, what: string): number {
+    if (end === start) return this.fail(start, `expected a ${what}`);
+    const seconds = parseGoFloat(this.text, start, end);
+    if (seconds === undefined) return this.failValue(start, end, what);
+    if (!Number.isFinite(seconds)) return this.fail(start, `invalid ${what} ${this.text.slice(start, end)} (must be finite)`);
+    // openmetricsparse.go: int64(ts * 1000), which truncates toward zero.
+    return Math.trunc(seconds * 1000);
+  }
+
+  private emit(
+    name: string,
+    labels: Record<string, string>,
+    value: number,
+    timestampMs: number | null,
+    exemplar: Exemplar | null,
+  ): void {
+    let family: Family;
+    if (name === this.prevName && this.prevFamily !== null) {
+      family = this.prevFamily;
+    } else {
+      family = this.familyOf(name);
+      this.prevName = name;
+      this.prevFamily = family;
+    }
+    family.hasSamples = true;
+    this.out.push({
+      name,
+      labels,
+      value,
+      timestampMs,
+      family: family.name,
+      type: family.type,
+      help: family.help,
+      unit: family.unit,
+      exemplar,
+    });
+  }
+
+  private familyOf(name: string): Family {
+    const current = this.current;
+    if (current !== null && this.belongsTo(name, current)) return current;
+    const exact = this.families.get(name);
+    if (exact !== undefined && this.belongsTo(name, exact)) return exact;
+    for (const suffix of ALL_SUFFIXES) {
+      if (name.length > suffix.length && name.endsWith(suffix)) {
+        const f = this.families.get(name.slice(0, name.length - suffix.length));
+        if (f !== undefined && f.typed && this.belongsTo(name, f)) return f;
+      }
+    }
+    // No metadata: the family is the sample's own name, untyped (0.0.4) or unknown (OpenMetrics).
+    const implicit = newFamily(name, this.om ? 'unknown' : 'untyped');
+    this.families.set(name, implicit);
+    return implicit;
+  }
+
+  private belongsTo(name: string, family: Family): boolean {
+    const base = family.base;
+    if (!name.startsWith(base)) return false;
+    if (name.length === base.length) return true;
+    for (const suffix of this.suffixesOf(family.type)) {
+      if (name.length === base.length + suffix.length && name.endsWith(suffix)) return true;
+    }
+    return false;
+  }
+
+  private suffixesOf(type: MetricType): readonly string[] {
+    return (this.om ? SUFFIXES_OM[type] : SUFFIXES_PROM[type]) ?? NO_SUFFIXES;
+  }
+
+  private familyFor(name: string): Family {
+    let f = this.families.get(name);
+    if (f === undefined) {
+      f = newFamily(name, this.om ? 'unknown' : 'untyped');
+      this.families.set(name, f);
+    }
+    return f;
+  }
+
+  private onType(name: string, type: MetricType, at: number): void {
+    const existing = this.families.get(name);
+    if (existing !== undefined) {
+      if (existing.typed) this.fail(at, `second TYPE line for metric family "${name}"`);
+      if (existing.hasSamples) this.fail(at, `TYPE line for "${name}" after samples of that family`);
+    }
+    // Samples already seen under a name this type gives to the family (e.g. foo_bucket before
+    // "# TYPE foo histogram") were reported before their TYPE line: the format forbids it.
+    const base = familyBase(name, type);
+    for (const suffix of ['', ...this.suffixesOf(type)]) {
+      const sampleName = base + suffix;
+      if (sampleName === name) continue;
+      const seen = this.families.get(sampleName);
+      if (seen !== undefined && seen.hasSamples && !seen.typed) {
+        this.fail(at, `TYPE line for "${name}" after samples of that family ("${sampleName}")`);
+      }
+    }
+    const f = existing ?? this.familyFor(name);
+    f.type = type;
+    f.typed = true;
+    f.base = base;
+    this.current = f;
+    this.prevName = null;
+    this.normaliseLe = type === 'histogram';
+    this.normaliseQuantile = type === 'summary';
+  }
+
+  private onHelp(name: string, help: string, at: number): void {
+    const f = this.familyFor(name);
+    if (f.helpSeen) this.fail(at, `second HELP line for metric family "${name}"`);
+    f.help = help;
+    f.helpSeen = true;
+    if (f.hasSamples) {
+      f.lateMeta = true;
+      this.anyLateMeta = true;
+    }
+    this.current = f;
+    this.prevName = null;
+  }
+
+  private onUnit(name: string, unit: string, at: number): void {
+    const f = this.familyFor(name);
+    if (f.unitSeen) this.fail(at, `second UNIT line for metric family "${name}"`);
+    f.unit = unit;
+    f.unitSeen = true;
+    if (f.hasSamples) {
+      f.lateMeta = true;
+      this.anyLateMeta = true;
+    }
+    this.current = f;
+    this.prevName = null;
+  }
+
+  private applyLateMeta(): void {
+    for (const sample of this.out) {
+      const f = this.families.get(sample.family);
+      if (f !== undefined && f.lateMeta) {
+        sample.help = f.help;
+        sample.unit = f.unit;
+      }
+    }
+  }
+
+  private failValue(start: number, end: number, what: string): never {
+    const text = this.text.slice(start, end);
+    const reason = text.endsWith('\r')
+      ? `invalid ${what} "${text}" (CRLF line endings are not allowed: lines end in \\n)`
+      : /[pP_]/.test(text)
+      ? `invalid ${what} "${text}" (hexadecimal floats and "_" are not allowed)`
+      : /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text)
+        ? `${what} "${text}" is out of range for a float64`
+        : `invalid ${what} "${text}"`;
+    return this.fail(start, reason);
+  }
+
+  /** Throws: the whole exposition is rejected, with the line of `pos`. */
+  private fail(pos: number, reason: string): never {
+    const s = this.text;
+    const at = Math.min(pos, this.len);
+    let line = 1;
+    for (let k = s.indexOf('\n'); k !== -1 && k < at; k = s.indexOf('\n', k + 1)) line++;
+    const lineStart = at === 0 ? 0 : s.lastIndexOf('\n', at - 1) + 1;
+    let lineEnd = s.indexOf('\n', lineStart);
+    if (lineEnd === -1) lineEnd = this.len;
+    let excerpt = s.slice(lineStart, Math.min(lineEnd, lineStart + EXCERPT_CHARS));
+    if (lineEnd - lineStart > EXCERPT_CHARS) excerpt += '…';
+    throw new ExpositionError(line, excerpt.length > 0 ? `${reason}: ${JSON.stringify(excerpt)}` : reason);
+  }
+}
+
+function newFamily(name: string, type: MetricType): Family {
+  return {
+    name,
+    base: name,
+    type,
+    typed: false,
+    help: null,
+    helpSeen: false,
+    unit: null,
+    unitSeen: false,
+    hasSamples: false,
+    lateMeta: false,
+  };
+}
+
+/** Counters may be declared with _total and info families with _info; samples are built on the rest. */
+function familyBase(name: string, type: MetricType): string {
+  if (type === 'counter' && name.endsWith('_total')) return name.slice(0, -6);
+  if (type === 'info' && name.endsWith('_info')) return name.slice(0, -5);
+  return name;
+}
+
+function setLabel(labels: Record<string, string>, name: string, value: string): void {
+  // A label may legitimately be called __proto__; plain assignment would set the prototype instead.
+  if (name === '__proto__') {
+    Object.defineProperty(labels, name, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    labels[name] = value;
+  }
+}
+
+/**
+ * Label values (both formats) and OpenMetrics HELP: \\ → \, \" → ", \n → newline; any other
+ * backslash is kept with the character after it, as Prometheus' strings.Replacer does.
+ */
+function unescapeLabelValue(s: string, start: number, end: number): string {
+  let out = '';
+  let run = start;
+  for (let i = start; i < end; i++) {
+    if (s.charCodeAt(i) !== BACKSLASH) continue;
+    const next = s.charCodeAt(i + 1);
+    const replacement = next === BACKSLASH ? '\\' : next === QUOTE ? '"' : next === LOWER_N ? '\n' : null;
+    if (replacement !== null) {
+      out += s.slice(run, i) + replacement;
+      run = i + 2;
+    }
+    i++;
+  }
+  return out + s.slice(run, end);
+}
+
+/** 0.0.4 HELP: only \\ and \n are escapes (promparse.go helpReplacer); \" stays as written. */
+function unescapeHelp(s: string): string {
+  let out = '';
+  let run = 0;
+  for (let i = 0; i < s.length; i++) {
+    if (s.charCodeAt(i) !== BACKSLASH) continue;
+    const next = s.charCodeAt(i + 1);
+    const replacement = next === BACKSLASH ? '\\' : next === LOWER_N ? '\n' : null;
+    if (replacement !== null) {
+      out += s.slice(run, i) + replacement;
+      run = i + 2;
+      i++;
+    }
+  }
+  return out + s.slice(run);
+}
