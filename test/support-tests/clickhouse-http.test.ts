@@ -164,9 +164,12 @@ describe('ClickHouse HTTP endpoint on chDB', () => {
   it('stop() refuses connections; start() serves the same client again on the same URL', async () => {
     const url = ch.url;
     await ch.stop();
-    const err = await rejection(client.insert({ table: 'dedup', format: 'JSONEachRow', values: [{ k: 'down', v: 1 }] }));
-    expect(err).toMatchObject({ code: 'ECONNREFUSED' });
-    await ch.start();
+    try {
+      const err = await rejection(client.insert({ table: 'dedup', format: 'JSONEachRow', values: [{ k: 'down', v: 1 }] }));
+      expect(err).toMatchObject({ code: 'ECONNREFUSED' });
+    } finally {
+      await ch.start();
+    }
     expect(ch.url).toBe(url);
     await client.insert({ table: 'dedup', format: 'JSONEachRow', values: [{ k: 'up', v: 1 }] });
     const rs = await client.query({ query: "SELECT k FROM dedup WHERE k IN ('down', 'up')", format: 'JSONEachRow' });

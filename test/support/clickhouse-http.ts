@@ -251,7 +251,7 @@ export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<
         'X-ClickHouse-Format': format,
         'X-ClickHouse-Summary': JSON.stringify(summary),
       };
-      let out = result ? Buffer.from(result.bytes()) : Buffer.alloc(0);
+      let out: Buffer = result ? Buffer.from(result.bytes()) : Buffer.alloc(0);
       const accepted = String(req.headers['accept-encoding'] ?? '').split(',').map((s) => s.trim().split(';')[0]);
       const encoding = settings.enable_http_compression === '1' ? accepted.find((e) => e in CODECS) : undefined;
       if (encoding) {
@@ -285,10 +285,11 @@ export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<
   const stop = async () => {
     if (!server.listening) return;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    for (const socket of sockets) socket.destroy();
+    // A reset (not a FIN) makes a client in this process drop its pooled keep-alive socket on its next read,
+    // so its next request opens a new connection and gets ECONNREFUSED rather than a hang-up on a dead socket.
+    for (const socket of sockets) socket.resetAndDestroy();
     await closed;
-    // Let this process's clients see their pooled sockets close before the next request picks one.
-    await new Promise((resolve) => setImmediate(resolve));
+    for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
   };
   await start();
 
