@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { IANAZone } from 'luxon';
+import cron from 'node-cron';
 
 // One schema for the whole environment, parsed once (STYLE.md rule 4).
 
@@ -29,7 +30,16 @@ const timezoneList = z
       .min(1, 'expected at least one IANA time zone'),
   );
 
-const cronExpression = z.string().regex(/^\s*(\S+\s+){4,5}\S+\s*$/, 'expected a cron expression of 5 or 6 fields');
+const cronExpression = z
+  .string()
+  .refine((v) => cron.validate(v), { error: 'expected a cron expression (5 or 6 fields, e.g. "*/5 * * * *")' });
+
+/** Every scheduled job's schedule can be overridden with JOB_<NAME>_CRON. */
+export const JOB_NAMES = ['usage', 'apps', 'requests', 'analytics', 'runners', 'events', 'revisions'] as const;
+const jobCronFields = Object.fromEntries(JOB_NAMES.map((n) => [`JOB_${n.toUpperCase()}_CRON`, cronExpression.optional()])) as Record<
+  `JOB_${Uppercase<(typeof JOB_NAMES)[number]>}_CRON`,
+  z.ZodOptional<typeof cronExpression>
+>;
 
 const csvList = z
   .string()
@@ -70,7 +80,7 @@ export const ConfigSchema = z.object({
   USAGE_APPS: csvList.optional(),
   USAGE_RECOLLECT_DAYS: z.coerce.number().int().min(0).max(62).default(3),
   JOBS_ENABLED: bool.default(true),
-  JOB_USAGE_CRON: cronExpression.optional(),
+  ...jobCronFields,
 
   // Query API.
   API_TOKENS: csvList.optional(),

@@ -5,6 +5,7 @@ import { StoreUnavailableError } from './store/client.js';
 import { MigrationError } from './store/migrate.js';
 import { closeRuntime, openRuntime, startService } from './service.js';
 import { serviceExtensions } from './extensions.js';
+import { collectCommand } from './jobs/cli.js';
 
 /** A CLI command: its own options (parsed strictly) and what it does. Returns the exit code. */
 interface Command {
@@ -32,6 +33,11 @@ const commands: Record<string, Command> = {
       await closeRuntime(rt);
       return 0;
     },
+  },
+  collect: {
+    summary: 'run one collector now (backfills with --from/--to); `tallyhouse collect` lists them',
+    usage: 'tallyhouse collect <job> [--from YYYY-MM-DD --to YYYY-MM-DD] [--timezone ZONE]',
+    raw: collectCommand,
   },
   help: {
     summary: 'show this help',

@@ -133,9 +133,10 @@ export class BatchWriter {
     return this.insert(REJECTS_TABLE, rows.map(toRejectRecord));
   }
 
-  /** Flushes every buffer now and waits until all rows handed in before the call are committed. */
-  async flush(): Promise<void> {
-    await Promise.all([...this.buffers.values()].map((b) => this.drain(b)));
+  /** Flushes now (one table, or all) and waits until every row handed in before the call is committed. */
+  async flush(table?: string): Promise<void> {
+    const buffers = table === undefined ? [...this.buffers.values()] : [this.buffers.get(table)].filter((b) => b !== undefined);
+    await Promise.all(buffers.map((b) => this.drain(b)));
   }
 
   /** Flushes and stops the timer. Rows handed in after close() are refused. */

@@ -1,0 +1,60 @@
+import type { JobDefinition, JobContext } from '../src/jobs/job.js';
+import { collectUsageChunk, monthChunks, scheduledWindow } from '../src/collectors/usage.js';
+
+/**
+ * Serverless usage (admin scope): the daily time series and the platform's summary, per configured
+ * timezone. A scheduled run collects the current month and re-collects the last USAGE_RECOLLECT_DAYS days
+ * (recent buckets still change), reaching back further if earlier runs were missed. With --from/--to it
+ * backfills that range in month chunks and resumes after an interruption.
+ */
+export const usageJob: JobDefinition = {
+  name: 'usage',
+  description: 'serverless usage and cost per app, machine type and day, per timezone',
+  defaultCron: '*/30 * * * *',
+  scope: 'admin',
+  label: 'the usage collector',
+  options: {
+    apps: { type: 'string', description: 'comma-separated app names (default: USAGE_APPS, else all apps)' },
+  },
+  async run(ctx) {
+    const config = ctx.runtime.config;
+    const timezones = ctx.args.timezone ? [ctx.args.timezone] : config.TIMEZONES;
+    const apps = ctx.args.apps ? ctx.args.apps.split(',').map((s) => s.trim()).filter(Boolean) : config.USAGE_APPS;
+    if (ctx.args.from || ctx.args.to) {
+      if (!ctx.args.from || !ctx.args.to) throw new Error('a backfill needs both --from and --to (YYYY-MM-DD, --to exclusive)');
+      for (const timezone of timezones) await backfill(ctx, timezone, ctx.args.from, ctx.args.to, apps);
+      return;
+    }
+    for (const timezone of timezones) {
+      const window = scheduledWindow(ctx.now(), timezone, config.USAGE_RECOLLECT_DAYS);
+      const key = `scheduled:${timezone}`;
+      // Reach back to where the last successful run got to, so missed runs leave no gap.
+      const through = await ctx.checkpoints.get('usage', key);
+      const from = through && through < window.from ? through : window.from;
+      for (const c of monthChunks(from, window.to, timezone)) {
+        ctx.signal.throwIfAborted();
+        await collectUsageChunk(ctx, { timezone, ...c, apps });
+        await ctx.checkpoints.save('usage', key, c.to);
+      }
+    }
+  },
+};
+
+async function backfill(ctx: JobContext, timezone: string, from: string, to: string, apps: string[] | undefined): Promise<void> {
+  const chunks = monthChunks(from, to, timezone);
+  const key = `backfill:${timezone}:${from}:${to}${apps ? `:${apps.join(',')}` : ''}`;
+  const saved = await ctx.checkpoints.get('usage', key);
+  // A finished backfill run again collects everything again; an interrupted one resumes after its last chunk.
+  const resumeAt = saved && saved !== 'done' ? chunks.findIndex((c) => c.from === saved) : 0;
+  const first = resumeAt < 0 ? 0 : resumeAt;
+  if (first > 0) ctx.log.info({ timezone, resumeFrom: chunks[first].from }, 'resuming an interrupted backfill');
+  ctx.progress.start(chunks.length, `usage ${timezone} ${from}..${to}`);
+  ctx.progress.tick(first);
+  for (let i = first; i < chunks.length; i++) {
+    ctx.signal.throwIfAborted();
+    const result = await collectUsageChunk(ctx, { timezone, ...chunks[i], apps });
+    await ctx.checkpoints.save('usage', key, i + 1 < chunks.length ? chunks[i + 1].from : 'done');
+    ctx.progress.tick(i + 1, `${chunks[i].from}: ${result.bucketRows} daily rows`);
+  }
+  ctx.progress.stop();
+}

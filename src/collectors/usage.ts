@@ -1,0 +1,299 @@
+import { DateTime } from 'luxon';
+import { z } from 'zod';
+import type { JobContext } from '../jobs/job.js';
+import { chunk, platformPaths, UsageRow } from '../platform/index.js';
+import {
+  liveUsageBucketKeys,
+  usageBuckets,
+  type UsageBucketRow,
+} from '../store/tables/usage-buckets.js';
+import { liveUsageSummaryKeys, usageSummaries, type UsageSummaryRow } from '../store/tables/usage-summaries.js';
+import { toDateTime64, toDecimalOrNull, toDecimalString } from '../store/values.js';
+import type { RejectRow } from '../store/writer.js';
+
+// Pages are validated loosely and each row on its own, so one malformed row is rejected with its reason
+// and never costs the rows around it.
+const UsagePage = z.looseObject({
+  next_cursor: z.string().nullish(),
+  has_more: z.boolean().nullish(),
+  time_series: z.array(z.looseObject({ bucket: z.unknown(), results: z.array(z.unknown()) })).nullish(),
+  summary: z.array(z.unknown()).nullish(),
+});
+
+export interface UsageRange {
+  timezone: string;
+  /** Local date in `timezone`, inclusive. */
+  from: string;
+  /** Local date in `timezone`, exclusive (as the platform's `end`). */
+  to: string;
+  /** Only these apps (split into calls of at most 50 names); all apps when omitted. */
+  apps?: string[];
+}
+
+export interface UsageChunkResult {
+  bucketRows: number;
+  summaryRows: number;
+  tombstones: number;
+  rejected: number;
+}
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+export function parseLocalDate(value: string, timezone: string, name: string): DateTime {
+  const dt = DATE.test(value) ? DateTime.fromISO(value, { zone: timezone }) : DateTime.invalid('format');
+  if (!dt.isValid) throw new Error(`${name} must be a date YYYY-MM-DD, got ${JSON.stringify(value)}`);
+  return dt.startOf('day');
+}
+
+/** Splits [from, to) at calendar-month boundaries: the platform's summary for a chunk is then a month (to date). */
+export function monthChunks(from: string, to: string, timezone: string): Array<{ from: string; to: string }> {
+  let start = parseLocalDate(from, timezone, '--from');
+  const end = parseLocalDate(to, timezone, '--to');
+  if (end <= start) throw new Error(`--to (${to}) must be after --from (${from}); --to is exclusive`);
+  const chunks: Array<{ from: string; to: string }> = [];
+  while (start < end) {
+    const next = DateTime.min(start.plus({ months: 1 }).startOf('month'), end);
+    chunks.push({ from: start.toISODate()!, to: next.toISODate()! });
+    start = next;
+  }
+  return chunks;
+}
+
+/** The window a scheduled run collects: the current month plus the last `recollectDays` days. */
+export function scheduledWindow(now: Date, timezone: string, recollectDays: number): { from: string; to: string } {
+  const today = DateTime.fromJSDate(now, { zone: timezone }).startOf('day');
+  const from = DateTime.min(today.startOf('month'), today.minus({ days: recollectDays }));
+  return { from: from.toISODate()!, to: today.plus({ days: 1 }).toISODate()! };
+}
+
+let lastVersion = 0;
+/** Collection versions strictly increase within the process, so a re-collection always wins. */
+function nextVersion(): number {
+  lastVersion = Math.max(Date.now(), lastVersion + 1);
+  return lastVersion;
+}
+
+function keyOf(r: { bucket?: string; app: string; environment: string; machine_type: string; is_surge: boolean }): string {
+  return JSON.stringify([r.bucket ?? '', r.app, r.environment, r.machine_type, r.is_surge]);
+}
+
+/**
+ * Collects one chunk (at most a calendar month) of usage in one timezone: the daily time series into
+ * usage_buckets and the platform's summary for the same range into usage_summaries. Resolves once every
+ * row is committed. Rows the platform no longer returns get tombstones, so a re-collection replaces the
+ * range exactly.
+ */
+export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Promise<UsageChunkResult> {
+  const { timezone } = range;
+  const start = parseLocalDate(range.from, timezone, 'from');
+  const end = parseLocalDate(range.to, timezone, 'to');
+  const version = nextVersion();
+  const collectedAt = toDateTime64(Date.now());
+  const appGroups = range.apps && range.apps.length > 0 ? chunk(range.apps, 50) : [undefined];
+  const rejects: RejectRow[] = [];
+  const buckets: UsageBucketRow[] = [];
+  const summaries: UsageSummaryRow[] = [];
+
+  for (const apps of appGroups) {
+    const base = {
+      start: range.from,
+      end: range.to,
+      timezone,
+      timeframe: 'day',
+      app: apps,
+    };
+    for await (const page of ctx.platform.paginate(platformPaths.serverlessUsage, {
+      query: { ...base, expand: 'time_series' },
+      scope: 'admin',
+      schema: UsagePage,
+      ctx: ctx.call,
+    })) {
+      for (const series of page.time_series ?? []) {
+        const bucket = parseBucket(series.bucket, timezone);
+        if (typeof bucket === 'string') {
+          for (const raw of series.results) rejects.push(usageReject(raw, `bad bucket ${JSON.stringify(series.bucket)}: ${bucket}`));
+          continue;
+        }
+        for (const raw of series.results) {
+          const parsed = UsageRow.safeParse(raw);
+          if (!parsed.success) {
+            rejects.push(usageReject(raw, describeZodIssue(parsed.error)));
+            continue;
+          }
+          buckets.push({
+            timezone,
+            timeframe: 'day',
+            bucket: bucket.utc,
+            bucket_offset_minutes: bucket.offsetMinutes,
+            bucket_date: bucket.localDate,
+            ...usageColumns(parsed.data, raw),
+            version,
+            is_deleted: 0,
+            collected_at: collectedAt,
+          });
+        }
+      }
+    }
+    for await (const page of ctx.platform.paginate(platformPaths.serverlessUsage, {
+      query: { ...base, expand: 'summary' },
+      scope: 'admin',
+      schema: UsagePage,
+      ctx: ctx.call,
+    })) {
+      for (const raw of page.summary ?? []) {
+        const parsed = UsageRow.safeParse(raw);
+        if (!parsed.success) {
+          rejects.push(usageReject(raw, describeZodIssue(parsed.error)));
+          continue;
+        }
+        summaries.push({
+          timezone,
+          range_start: range.from,
+          range_end: range.to,
+          ...usageColumns(parsed.data, raw),
+          version,
+          is_deleted: 0,
+          collected_at: collectedAt,
+        });
+      }
+    }
+  }
+
+  // Rows stored by an earlier collection of this range that the platform no longer returns.
+  const appFilter = range.apps ?? [];
+  const seenBuckets = new Set(buckets.map(keyOf));
+  const liveBuckets = await liveUsageBucketKeys(ctx.runtime.store, {
+    timezone,
+    timeframe: 'day',
+    from: toDateTime64(start.toJSDate()),
+    to: toDateTime64(end.toJSDate()),
+    apps: appFilter,
+  });
+  const bucketTombstones: UsageBucketRow[] = liveBuckets
+    .filter((k) => !seenBuckets.has(keyOf({ ...k, bucket: toDateTime64(`${k.bucket.replace(' ', 'T')}Z`) })))
+    .map((k) => tombstoneBucket(k, timezone, version, collectedAt));
+  const seenSummaries = new Set(summaries.map(keyOf));
+  const liveSummaries = await liveUsageSummaryKeys(ctx.runtime.store, {
+    timezone,
+    start: range.from,
+    end: range.to,
+    apps: appFilter,
+  });
+  const summaryTombstones: UsageSummaryRow[] = liveSummaries
+    .filter((k) => !seenSummaries.has(keyOf(k)))
+    .map((k) => ({
+      timezone,
+      range_start: range.from,
+      range_end: range.to,
+      ...k,
+      unit: 'second',
+      quantity: '0',
+      unit_price: '0',
+      percent_discount: null,
+      cost_subtotal: null,
+      cost_discount: null,
+      cost_total: '0',
+      currency: '',
+      raw: '',
+      version,
+      is_deleted: 1 as const,
+      collected_at: collectedAt,
+    }));
+
+  const writer = ctx.runtime.writer;
+  const written = [
+    writer.insert(usageBuckets.name, [...buckets, ...bucketTombstones]),
+    writer.insert(usageSummaries.name, [...summaries, ...summaryTombstones]),
+    rejects.length > 0 ? writer.reject(rejects) : Promise.resolve({ written: 0, rejected: 0 }),
+  ];
+  await Promise.all([writer.flush(usageBuckets.name), writer.flush(usageSummaries.name), writer.flush('ingest_rejects')]);
+  const [b, s] = await Promise.all(written);
+  if (b.rejected + s.rejected > 0 || rejects.length > 0) {
+    ctx.log.warn(
+      { timezone, from: range.from, to: range.to, malformed: rejects.length, refused: b.rejected + s.rejected },
+      'some usage rows were not stored; they are in ingest_rejects with the reason',
+    );
+  }
+  ctx.addRows(b.written + s.written);
+  return {
+    bucketRows: buckets.length,
+    summaryRows: summaries.length,
+    tombstones: bucketTombstones.length + summaryTombstones.length,
+    rejected: rejects.length + b.rejected + s.rejected,
+  };
+}
+
+function usageColumns(row: UsageRow, raw: unknown) {
+  return {
+    app: row.app ?? '',
+    environment: row.environment ?? '',
+    machine_type: row.machine_type,
+    is_surge: row.is_surge,
+    unit: row.unit,
+    quantity: toDecimalString(row.quantity),
+    unit_price: toDecimalString(row.unit_price),
+    percent_discount: toDecimalOrNull(row.percent_discount),
+    cost_subtotal: toDecimalOrNull(row.cost_subtotal),
+    cost_discount: toDecimalOrNull(row.cost_discount),
+    cost_total: toDecimalString(row.cost_total ?? row.cost),
+    currency: row.currency,
+    raw: JSON.stringify(raw),
+  };
+}
+
+function tombstoneBucket(
+  k: { bucket: string; app: string; environment: string; machine_type: string; is_surge: boolean },
+  timezone: string,
+  version: number,
+  collectedAt: string,
+): UsageBucketRow {
+  const utc = DateTime.fromSQL(k.bucket, { zone: 'utc' });
+  const local = utc.setZone(timezone);
+  return {
+    timezone,
+    timeframe: 'day',
+    bucket: toDateTime64(utc.toJSDate()),
+    bucket_offset_minutes: local.offset,
+    bucket_date: local.toISODate()!,
+    app: k.app,
+    environment: k.environment,
+    machine_type: k.machine_type,
+    is_surge: k.is_surge,
+    unit: 'second',
+    quantity: '0',
+    unit_price: '0',
+    percent_discount: null,
+    cost_subtotal: null,
+    cost_discount: null,
+    cost_total: '0',
+    currency: '',
+    raw: '',
+    version,
+    is_deleted: 1,
+    collected_at: collectedAt,
+  };
+}
+
+/** A bucket timestamp with its offset: the UTC instant, the offset, and the local date. */
+export function parseBucket(
+  value: unknown,
+  timezone: string,
+): { utc: string; offsetMinutes: number; localDate: string } | string {
+  if (typeof value !== 'string') return 'not a string';
+  const dt = DateTime.fromISO(value, { setZone: true });
+  if (!dt.isValid) return `not an ISO 8601 timestamp (${dt.invalidExplanation ?? dt.invalidReason})`;
+  const inZone = dt.setZone(timezone);
+  if (inZone.offset !== dt.offset) {
+    return `offset ${dt.toFormat('ZZ')} is not the offset of ${timezone} at that time (${inZone.toFormat('ZZ')})`;
+  }
+  return { utc: toDateTime64(dt.toJSDate()), offsetMinutes: dt.offset, localDate: dt.toISODate()! };
+}
+
+function usageReject(raw: unknown, reason: string): RejectRow {
+  return { source: 'collector:usage', reason, raw: JSON.stringify(raw) ?? String(raw) };
+}
+
+function describeZodIssue(error: z.ZodError): string {
+  const issue = error.issues[0];
+  return `${issue.path.join('.') || '(row)'}: ${issue.message}`;
+}

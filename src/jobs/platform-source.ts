@@ -1,0 +1,53 @@
+import type { Config } from '../config.js';
+import { isDemoMode } from '../config.js';
+import type { Logger } from '../log.js';
+import { PlatformClient } from '../platform/index.js';
+
+/** Where the collectors read from: the configured platform, or the built-in simulator in demo mode. */
+export interface PlatformSource {
+  platform: PlatformClient;
+  /** The clock jobs see. */
+  now: () => Date;
+  demo: boolean;
+  /** Base URL and keys of the in-process simulator in demo mode (the log drain's demo secret too). */
+  sim?: { url: string; keys: { api: string; admin: string } };
+  close(): Promise<void>;
+}
+
+export async function openPlatformSource(config: Config, logger: Logger): Promise<PlatformSource> {
+  if (!isDemoMode(config)) {
+    const platform = new PlatformClient({
+      baseUrl: config.SVC_BASE_URL,
+      apiKey: config.SVC_API_KEY,
+      adminKey: config.SVC_ADMIN_KEY,
+      logger: logger.child({ component: 'platform' }),
+    });
+    return { platform, now: () => new Date(), demo: false, close: () => platform.close() };
+  }
+  // Demo mode: a simulated platform in this process, its clock following real time.
+  const { startSim } = await import('../sim/index.js');
+  const sim = await startSim({ now: new Date(), host: '127.0.0.1', port: 0 });
+  const follow = setInterval(() => sim.clock.set(new Date()), 10_000);
+  follow.unref();
+  logger.warn(
+    { simulator: sim.url },
+    'demo mode: no platform key configured (SVC_API_KEY / SVC_ADMIN_KEY), so Tallyhouse collects from its built-in platform simulator. To use a real account set SVC_BASE_URL, SVC_API_KEY and SVC_ADMIN_KEY (an ADMIN-scope key for usage).',
+  );
+  const platform = new PlatformClient({
+    baseUrl: sim.url,
+    apiKey: sim.keys.api,
+    adminKey: sim.keys.admin,
+    logger: logger.child({ component: 'platform' }),
+  });
+  return {
+    platform,
+    now: () => sim.clock.now(),
+    demo: true,
+    sim: { url: sim.url, keys: sim.keys },
+    async close() {
+      clearInterval(follow);
+      await platform.close();
+      await sim.close();
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import cliProgress from 'cli-progress';
+
+/** Progress of long work: a bar on a TTY, plain lines otherwise (logs, CI), silent for scheduled runs. */
+export interface Progress {
+  start(total: number, label: string): void;
+  tick(done: number, detail?: string): void;
+  stop(): void;
+}
+
+export const silentProgress: Progress = { start() {}, tick() {}, stop() {} };
+
+export function consoleProgress(stream: NodeJS.WriteStream = process.stderr): Progress {
+  if (stream.isTTY) {
+    const bar = new cliProgress.SingleBar(
+      { format: '{label} [{bar}] {percentage}% | {value}/{total} | {detail}', stream, hideCursor: true },
+      cliProgress.Presets.shades_classic,
+    );
+    let started = false;
+    return {
+      start(total, label) {
+        bar.start(total, 0, { label, detail: '' });
+        started = true;
+      },
+      tick(done, detail = '') {
+        bar.update(done, { detail });
+      },
+      stop() {
+        if (started) bar.stop();
+        started = false;
+      },
+    };
+  }
+  let total = 0;
+  let label = '';
+  let lastLineAt = 0;
+  return {
+    start(t, l) {
+      total = t;
+      label = l;
+      stream.write(`${label}: 0/${total}\n`);
+    },
+    tick(done, detail = '') {
+      // At most a line a second, plus the last one.
+      const now = Date.now();
+      if (done < total && now - lastLineAt < 1000) return;
+      lastLineAt = now;
+      const pct = total > 0 ? Math.floor((done / total) * 100) : 100;
+      stream.write(`${label}: ${done}/${total} (${pct}%)${detail ? ` ${detail}` : ''}\n`);
+    },
+    stop() {},
+  };
+}

@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import cron, { type ScheduledTask } from 'node-cron';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { Runtime } from '../service.js';
+import { authFailureMessage, PlatformError, type PlatformClient } from '../platform/index.js';
+import { Checkpoints } from '../store/tables/checkpoints.js';
+import { jobRuns, type JobRunRow } from '../store/tables/job-runs.js';
+import { toDateTime64 } from '../store/values.js';
+import type { JobArgs, JobDefinition } from './job.js';
+import { silentProgress, type Progress } from './progress.js';
+
+export type Trigger = 'schedule' | 'startup' | 'manual';
+
+export interface JobRunResult {
+  runId: string;
+  job: string;
+  status: 'ok' | 'failed' | 'skipped';
+  rows: number;
+  retries: number;
+  error: string;
+  durationMs: number;
+}
+
+export interface SchedulerOptions {
+  runtime: Runtime;
+  platform: PlatformClient;
+  jobs: JobDefinition[];
+  /** The clock jobs see (the simulator's in demo mode). */
+  now?: () => Date;
+}
+
+/** Names the key a job needs when the platform refuses it: a message an operator can act on. */
+export function describeJobError(job: JobDefinition, err: unknown): string {
+  if (err instanceof PlatformError) return authFailureMessage(err, job.label);
+  return `${job.label}: ${err instanceof Error ? err.message : String(err)}`;
+}
+
+/**
+ * Runs jobs on their cron schedules and on demand. A job never overlaps itself (a tick that finds it
+ * running is skipped, logged and counted); every run is recorded in job_runs and in metrics; a failing
+ * job does not stop the others.
+ */
+export class Scheduler {
+  private readonly jobs = new Map<string, JobDefinition>();
+  private readonly running = new Map<string, { controller: AbortController; done: Promise<JobRunResult> }>();
+  private readonly tasks: ScheduledTask[] = [];
+  private readonly checkpoints: Checkpoints;
+  private readonly now: () => Date;
+  private readonly metrics;
+  private stopped = false;
+
+  constructor(private readonly opts: SchedulerOptions) {
+    for (const job of opts.jobs) this.jobs.set(job.name, job);
+    this.checkpoints = new Checkpoints(opts.runtime.store, opts.runtime.writer);
+    this.now = opts.now ?? (() => new Date());
+    const registers = [opts.runtime.registry];
+    this.metrics = {
+      runs: new Counter({
+        name: 'tallyhouse_job_runs_total',
+        help: 'Job runs by outcome (ok, failed, skipped: the previous run was still going).',
+        labelNames: ['job', 'status'],
+        registers,
+      }),
+      duration: new Histogram({
+        name: 'tallyhouse_job_duration_seconds',
+        help: 'Duration of job runs.',
+        labelNames: ['job'],
+        buckets: [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 900, 1800],
+        registers,
+      }),
+      lastSuccess: new Gauge({
+        name: 'tallyhouse_job_last_success_timestamp_seconds',
+        help: 'Unix time the job last finished successfully.',
+        labelNames: ['job'],
+        registers,
+      }),
+      retries: new Counter({
+        name: 'tallyhouse_job_platform_retries_total',
+        help: 'Platform API calls retried by jobs.',
+        labelNames: ['job'],
+        registers,
+      }),
+    };
+  }
+
+  /** The cron expression a job runs on: JOB_<NAME>_CRON or its default. */
+  cronFor(job: JobDefinition): string {
+    const key = `JOB_${job.name.toUpperCase()}_CRON` as keyof Runtime['config'];
+    const override = this.opts.runtime.config[key];
+    return typeof override === 'string' ? override : job.defaultCron;
+  }
+
+  start(): void {
+    for (const job of this.jobs.values()) {
+      const expression = this.cronFor(job);
+      const task = cron.schedule(expression, () => void this.run(job.name, 'schedule'), { name: `tallyhouse-${job.name}` });
+      this.tasks.push(task);
+      this.opts.runtime.logger.info({ job: job.name, cron: expression }, 'job scheduled');
+    }
+  }
+
+  /** Stops the schedules, asks running jobs to stop, and waits for them. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const task of this.tasks) await task.destroy();
+    for (const r of this.running.values()) r.controller.abort(new Error('tallyhouse is shutting down'));
+    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+  }
+
+  get(name: string): JobDefinition | undefined {
+    return this.jobs.get(name);
+  }
+
+  /** Runs a job now unless it is already running. Never throws: the outcome is in the result. */
+  async run(name: string, trigger: Trigger, args: JobArgs = {}, progress: Progress = silentProgress): Promise<JobRunResult> {
+    const job = this.jobs.get(name);
+    if (!job) throw new Error(`unknown job ${JSON.stringify(name)}; jobs: ${[...this.jobs.keys()].join(', ')}`);
+    const runId = randomUUID();
+    const startedAt = Date.now();
+    const log = this.opts.runtime.logger.child({ job: name, run: runId });
+    if (this.running.has(name) || this.stopped) {
+      log.warn({ trigger }, this.stopped ? 'job not started: shutting down' : 'previous run still going; tick skipped');
+      this.metrics.runs.inc({ job: name, status: 'skipped' });
+      const result: JobRunResult = { runId, job: name, status: 'skipped', rows: 0, retries: 0, error: '', durationMs: 0 };
+      await this.record(result, trigger, startedAt).catch(() => undefined);
+      return result;
+    }
+    const controller = new AbortController();
+    const done = this.execute(job, runId, trigger, args, progress, controller, startedAt);
+    this.running.set(name, { controller, done });
+    try {
+      return await done;
+    } finally {
+      this.running.delete(name);
+    }
+  }
+
+  private async execute(
+    job: JobDefinition,
+    runId: string,
+    trigger: Trigger,
+    args: JobArgs,
+    progress: Progress,
+    controller: AbortController,
+    startedAt: number,
+  ): Promise<JobRunResult> {
+    const log = this.opts.runtime.logger.child({ job: job.name, run: runId });
+    let rows = 0;
+    let retries = 0;
+    const endTimer = this.metrics.duration.startTimer({ job: job.name });
+    log.info({ trigger }, 'job started');
+    let status: 'ok' | 'failed' = 'ok';
+    let error = '';
+    try {
+      await job.run({
+        runtime: this.opts.runtime,
+        platform: this.opts.platform,
+        checkpoints: this.checkpoints,
+        log,
+        signal: controller.signal,
+        call: {
+          signal: controller.signal,
+          onRetry: (info) => {
+            retries++;
+            this.metrics.retries.inc({ job: job.name });
+            log.debug({ attempt: info.attempt, delayMs: info.delayMs, type: info.error.type, status: info.error.status }, 'platform call retried');
+          },
+        },
+        now: this.now,
+        addRows: (n) => {
+          rows += n;
+        },
+        progress,
+        args,
+      });
+    } catch (err) {
+      status = 'failed';
+      error = describeJobError(job, err);
+      log.error({ err: err instanceof PlatformError ? undefined : err, error }, 'job failed');
+    } finally {
+      progress.stop();
+    }
+    endTimer();
+    const result: JobRunResult = { runId, job: job.name, status, rows, retries, error, durationMs: Date.now() - startedAt };
+    this.metrics.runs.inc({ job: job.name, status });
+    if (status === 'ok') {
+      this.metrics.lastSuccess.set({ job: job.name }, Date.now() / 1000);
+      log.info({ rows, retries, durationMs: result.durationMs }, 'job finished');
+    }
+    try {
+      await this.record(result, trigger, startedAt);
+    } catch (err) {
+      log.error({ err }, 'could not record the job run');
+    }
+    return result;
+  }
+
+  private async record(result: JobRunResult, trigger: Trigger, startedAt: number): Promise<void> {
+    const row: JobRunRow = {
+      job: result.job,
+      run_id: result.runId,
+      trigger,
+      started_at: toDateTime64(startedAt),
+      finished_at: toDateTime64(startedAt + result.durationMs),
+      status: result.status,
+      rows: result.rows,
+      retries: result.retries,
+      error: result.error,
+    };
+    const written = this.opts.runtime.writer.insert(jobRuns.name, [row]);
+    await this.opts.runtime.writer.flush(jobRuns.name);
+    await written;
+  }
+}

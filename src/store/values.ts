@@ -1,0 +1,70 @@
+/**
+ * Conversions from JavaScript values to the text ClickHouse parses exactly. Money and quantities go to
+ * Decimal columns as decimal strings (never exponent notation, never through float arithmetic).
+ */
+
+/** The exact decimal text of a JSON number as JavaScript prints it (shortest round-trip digits). */
+export function toDecimalString(value: number | string): string {
+  if (typeof value === 'string') {
+    if (!/^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(value)) throw new Error(`not a decimal number: ${JSON.stringify(value)}`);
+    if (!/[eE]/.test(value)) return value;
+    return expandExponent(value);
+  }
+  if (!Number.isFinite(value)) throw new Error(`not a finite number: ${String(value)}`);
+  const text = String(value);
+  return /[eE]/.test(text) ? expandExponent(text) : text;
+}
+
+function expandExponent(text: string): string {
+  const m = /^(-?)(\d+)(?:\.(\d+))?[eE]([-+]?\d+)$/.exec(text);
+  if (!m) throw new Error(`not a decimal number: ${JSON.stringify(text)}`);
+  const [, sign, int, frac = '', expText] = m;
+  const exp = Number(expText);
+  const digits = int + frac;
+  let point = int.length + exp;
+  let out: string;
+  if (point <= 0) out = `0.${'0'.repeat(-point)}${digits}`;
+  else if (point >= digits.length) out = digits + '0'.repeat(point - digits.length);
+  else out = `${digits.slice(0, point)}.${digits.slice(point)}`;
+  out = out.replace(/^0+(?=\d)/, '');
+  if (out.includes('.')) out = out.replace(/0+$/, '').replace(/\.$/, '');
+  return sign && out !== '0' ? `-${out}` : out;
+}
+
+/** A nullable JSON number as decimal text, or null. */
+export function toDecimalOrNull(value: number | string | null | undefined): string | null {
+  return value === null || value === undefined ? null : toDecimalString(value);
+}
+
+/** A DateTime64(3) literal in UTC: 'YYYY-MM-DD HH:MM:SS.mmm'. */
+export function toDateTime64(value: Date | string | number): string {
+  const d = value instanceof Date ? value : new Date(value);
+  if (Number.isNaN(d.getTime())) throw new Error(`not a valid time: ${JSON.stringify(value)}`);
+  return d.toISOString().replace('T', ' ').replace('Z', '');
+}
+
+/** Sum of decimal strings, exactly (BigInt on a fixed scale). */
+export function addDecimals(values: Iterable<string>, scale = 12): string {
+  let total = 0n;
+  for (const v of values) total += decimalToScaled(v, scale);
+  return scaledToDecimal(total, scale);
+}
+
+export function decimalToScaled(value: string, scale: number): bigint {
+  const m = /^(-?)(\d+)(?:\.(\d+))?$/.exec(toDecimalString(value));
+  if (!m) throw new Error(`not a decimal number: ${JSON.stringify(value)}`);
+  const frac = (m[3] ?? '').padEnd(scale, '0');
+  if (frac.length > scale && /[1-9]/.test(frac.slice(scale))) {
+    throw new Error(`${value} has more than ${scale} decimals`);
+  }
+  const n = BigInt(m[2] + frac.slice(0, scale));
+  return m[1] ? -n : n;
+}
+
+export function scaledToDecimal(value: bigint, scale: number): string {
+  const negative = value < 0n;
+  const digits = (negative ? -value : value).toString().padStart(scale + 1, '0');
+  const int = digits.slice(0, digits.length - scale);
+  const frac = digits.slice(digits.length - scale).replace(/0+$/, '');
+  return `${negative ? '-' : ''}${int}${frac ? `.${frac}` : ''}`;
+}
