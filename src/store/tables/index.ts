@@ -1,0 +1,21 @@
+import { z } from 'zod';
+import { defineTable, type TableDef } from './table.js';
+import { jobRuns } from './job-runs.js';
+import { checkpoints } from './checkpoints.js';
+import { usageBuckets } from './usage-buckets.js';
+import { usageSummaries } from './usage-summaries.js';
+
+export const ingestRejects = defineTable(
+  'ingest_rejects',
+  z.object({
+    rejected_at: z.string().optional(),
+    source: z.string(),
+    reason: z.string(),
+    line: z.number().int().nullable(),
+    batch_id: z.string(),
+    raw: z.string(),
+  }),
+);
+
+/** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
+export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries];
