@@ -1,4 +1,5 @@
 import { mkdtempSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -94,6 +95,19 @@ describe('ClickHouse HTTP endpoint on chDB', () => {
     const json = await other.json<{ total: string; label: string }>();
     expect(json.data).toEqual([{ total: '15', label: 'tab\there' }]);
     expect(json.meta?.map((m) => m.type)).toEqual(['UInt64', 'String']);
+
+    // Large parameters travel in a multipart body instead of the URL.
+    const multipart = connect({ database: 'tally', use_multipart_params: true });
+    try {
+      const rs = await multipart.query({
+        query: 'SELECT count() AS n FROM events WHERE k = {x:String} AND hasAny(tags, {a:Array(String)})',
+        query_params: { x: tricky, a: ["o'brien", 'nope'] },
+        format: 'JSONEachRow',
+      });
+      expect(await rs.json()).toEqual([{ n: '1' }]);
+    } finally {
+      await multipart.close();
+    }
   });
 
   it('returns the bytes of the format asked for (TabSeparated, CSV, JSONCompactEachRow)', async () => {
@@ -126,10 +140,18 @@ describe('ClickHouse HTTP endpoint on chDB', () => {
       query: `CREATE TABLE dedup (k String, v UInt32) ENGINE = MergeTree ORDER BY k
               SETTINGS non_replicated_deduplication_window = 100`,
     });
-    const batch = [{ k: 'a', v: 1 }, { k: 'b', v: 2 }];
-    const settings = { insert_deduplication_token: 'batch-1' };
-    await client.insert({ table: 'dedup', format: 'JSONEachRow', values: batch, clickhouse_settings: settings });
-    await client.insert({ table: 'dedup', format: 'JSONEachRow', values: batch, clickhouse_settings: settings });
+    // Sent as src/store/writer.ts sends a batch: exec with the statement in the URL and the rows in the body.
+    const send = async () => {
+      const result = await client.exec({
+        query: 'INSERT INTO dedup FORMAT JSONEachRow',
+        values: Readable.from([Buffer.from('{"k":"a","v":1}\n{"k":"b","v":2}\n')]),
+        clickhouse_settings: { insert_deduplication_token: 'batch-1', async_insert: 0 },
+      });
+      result.stream.resume();
+      return result.summary;
+    };
+    expect((await send())?.written_rows).toBe('2');
+    await send();
     expect(await count('dedup')).toBe(2);
     // A leaked token would make this different batch a duplicate of batch-1.
     await client.insert({ table: 'dedup', format: 'JSONEachRow', values: [{ k: 'c', v: 3 }] });

@@ -7,12 +7,14 @@ import { TupleParam } from '@clickhouse/client';
 import { inlineSettings } from '../../src/store/embedded.js';
 
 /**
- * A ClickHouse HTTP endpoint for tests: the part of ClickHouse's HTTP interface that @clickhouse/client
- * uses, served by one chDB session in this process. Limitations (it is a test double, not a server):
- * - one chDB session, so requests run one at a time; `database=` becomes `USE <db>` on the session;
- * - no sessions (`session_id` is ignored), no `readonly` for GET, insert data must be text (not RowBinary);
- * - when `query=` is in the URL the body is data only (the client never splits one statement across both);
- * - the Native/ClickHouse block compression (`compress=1`, `decompress=1`) is not supported.
+ * A ClickHouse HTTP endpoint for tests: the part of ClickHouse's HTTP interface that @clickhouse/client uses,
+ * served by one chDB session in this process, with a ClickHouse server's defaults. It is a test double:
+ * - one session, so requests run one at a time, and `database=` is applied with `USE` when it changes
+ *   (tests use one database per process; a `USE` sent as a query would go unnoticed);
+ * - settings are inlined into the statement (inlineSettings): with the data in the body, `query=` must be a
+ *   whole statement, and `INSERT ... VALUES` or `SYSTEM`/`SET`/`USE` do not take a SETTINGS clause;
+ * - no HTTP sessions (`session_id` is ignored), no `readonly` for GET, no `compress=1`/`decompress=1`;
+ * - insert data must be text (JSON*, CSV, TSV...); `written_rows` counts its non-empty lines.
  */
 export interface ClickHouseHttpOptions { dataDir: string; port?: number; username?: string; password?: string }
 export interface RecordedRequest { method: string; query: string; settings: Record<string, string>; database: string | null }
@@ -72,7 +74,7 @@ function describeError(err: unknown): { code: number; body: string } {
 
 const ESCAPES: Record<string, string> = { a: '\x07', b: '\b', e: '\x1b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', 0: '\0' };
 /** Reads ClickHouse's Escaped text form (`\t`, `\'`, `\\`, `\xHH`, any other `\c` is `c`). */
-const unescape = (s: string): string =>
+const unescapeText = (s: string): string =>
   s.replace(/\\(x[0-9a-fA-F]{2}|[\s\S])/g, (_, c: string) =>
     c.length === 3 ? String.fromCharCode(parseInt(c.slice(1), 16)) : (ESCAPES[c] ?? c));
 
@@ -104,7 +106,7 @@ function parseLiteral(text: string): unknown {
     const quoted = /^'((?:[^'\\]|\\[\s\S])*)'/.exec(rest);
     const token = quoted ?? /^[^\s,:\])}]+/.exec(rest) ?? fail();
     i += token[0].length;
-    if (quoted) return unescape(quoted[1]);
+    if (quoted) return unescapeText(quoted[1]);
     if (/^null$/i.test(token[0])) return null;
     if (/^(true|false)$/i.test(token[0])) return token[0].toLowerCase() === 'true';
     return /^-?\d+$/.test(token[0]) && !Number.isSafeInteger(Number(token[0])) ? BigInt(token[0]) : Number(token[0]);
@@ -121,7 +123,7 @@ function parseLiteral(text: string): unknown {
  */
 function bindValue(text: string, type: string | undefined): unknown {
   if (text === '\\N') return null;
-  if (!/^(Nullable\()?(Array|Map|Tuple|Nested)\(/.test(type ?? '')) return unescape(text);
+  if (!/^(Nullable\()?(Array|Map|Tuple|Nested)\(/.test(type ?? '')) return unescapeText(text);
   return text.includes('\\') ? parseLiteral(text) : text;
 }
 
@@ -154,16 +156,35 @@ function credentials(req: http.IncomingMessage, url: URL): [user: string, passwo
     header('x-clickhouse-key') ?? url.searchParams.get('password') ?? ''];
 }
 
-const fail = (err: Error): never => { throw err; };
-
 async function readBody(req: http.IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const raw = Buffer.concat(chunks);
   const encoding = req.headers['content-encoding'];
   if (!encoding || encoding === 'identity') return raw;
-  const codec = CODECS[encoding] ?? fail(new ClickHouseException(36, 'BAD_ARGUMENTS', `Unknown Content-Encoding ${encoding}`));
+  const codec = CODECS[encoding];
+  if (!codec) throw new ClickHouseException(36, 'BAD_ARGUMENTS', `Unknown Content-Encoding ${encoding}`);
   return codec.decode(raw);
+}
+
+interface ParsedRequest { sql: string; data: string; settings: Record<string, string>; params: Map<string, string> }
+
+/** Where the statement, its data, its settings and its parameters are, as ClickHouse's HTTP handler reads them. */
+function parseRequest(url: URL, contentType: string, body: Buffer): ParsedRequest {
+  const settings: Record<string, string> = {};
+  const params = new Map<string, string>();
+  for (const [key, value] of url.searchParams) {
+    if (key.startsWith('param_')) params.set(key.slice('param_'.length), value);
+    else if (!NOT_SETTINGS.has(key)) settings[key] = value;
+  }
+  const query = url.searchParams.get('query') ?? '';
+  if (/^multipart\/form-data/i.test(contentType)) {
+    const fields = multipartFields(body.toString('utf8'), contentType);
+    for (const [key, value] of fields) if (key.startsWith('param_')) params.set(key.slice('param_'.length), value);
+    return { sql: fields.get('query') ?? query, data: '', settings, params };
+  }
+  // With `query=` in the URL the body is the statement's data (an insert's rows); otherwise it is the statement.
+  return query ? { sql: query, data: body.toString('utf8'), settings, params } : { sql: body.toString('utf8'), data: '', settings, params };
 }
 
 export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<ClickHouseHttp> {
@@ -187,22 +208,7 @@ export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<
       if (!res.destroyed) res.writeHead(status, { 'X-ClickHouse-Query-Id': queryId, ...headers }).end(body);
     };
     try {
-      const body = await readBody(req);
-      const settings: Record<string, string> = {};
-      const params = new Map<string, string>();
-      for (const [key, value] of url.searchParams) {
-        if (key.startsWith('param_')) params.set(key.slice(6), value);
-        else if (!NOT_SETTINGS.has(key)) settings[key] = value;
-      }
-      let sql = url.searchParams.get('query') ?? '';
-      let data = '';
-      if (/^multipart\/form-data/i.test(req.headers['content-type'] ?? '')) {
-        for (const [key, value] of multipartFields(body.toString('utf8'), req.headers['content-type'] ?? '')) {
-          if (key === 'query') sql = value;
-          else if (key.startsWith('param_')) params.set(key.slice(6), value);
-        }
-      } else if (sql) data = body.toString('utf8');
-      else sql = body.toString('utf8');
+      const { sql, data, settings, params } = parseRequest(url, req.headers['content-type'] ?? '', await readBody(req));
       const ping = url.pathname === '/ping' || (req.method === 'GET' && !sql);
       recorded.push({ method: req.method ?? 'GET', query: ping ? '' : sql, settings, database: url.searchParams.get('database') });
 
@@ -222,10 +228,10 @@ export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<
 
       assertSingleStatement(sql);
       const isInsert = /^\s*INSERT\b/i.test(sql);
+      const insertFormat = isInsert ? /\bFORMAT\s+(\w+)\s*$/i.exec(sql)?.[1] : undefined;
       const format = (!isInsert && /\bFORMAT\s+(\w+)\s*;?\s*$/i.exec(sql)?.[1]) || settings.default_format || 'TabSeparated';
-      const rows = isInsert ? data.split('\n').filter((line) => line.trim() !== '').length : 0;
-      let statement = inlineSettings(sql, settings);
-      if (data) statement += `\n${data}`;
+      const rows = insertFormat ? data.split('\n').filter((line) => line.trim() !== '').length : 0;
+      const statement = inlineSettings(sql, settings) + (data ? `\n${data}` : '');
       const types = new Map([...sql.matchAll(/\{\s*(\w+)\s*:\s*([^{}]+?)\s*\}/g)].map((m) => [m[1], m[2]] as const));
       const bound = Object.fromEntries([...params].map(([name, text]) => [name, bindValue(text, types.get(name))]));
       const database = url.searchParams.get('database') || 'default';
@@ -235,8 +241,8 @@ export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<
           await session.queryAsync(`USE \`${database.replace(/[`\\]/g, '\\$&')}\``);
           currentDatabase = database;
         }
-        // An empty insert body is a no-op on the server; chDB would say NO_DATA_TO_INSERT.
-        if (isInsert && data.trim() === '' && url.searchParams.has('query')) return undefined;
+        // An insert without rows is a no-op on the server; chDB would say NO_DATA_TO_INSERT.
+        if (insertFormat && data.trim() === '') return undefined;
         return params.size > 0 ? session.queryBindAsync(statement, bound, { format }) : session.queryAsync(statement, { format });
       });
 
@@ -275,6 +281,7 @@ export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<
   });
   let port = opts.port ?? 0;
   const start = () => new Promise<void>((resolve, reject) => {
+    if (server.listening) return resolve();
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => {
       server.off('error', reject);
