@@ -1,0 +1,193 @@
+// The platform simulator, in-process: `startSim()` serves the Platform APIs of a deterministic simulated world
+// over HTTP and exposes the ground truth, the virtual clock and the pushers (webhooks, log drain).
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { SimModel } from './model.js';
+import type { World } from './world.js';
+import { FaultPlan, RETRYABLE_FAULTS, type FaultKind } from './faults.js';
+import { createSimServer } from './server.js';
+import { Webhooks, type WebhookDelivery } from './webhooks.js';
+import { Drain, type DrainPushOptions, type DrainPushResult } from './drain.js';
+import { createTruth, type Truth } from './truth.js';
+
+export type { FaultKind } from './faults.js';
+export type { Truth, UsageTruthRow, RequestDayTruth, RequestTruth, AppTruth, EventTruth, RevisionTruth } from './truth.js';
+export type { World, App, Endpoint, MachineType, Owner, Price, ModelInfo } from './world.js';
+export type { WebhookDelivery, WebhookAttempt } from './webhooks.js';
+export type { DrainRecord, DrainBatch, DrainPushOptions, DrainPushResult } from './drain.js';
+export type { Timeframe } from './time.js';
+export { ANALYTICS_METRICS, BASE_METRICS } from './analytics.js';
+export { RETRYABLE_FAULTS, ALL_FAULTS } from './faults.js';
+
+export const DEFAULT_NOW = '2026-11-21T12:00:00Z';
+
+export interface SimOptions {
+  /** Default 1. */
+  seed?: number;
+  /** Default 2026-11-21T12:00:00Z. */
+  now?: string | Date;
+  /** History before now, days (default 35). */
+  days?: number;
+  /** Apps the caller owns (default 60); three more belong to another owner. */
+  apps?: number;
+  /** Mean requests per hour per endpoint (default 20); benchmarks raise it. */
+  requestsPerHour?: number;
+  faultRate?: number;
+  /** Fault kinds drawn from (default the retryable ones). */
+  faultKinds?: FaultKind[];
+  /** How late a `slow` fault answers (default 30000). */
+  slowMs?: number;
+  /** Seconds in `x-ratelimit-reset` / `Retry-After` of a rate_limit fault (default 1). */
+  retryAfterSeconds?: number;
+  apiKey?: string;
+  adminKey?: string;
+  host?: string;
+  port?: number;
+  webhookUrl?: string;
+  /** Backoff before the first webhook retry, doubled each retry (default 1000; tests use a few ms). */
+  webhookBackoffBaseMs?: number;
+  webhookTimeoutMs?: number;
+  /** Share of delivered webhooks delivered again (default 0.05). */
+  webhookRepeatRate?: number;
+  drainUrl?: string;
+  /** HMAC secret of the log drain (random, 64 hex characters, when omitted). */
+  drainSecret?: string;
+  drainMalformedRate?: number;
+  drainGzip?: boolean;
+  drainTimeoutMs?: number;
+  /** Let the virtual clock run with wall time (sandbox use). Default false: the clock moves only when told. */
+  realtime?: boolean;
+}
+
+export interface Sim {
+  url: string;
+  keys: { api: string; admin: string };
+  clock: { now(): Date; set(t: string | Date): void; advance(ms: number): void };
+  truth: Truth;
+  world: World;
+  stats(): { requestsServed: number; faultsInjected: Record<string, number>; recordsServed: number };
+  requestLog(): Array<{ method: string; path: string; query: Record<string, string | string[]> }>;
+  /** Change the fault rate (and kinds) of the running simulator. */
+  setFaults(rate: number, kinds?: FaultKind[]): void;
+  webhooks: {
+    /** The key set served at /.well-known/jwks.json. */
+    jwks(): { keys: Array<{ kty: 'OKP'; crv: 'Ed25519'; x: string; kid: string }> };
+    deliver(opts: { requestId: string; url?: string; body?: unknown }): Promise<WebhookDelivery>;
+    sent(): WebhookDelivery[];
+    rotate(): void;
+    /** Resolves when all deliveries (retries, repeats) have settled. */
+    idle(): Promise<void>;
+  };
+  drain: {
+    secret: string;
+    push(opts?: DrainPushOptions): Promise<DrainPushResult>;
+    idle(): Promise<void>;
+    enable(): void;
+    readonly disabled: boolean;
+  };
+  close(): Promise<void>;
+}
+
+export async function startSim(opts: SimOptions = {}): Promise<Sim> {
+  const nowMs = opts.now === undefined ? Date.parse(DEFAULT_NOW) : opts.now instanceof Date ? opts.now.getTime() : Date.parse(opts.now);
+  if (!Number.isFinite(nowMs)) throw new Error(`startSim: now is not a time: ${String(opts.now)}`);
+  const model = new SimModel({
+    seed: opts.seed ?? 1,
+    nowMs,
+    days: opts.days ?? 35,
+    apps: opts.apps ?? 60,
+    requestsPerHour: opts.requestsPerHour ?? 20,
+    realtime: opts.realtime ?? false,
+  });
+  const keys = {
+    api: opts.apiKey ?? `sim_api_${randomBytes(16).toString('hex')}`,
+    admin: opts.adminKey ?? `sim_admin_${randomBytes(16).toString('hex')}`,
+  };
+  const faults = new FaultPlan(model.world.seed, opts.faultRate ?? 0, opts.faultKinds ?? RETRYABLE_FAULTS);
+  const webhooks = new Webhooks(model, {
+    url: opts.webhookUrl,
+    backoffBaseMs: opts.webhookBackoffBaseMs,
+    firstTimeoutMs: opts.webhookTimeoutMs,
+    retryTimeoutMs: opts.webhookTimeoutMs,
+    repeatRate: opts.webhookRepeatRate,
+  });
+  const drain = new Drain(model, {
+    url: opts.drainUrl,
+    secret: opts.drainSecret ?? randomBytes(32).toString('hex'),
+    malformedRate: opts.drainMalformedRate,
+    gzip: opts.drainGzip,
+    timeoutMs: opts.drainTimeoutMs,
+  });
+  const truth = createTruth(model, webhooks, drain);
+  const stats = { requestsServed: 0, recordsServed: 0, faultsInjected: {} as Record<string, number> };
+  const requestLog: Array<{ method: string; path: string; query: Record<string, string | string[]> }> = [];
+  const { server, pendingTimers } = createSimServer({
+    model, keys, faults, webhooks, truth, stats, requestLog,
+    slowMs: opts.slowMs ?? 30_000,
+    retryAfterSeconds: opts.retryAfterSeconds ?? 1,
+    configureFaults: (rate, kinds) => faults.configure(rate, kinds),
+  });
+
+  // Pushes follow the virtual clock: whatever finished between the old and the new "now" is delivered.
+  let pushedUntil = model.clock.nowMs();
+  const onClock = (): void => {
+    const to = model.clock.nowMs();
+    if (to > pushedUntil) {
+      webhooks.onClock(pushedUntil, to);
+      drain.onClock(pushedUntil, to);
+    }
+    pushedUntil = Math.max(pushedUntil, to);
+  };
+  model.clock.onChange(onClock);
+  const ticker = opts.realtime ? setInterval(onClock, 5000) : null;
+  ticker?.unref();
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  return {
+    url: `http://${host}:${address.port}`,
+    keys,
+    clock: {
+      now: () => model.clock.now(),
+      set: (t) => model.clock.set(t),
+      advance: (ms) => model.clock.advance(ms),
+    },
+    truth,
+    world: model.world,
+    stats: () => ({ requestsServed: stats.requestsServed, recordsServed: stats.recordsServed, faultsInjected: { ...stats.faultsInjected } }),
+    requestLog: () => requestLog.map((r) => ({ ...r, query: { ...r.query } })),
+    setFaults: (rate, kinds) => faults.configure(rate, kinds),
+    webhooks: {
+      jwks: () => webhooks.jwks(),
+      deliver: (o) => webhooks.deliver(o),
+      sent: () => webhooks.sent(),
+      rotate: () => webhooks.rotate(),
+      idle: () => webhooks.idle(),
+    },
+    drain: {
+      secret: drain.secret,
+      push: (o) => drain.push(o),
+      idle: () => drain.idle(),
+      enable: () => drain.enable(),
+      get disabled() {
+        return drain.disabled;
+      },
+    },
+    async close() {
+      if (ticker) clearInterval(ticker);
+      webhooks.close();
+      drain.close();
+      for (const t of pendingTimers) clearTimeout(t);
+      pendingTimers.clear();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}

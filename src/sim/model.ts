@@ -1,0 +1,61 @@
+// The simulated platform's state: the world, the lazily generated runners/requests/activity, and the virtual
+// clock. The HTTP server, the truth API and the pushers all read this one model.
+import { buildWorld, type World, type WorldOptions } from './world.js';
+import { RunnerModel } from './runners.js';
+import { RequestModel } from './requests.js';
+import { ActivityModel } from './activity.js';
+
+export type ClockListener = (fromMs: number, toMs: number) => void;
+
+export class SimClock {
+  private baseMs: number;
+  private realBaseMs = 0;
+  private readonly listeners: ClockListener[] = [];
+
+  /** With `realtime` the virtual clock also moves with wall time (the sandbox); tests keep it still. */
+  constructor(startMs: number, private readonly realtime = false) {
+    this.baseMs = startMs;
+    if (realtime) this.realBaseMs = Date.now();
+  }
+
+  nowMs(): number {
+    return this.realtime ? this.baseMs + (Date.now() - this.realBaseMs) : this.baseMs;
+  }
+
+  now(): Date {
+    return new Date(this.nowMs());
+  }
+
+  set(t: string | Date | number): void {
+    const ms = typeof t === 'number' ? t : t instanceof Date ? t.getTime() : Date.parse(t);
+    if (!Number.isFinite(ms)) throw new Error(`clock: not a time: ${String(t)}`);
+    const from = this.nowMs();
+    this.baseMs = ms;
+    if (this.realtime) this.realBaseMs = Date.now();
+    for (const l of this.listeners) l(from, ms);
+  }
+
+  advance(ms: number): void {
+    this.set(this.nowMs() + ms);
+  }
+
+  onChange(listener: ClockListener): void {
+    this.listeners.push(listener);
+  }
+}
+
+export class SimModel {
+  readonly world: World;
+  readonly runners: RunnerModel;
+  readonly requests: RequestModel;
+  readonly activity: ActivityModel;
+  readonly clock: SimClock;
+
+  constructor(opts: WorldOptions & { realtime?: boolean }) {
+    this.world = buildWorld(opts);
+    this.runners = new RunnerModel(this.world);
+    this.requests = new RequestModel(this.world, this.runners);
+    this.activity = new ActivityModel(this.world, this.runners, this.requests);
+    this.clock = new SimClock(opts.nowMs, opts.realtime ?? false);
+  }
+}

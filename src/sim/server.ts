@@ -1,0 +1,289 @@
+// The simulator's HTTP server: node:http (not fastify) because the faults need raw control of the socket
+// (reset mid-body, truncated bodies, answers slower than a client's timeout).
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { SimModel } from './model.js';
+import { Handlers, json, type Reply } from './handlers.js';
+import { ApiError, bad, Params } from './http-util.js';
+import type { FaultKind, FaultPlan } from './faults.js';
+import { hex, mix } from './prng.js';
+import { renderMetrics } from './metrics.js';
+import type { Webhooks } from './webhooks.js';
+import type { Truth } from './truth.js';
+import { toJson } from './money.js';
+import { TIMEFRAMES, type Timeframe } from './time.js';
+
+type Scope = 'none' | 'api' | 'admin';
+
+export interface ServerDeps {
+  model: SimModel;
+  keys: { api: string; admin: string };
+  faults: FaultPlan;
+  slowMs: number;
+  retryAfterSeconds: number;
+  webhooks: Webhooks;
+  truth: Truth;
+  stats: { requestsServed: number; recordsServed: number; faultsInjected: Record<string, number> };
+  requestLog: Array<{ method: string; path: string; query: Record<string, string | string[]> }>;
+  /** Hook for /_sim/faults so tests can change the fault rate of a running sim. */
+  configureFaults(rate: number, kinds?: FaultKind[]): void;
+}
+
+interface Route {
+  method: 'GET' | 'POST';
+  pattern: RegExp;
+  scope: Scope;
+  faultable: boolean;
+  handle(ctx: { params: Params; match: RegExpExecArray; body: unknown; nowMs: number }): Reply | Promise<Reply>;
+}
+
+const MAX_REQUEST_LOG = 1_000_000;
+
+export function createSimServer(deps: ServerDeps): { server: Server; pendingTimers: Set<NodeJS.Timeout> } {
+  const { model } = deps;
+  const h = new Handlers(model);
+  const pendingTimers = new Set<NodeJS.Timeout>();
+  const seg = '([A-Za-z0-9._-]+)';
+  const routes: Route[] = [
+    { method: 'GET', pattern: /^\/v1\/meta$/, scope: 'none', faultable: true, handle: () => h.meta() },
+    { method: 'GET', pattern: /^\/\.well-known\/jwks\.json$/, scope: 'none', faultable: false, handle: () => json(deps.webhooks.jwks()) },
+    { method: 'GET', pattern: /^\/v1\/models$/, scope: 'api', faultable: true, handle: (c) => h.models(c.params, c.nowMs) },
+    { method: 'GET', pattern: /^\/v1\/models\/analytics$/, scope: 'api', faultable: true, handle: (c) => h.analytics(c.params, c.nowMs, 'models') },
+    {
+      method: 'GET', pattern: /^\/v1\/models\/usage$/, scope: 'admin', faultable: true,
+      handle: () => { throw new ApiError(501, 'not_implemented', 'models usage is not simulated'); },
+    },
+    { method: 'GET', pattern: /^\/v1\/serverless\/usage$/, scope: 'admin', faultable: true, handle: (c) => h.usage(c.params, c.nowMs) },
+    { method: 'GET', pattern: /^\/v1\/serverless\/requests\/by-endpoint$/, scope: 'api', faultable: true, handle: (c) => h.requestsByEndpoint(c.params, c.nowMs) },
+    { method: 'GET', pattern: /^\/v1\/serverless\/analytics$/, scope: 'api', faultable: true, handle: (c) => h.analytics(c.params, c.nowMs, 'serverless') },
+    { method: 'GET', pattern: /^\/v1\/serverless\/apps$/, scope: 'api', faultable: true, handle: (c) => h.apps(c.params, c.nowMs) },
+    { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/events$`), scope: 'api', faultable: true, handle: (c) => h.events(c.match[1], c.match[2], c.params, c.nowMs) },
+    { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/revisions$`), scope: 'api', faultable: true, handle: (c) => h.revisions(c.match[1], c.match[2], c.params, c.nowMs) },
+    { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/runners/history$`), scope: 'api', faultable: true, handle: (c) => h.runnerHistory(c.match[1], c.match[2], c.params, c.nowMs) },
+    { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/queue$`), scope: 'api', faultable: true, handle: (c) => h.queue(c.match[1], c.match[2], c.nowMs) },
+    { method: 'POST', pattern: /^\/v1\/serverless\/logs\/history$/, scope: 'api', faultable: true, handle: (c) => h.logsHistory(c.params, c.body, c.nowMs) },
+    { method: 'GET', pattern: /^\/(v1\/serverless\/)?metrics$/, scope: 'api', faultable: true, handle: (c) => metricsReply(c.nowMs) },
+    { method: 'GET', pattern: /^\/_sim\/truth$/, scope: 'admin', faultable: false, handle: (c) => truthReply(c.params) },
+    { method: 'GET', pattern: /^\/_sim\/clock$/, scope: 'admin', faultable: false, handle: () => json({ now: model.clock.now().toISOString() }) },
+    { method: 'POST', pattern: /^\/_sim\/clock$/, scope: 'admin', faultable: false, handle: (c) => clockReply(c.body) },
+    { method: 'GET', pattern: /^\/_sim\/stats$/, scope: 'admin', faultable: false, handle: () => json(deps.stats) },
+    { method: 'POST', pattern: /^\/_sim\/faults$/, scope: 'admin', faultable: false, handle: (c) => faultsReply(c.body) },
+  ];
+
+  async function metricsReply(nowMs: number): Promise<Reply> {
+    const { text, contentType } = await renderMetrics(model.world, model.runners, model.requests, nowMs);
+    return { status: 200, body: text, contentType, records: 0 };
+  }
+
+  function clockReply(body: unknown): Reply {
+    const b = (body ?? {}) as { now?: unknown; advance_ms?: unknown };
+    if (typeof b.now === 'string') {
+      if (!Number.isFinite(Date.parse(b.now))) throw bad(`now: expected an ISO 8601 datetime, got '${b.now}'`);
+      model.clock.set(b.now);
+    } else if (typeof b.advance_ms === 'number' && Number.isFinite(b.advance_ms)) {
+      model.clock.advance(b.advance_ms);
+    } else throw bad('body: expected {"now": ISO} or {"advance_ms": N}');
+    return json({ now: model.clock.now().toISOString() });
+  }
+
+  function faultsReply(body: unknown): Reply {
+    const b = (body ?? {}) as { rate?: unknown; kinds?: unknown };
+    if (typeof b.rate !== 'number' || b.rate < 0 || b.rate > 1) throw bad('rate: expected a number from 0 to 1');
+    deps.configureFaults(b.rate, Array.isArray(b.kinds) ? (b.kinds as FaultKind[]) : undefined);
+    return json({ rate: b.rate });
+  }
+
+  function truthReply(p: Params): Reply {
+    const kind = p.one('kind') ?? 'usage';
+    const from = p.one('from') ?? '';
+    const to = p.one('to') ?? '';
+    const timezone = p.one('timezone') ?? 'UTC';
+    const tfRaw = p.one('timeframe');
+    if (tfRaw && !(TIMEFRAMES as readonly string[]).includes(tfRaw)) throw bad(`timeframe: expected one of ${TIMEFRAMES.join(', ')}`);
+    const timeframe = tfRaw as Timeframe | undefined;
+    const apps = p.list('app', 10_000);
+    const endpointIds = p.list('endpoint_id', 10_000);
+    const owner = p.one('owner') ?? '';
+    const name = p.one('name') ?? '';
+    const need = (...names: Array<[string, string]>): void => {
+      for (const [n, v] of names) if (!v) throw bad(`${n}: required for kind=${kind}`);
+    };
+    let value: unknown;
+    try {
+      switch (kind) {
+        case 'usage': need(['from', from], ['to', to]); value = deps.truth.usage({ from, to, timezone, timeframe, apps }); break;
+        case 'usage_summary': need(['from', from], ['to', to]); value = deps.truth.usageSummary({ from, to, timezone, apps }); break;
+        case 'requests': need(['from', from], ['to', to]); value = deps.truth.requests({ from, to, timezone, endpointIds }); break;
+        case 'request_list': need(['from', from], ['to', to], ['endpoint_id', endpointIds?.[0] ?? '']); value = deps.truth.requestList({ endpointId: endpointIds![0], from, to }); break;
+        case 'analytics': case 'models_analytics':
+          need(['from', from], ['to', to], ['endpoint_id', endpointIds?.[0] ?? '']);
+          value = deps.truth.analytics({ endpointIds: endpointIds!, from, to, timezone, timeframe, kind: kind === 'analytics' ? 'serverless' : 'models' });
+          break;
+        case 'runner_history': {
+          need(['from', from], ['to', to], ['owner', owner], ['name', name]);
+          const aggregation = p.one('aggregation') === 'avg' ? 'avg' : 'max';
+          value = deps.truth.runnerHistory({ owner, name, from, to, timeframe, aggregation, timezone });
+          break;
+        }
+        case 'runner_states': need(['owner', owner], ['name', name]); value = deps.truth.runnerStates({ owner, name }); break;
+        case 'apps': value = deps.truth.apps(); break;
+        case 'events': need(['owner', owner], ['name', name]); value = deps.truth.events(owner, name); break;
+        case 'revisions': need(['owner', owner], ['name', name]); value = deps.truth.revisions(owner, name); break;
+        case 'webhooks': value = deps.truth.webhooksSent(); break;
+        case 'drain': value = deps.truth.drainSent(); break;
+        default: throw bad(`kind: expected usage, usage_summary, requests, request_list, analytics, models_analytics, runner_history, runner_states, apps, events, revisions, webhooks or drain`);
+      }
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      throw bad(err instanceof Error ? err.message : String(err));
+    }
+    return json(value);
+  }
+
+  const errorBody = (type: string, message: string, requestId: string): string => toJson({ error: { type, message, request_id: requestId } });
+
+  function send(res: ServerResponse, status: number, body: string, headers: Record<string, string>): void {
+    if (res.destroyed || res.writableEnded) return;
+    res.writeHead(status, { 'content-length': String(Buffer.byteLength(body)), ...headers });
+    res.end(body);
+  }
+
+  async function readBody(req: IncomingMessage): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  function authorize(req: IncomingMessage, scope: Scope): { ok: true } | { ok: false; status: number; message: string } {
+    if (scope === 'none') return { ok: true };
+    const header = req.headers.authorization;
+    if (!header) return { ok: false, status: 401, message: "missing Authorization header; send 'Authorization: Key <API_KEY>'" };
+    const m = /^Key\s+(\S+)\s*$/.exec(header);
+    if (!m) return { ok: false, status: 401, message: "Authorization header must use the 'Key' prefix: 'Authorization: Key <API_KEY>'" };
+    const key = m[1];
+    if (key === deps.keys.admin) return { ok: true };
+    if (key === deps.keys.api) {
+      if (scope === 'admin') return { ok: false, status: 403, message: 'this endpoint needs an ADMIN-scope key; the key given has API scope' };
+      return { ok: true };
+    }
+    return { ok: false, status: 401, message: 'invalid or revoked API key' };
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    res.sendDate = false; // responses must be byte-identical across runs
+    deps.stats.requestsServed++;
+    const url = req.url ?? '/';
+    const qi = url.indexOf('?');
+    const path = qi < 0 ? url : url.slice(0, qi);
+    const params = new Params(qi < 0 ? '' : url.slice(qi + 1));
+    const method = (req.method ?? 'GET').toUpperCase();
+    if (!path.startsWith('/_sim/') && deps.requestLog.length < MAX_REQUEST_LOG) {
+      deps.requestLog.push({ method, path, query: params.toRecord() });
+    }
+    let rawBody = '';
+    if (method === 'POST' || method === 'PUT') rawBody = await readBody(req);
+    const faultKey = `${method} ${path}?${params.canonical()}${rawBody ? '#' + rawBody : ''}`;
+    const route = routes.find((r) => r.pattern.test(path));
+    const decision = route?.faultable ? deps.faults.decide(faultKey) : { kind: null, token: mix(deps.model.world.seed, path.length), occurrence: 0 };
+    const requestId = `req_${hex(decision.token, 8)}${hex(mix(decision.token, 1), 8)}`;
+    const baseHeaders: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': requestId };
+
+    let reply: Reply;
+    try {
+      if (!route) throw new ApiError(404, 'not_found', `no route ${method} ${path}`);
+      if (route.method !== method) throw new ApiError(405, 'validation_error', `method ${method} not allowed on ${path}; use ${route.method}`);
+      const auth = authorize(req, route.scope);
+      if (!auth.ok) throw new ApiError(auth.status, 'authorization_error', auth.message);
+      let body: unknown;
+      if (rawBody.trim()) {
+        try {
+          body = JSON.parse(rawBody);
+        } catch {
+          throw bad('body: expected JSON');
+        }
+      }
+      reply = await route.handle({ params, match: route.pattern.exec(path)!, body, nowMs: model.clock.nowMs() });
+    } catch (err) {
+      if (err instanceof ApiError) {
+        send(res, err.status, errorBody(err.type, err.message, requestId), baseHeaders);
+      } else {
+        send(res, 500, errorBody('server_error', 'internal error in the simulator', requestId), baseHeaders);
+        console.error('sim: handler failed', err);
+      }
+      return;
+    }
+    const headers = { ...baseHeaders, 'content-type': reply.contentType ?? 'application/json' };
+    const kind = reply.status < 300 ? decision.kind : null;
+    if (!kind) {
+      deps.stats.recordsServed += reply.records;
+      send(res, reply.status, reply.body, headers);
+      return;
+    }
+    deps.stats.faultsInjected[kind] = (deps.stats.faultsInjected[kind] ?? 0) + 1;
+    const t = decision.token;
+    switch (kind) {
+      case 'rate_limit': {
+        const limit = 10;
+        const extra: Record<string, string> = { 'x-ratelimit-limit': String(limit) };
+        if (t % 3 === 0) extra['retry-after'] = String(deps.retryAfterSeconds);
+        else extra['x-ratelimit-reset'] = String(deps.retryAfterSeconds);
+        send(res, 429, toJson({ error: { type: 'rate_limited', message: `concurrency limit of ${limit} requests reached`, limit, request_id: requestId } }), { ...baseHeaders, ...extra });
+        return;
+      }
+      case 'server_error':
+      case 'server_error_final': {
+        const options: Array<[number, string]> = [[500, 'runner_server_error'], [502, 'runner_incomplete_response'], [503, 'runner_scheduling_failure']];
+        const [status, errorType] = options[t % options.length];
+        send(res, status, toJson({ detail: `Request failed: ${errorType}`, error_type: errorType }), {
+          ...baseHeaders, 'x-svc-error-type': errorType, 'x-svc-retryable': kind === 'server_error' ? 'true' : 'false',
+        });
+        return;
+      }
+      case 'platform_error':
+        send(res, 500, errorBody('server_error', 'internal server error', requestId), baseHeaders);
+        return;
+      case 'model_error':
+        send(res, 422, toJson({ detail: [{ loc: ['body'], msg: 'This feature is not supported for the request', type: 'feature_not_supported', url: 'https://docs.svc.example/errors/#feature_not_supported' }] }), {
+          ...baseHeaders, 'x-svc-retryable': 'false',
+        });
+        return;
+      case 'slow': {
+        const timer = setTimeout(() => {
+          pendingTimers.delete(timer);
+          deps.stats.recordsServed += reply.records;
+          send(res, reply.status, reply.body, headers);
+        }, deps.slowMs);
+        pendingTimers.add(timer);
+        res.on('close', () => {
+          clearTimeout(timer);
+          pendingTimers.delete(timer);
+        });
+        return;
+      }
+      case 'reset': {
+        const buf = Buffer.from(reply.body);
+        res.writeHead(reply.status, { ...headers, 'content-length': String(buf.length) });
+        res.write(buf.subarray(0, Math.floor(buf.length / 2)), () => res.socket?.destroy());
+        return;
+      }
+      case 'truncated': {
+        const buf = Buffer.from(reply.body);
+        const cut = buf.subarray(0, Math.max(1, Math.floor(buf.length * 0.6)));
+        res.writeHead(reply.status, { ...headers, 'content-length': String(cut.length) });
+        res.end(cut);
+        return;
+      }
+    }
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      console.error('sim: request failed', err);
+      if (!res.headersSent) send(res, 500, '{"error":{"type":"server_error","message":"internal error"}}', { 'content-type': 'application/json' });
+      else res.destroy();
+    });
+  });
+  // Longer than undici's default keep-alive so pooled clients do not race a server-side close.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  return { server, pendingTimers };
+}

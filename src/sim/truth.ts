@@ -1,0 +1,276 @@
+// Ground truth, computed from the world model (never from HTTP responses): what Tallyhouse should have stored,
+// with money as exact integer nanos beside the number.
+import type { SimModel } from './model.js';
+import type { App } from './world.js';
+import type { Webhooks, WebhookDelivery } from './webhooks.js';
+import type { Drain, DrainRecord } from './drain.js';
+import { computeUsage, type UsageRow } from './usage.js';
+import { ANALYTICS_METRICS, computeAnalytics, computeRunnerHistory, type RunnerHistoryPoint } from './analytics.js';
+import { bucketize, bucketIndex, parseTimeParam, isoUtcMs, HOUR_MS, type Timeframe } from './time.js';
+import { formatMilli } from './money.js';
+
+export interface UsageTruthRow {
+  /** Bucket start (ISO with offset); null for a summary row. */
+  bucket: string | null;
+  app: string;
+  owner: string;
+  environment: string;
+  machine_type: string;
+  is_surge: boolean;
+  quantity: number;
+  unit_price: number;
+  unit_price_nanos: number;
+  percent_discount: number | null;
+  cost_subtotal_nanos: number;
+  cost_discount_nanos: number;
+  cost_total_nanos: number;
+  cost_subtotal: number;
+  cost_discount: number;
+  cost_total: number;
+  currency: 'USD';
+}
+
+export interface RequestDayTruth {
+  endpoint_id: string;
+  day: string;
+  request_count: number;
+  billed_count: number;
+  unbilled_count: number;
+  billable_units_billed: number;
+  billable_units_all: number;
+  /** The same sums in thousandths (exact integers). */
+  billable_units_billed_milli: number;
+  billable_units_all_milli: number;
+}
+
+export interface RequestTruth {
+  request_id: string;
+  gateway_request_id: string;
+  endpoint_id: string;
+  started_at: string;
+  sent_at: string;
+  ended_at: string;
+  status_code: number;
+  duration: number;
+  runner_id: string | null;
+  /** As billed (also when not billed yet at "now"). */
+  billable_units: number;
+  billed_at: string;
+  error_type: string | null;
+  prepare_duration: number;
+  cold_boot_duration: number | null;
+}
+
+export interface AppTruth {
+  endpoint_id: string;
+  app_id: string;
+  owner: string;
+  name: string;
+  environment: string;
+  owned_by_caller: boolean;
+  machine_types: string[];
+  endpoints: string[];
+  webhooks: boolean;
+  billing: 'duration' | 'units';
+}
+
+export interface EventTruth {
+  event_id: string;
+  category: string;
+  created_at: string;
+  payload: Record<string, unknown>;
+}
+
+export interface RevisionTruth {
+  revision_id: string;
+  created_at: string;
+  is_current: boolean;
+  status: string;
+  message: string;
+  deployed_by: string;
+  annotations: Record<string, string>;
+}
+
+export interface Truth {
+  usage(q: { from: string; to: string; timezone?: string; timeframe?: Timeframe; apps?: string[] }): UsageTruthRow[];
+  usageSummary(q: { from: string; to: string; timezone?: string; apps?: string[] }): UsageTruthRow[];
+  requests(q: { from: string; to: string; timezone?: string; endpointIds?: string[] }): RequestDayTruth[];
+  requestList(q: { endpointId: string; from: string; to: string }): RequestTruth[];
+  analytics(q: { endpointIds: string[]; from: string; to: string; timezone?: string; timeframe?: Timeframe; kind?: 'serverless' | 'models' }): Array<{ bucket: string; endpoint_id: string; [metric: string]: unknown }>;
+  runnerHistory(q: { owner: string; name: string; from: string; to: string; timeframe?: Timeframe; aggregation?: 'max' | 'avg'; timezone?: string }): RunnerHistoryPoint[];
+  runnerStates(q: { owner: string; name: string }): Array<{ runner_id: string; state: string; since: string; machine_type: string; termination_reason: string | null }>;
+  apps(): AppTruth[];
+  events(owner: string, name: string): EventTruth[];
+  revisions(owner: string, name: string): RevisionTruth[];
+  webhooksSent(): WebhookDelivery[];
+  drainSent(): DrainRecord;
+}
+
+export function createTruth(model: SimModel, webhooks: Webhooks, drain: Drain): Truth {
+  const world = model.world;
+  const now = (): number => model.clock.nowMs();
+  const time = (value: string, tz: string, name: string): number => {
+    const ms = parseTimeParam(value, tz);
+    if (ms === null) throw new Error(`truth: ${name} is not a date or ISO datetime: ${value}`);
+    return ms;
+  };
+  const ownedApps = (names?: string[]): App[] =>
+    world.apps.filter((a) => a.ownedByCaller && (!names || names.includes(a.name) || names.includes(a.endpointId)));
+  const appOf = (owner: string, name: string): App => {
+    const app = world.appByKey.get(`${owner}/${name}`);
+    if (!app) throw new Error(`truth: no app ${owner}/${name}`);
+    return app;
+  };
+  const usageRow = (r: UsageRow): UsageTruthRow => ({
+    bucket: r.bucket,
+    app: r.app.name,
+    owner: r.app.owner,
+    environment: r.app.environment,
+    machine_type: r.machineType,
+    is_surge: r.isSurge,
+    quantity: r.quantity,
+    unit_price: r.unitPriceNanos / 1e9,
+    unit_price_nanos: r.unitPriceNanos,
+    percent_discount: r.percentDiscount,
+    cost_subtotal_nanos: Number(r.subtotalNanos),
+    cost_discount_nanos: Number(r.discountNanos),
+    cost_total_nanos: Number(r.totalNanos),
+    cost_subtotal: Number(r.subtotalNanos) / 1e9,
+    cost_discount: Number(r.discountNanos) / 1e9,
+    cost_total: Number(r.totalNanos) / 1e9,
+    currency: 'USD',
+  });
+  const usage = (q: { from: string; to: string; timezone?: string; timeframe?: Timeframe; apps?: string[] }) => {
+    const tz = q.timezone ?? 'UTC';
+    const r = computeUsage(world, model.runners, {
+      startMs: time(q.from, tz, 'from'), endMs: time(q.to, tz, 'to'), tz, timeframe: q.timeframe ?? 'day', bound: true,
+      apps: ownedApps(q.apps), nowMs: now(),
+    });
+    if (!r) throw new Error('truth: too many buckets');
+    return r;
+  };
+  const endpointsOf = (ids?: string[]) => {
+    const all = world.endpoints.filter((e) => !e.isModel && world.apps[e.appIndex].ownedByCaller);
+    if (!ids) return all;
+    return all.filter((e) => ids.includes(e.id) || (ids.includes(world.apps[e.appIndex].endpointId)));
+  };
+
+  return {
+    usage: (q) => usage(q).series.map(usageRow),
+    usageSummary: (q) => usage(q).summary.map(usageRow),
+
+    requests(q) {
+      const tz = q.timezone ?? 'UTC';
+      const nowMs = now();
+      const from = time(q.from, tz, 'from');
+      const to = Math.min(time(q.to, tz, 'to'), nowMs);
+      const days = bucketize(from, to, 'day', tz, false, to);
+      const out: RequestDayTruth[] = [];
+      if (!days || days.labels.length === 0) return out;
+      for (const ep of endpointsOf(q.endpointIds)) {
+        const acc = days.labels.map(() => ({ n: 0, billed: 0, billedMilli: 0, allMilli: 0 }));
+        for (let h = Math.floor(from / HOUR_MS); h * HOUR_MS < to; h++) {
+          for (const r of model.requests.hour(ep, h)) {
+            if (r.endedMs < from || r.endedMs >= to) continue;
+            const a = acc[bucketIndex(days.edges, r.endedMs)];
+            a.n++;
+            a.allMilli += r.billableMilli;
+            if (r.billedAtMs <= nowMs) {
+              a.billed++;
+              a.billedMilli += r.billableMilli;
+            }
+          }
+        }
+        acc.forEach((a, i) => {
+          if (a.n === 0) return;
+          out.push({
+            endpoint_id: ep.id,
+            day: days.labels[i].slice(0, 10),
+            request_count: a.n,
+            billed_count: a.billed,
+            unbilled_count: a.n - a.billed,
+            billable_units_billed: Number(formatMilli(a.billedMilli)),
+            billable_units_all: Number(formatMilli(a.allMilli)),
+            billable_units_billed_milli: a.billedMilli,
+            billable_units_all_milli: a.allMilli,
+          });
+        });
+      }
+      return out;
+    },
+
+    requestList(q) {
+      const ep = world.endpointById.get(q.endpointId);
+      if (!ep) throw new Error(`truth: no endpoint ${q.endpointId}`);
+      const eps = ep.route === null && !ep.isModel ? world.apps[ep.appIndex].endpoints : [ep];
+      const from = time(q.from, 'UTC', 'from');
+      const to = Math.min(time(q.to, 'UTC', 'to'), now());
+      const out: RequestTruth[] = [];
+      const recs = [];
+      for (const e of eps) for (let h = Math.floor(from / HOUR_MS); h * HOUR_MS < to; h++) for (const r of model.requests.hour(e, h)) if (r.endedMs >= from && r.endedMs < to) recs.push(r);
+      recs.sort((a, b) => a.endedMs - b.endedMs || (a.id < b.id ? -1 : 1));
+      for (const r of recs) {
+        out.push({
+          request_id: r.id, gateway_request_id: r.gatewayId, endpoint_id: r.endpoint.id, started_at: isoUtcMs(r.startedMs),
+          sent_at: isoUtcMs(r.sentMs), ended_at: isoUtcMs(r.endedMs), status_code: r.statusCode, duration: r.durationMs / 1000,
+          runner_id: r.runnerId, billable_units: r.billableMilli / 1000, billed_at: isoUtcMs(r.billedAtMs), error_type: r.errorType,
+          prepare_duration: r.prepareMs / 1000, cold_boot_duration: r.coldBootMs >= 0 ? r.coldBootMs / 1000 : null,
+        });
+      }
+      return out;
+    },
+
+    analytics(q) {
+      const tz = q.timezone ?? 'UTC';
+      const buckets = bucketize(time(q.from, tz, 'from'), time(q.to, tz, 'to'), q.timeframe ?? 'hour', tz, true, now());
+      if (!buckets) throw new Error('truth: too many buckets');
+      const targets = q.endpointIds.map((id) => {
+        const ep = world.endpointById.get(id);
+        if (!ep) throw new Error(`truth: no endpoint ${id}`);
+        return { id, endpoints: ep.route === null && !ep.isModel ? world.apps[ep.appIndex].endpoints : [ep] };
+      });
+      return computeAnalytics(model.requests, targets, buckets, ANALYTICS_METRICS).series.map((r) => ({
+        bucket: r.bucket!, endpoint_id: r.endpointId, ...r.values,
+      }));
+    },
+
+    runnerHistory(q) {
+      const tz = q.timezone ?? 'UTC';
+      const buckets = bucketize(time(q.from, tz, 'from'), time(q.to, tz, 'to'), q.timeframe ?? 'hour', tz, true, now());
+      if (!buckets) throw new Error('truth: too many buckets');
+      return computeRunnerHistory(model.runners.of(appOf(q.owner, q.name)), buckets, q.aggregation ?? 'max');
+    },
+
+    runnerStates(q) {
+      const ar = model.runners.of(appOf(q.owner, q.name));
+      const nowMs = now();
+      return ar.runnersUntil(nowMs + 1).map((r) => {
+        const s = ar.stateAt(r, nowMs)!;
+        return { runner_id: r.id, state: s.state, since: isoUtcMs(s.sinceMs), machine_type: r.machineType, termination_reason: r.endMs <= nowMs ? r.terminationReason : null };
+      });
+    },
+
+    apps: () =>
+      world.apps.map((a) => ({
+        endpoint_id: a.endpointId, app_id: a.appId, owner: a.owner, name: a.name, environment: a.environment,
+        owned_by_caller: a.ownedByCaller, machine_types: a.machineTypes, endpoints: a.endpoints.map((e) => e.id),
+        webhooks: a.webhooks, billing: a.billing,
+      })),
+
+    events: (owner, name) =>
+      model.activity.events(appOf(owner, name), now()).map((e) => ({ event_id: e.eventId, category: e.category, created_at: isoUtcMs(e.createdMs), payload: e.payload })),
+
+    revisions(owner, name) {
+      const app = appOf(owner, name);
+      const nowMs = now();
+      const current = model.activity.revisionAt(app, nowMs);
+      return model.activity.revisions(app).filter((r) => r.createdMs <= nowMs).reverse().map((r) => ({
+        revision_id: r.revisionId, created_at: isoUtcMs(r.createdMs), is_current: r === current, status: r.status,
+        message: r.message, deployed_by: r.deployedBy, annotations: r.annotations,
+      }));
+    },
+
+    webhooksSent: () => webhooks.sent(),
+    drainSent: () => drain.sent(),
+  };
+}
