@@ -8,9 +8,18 @@ export const TIMEFRAMES: readonly Timeframe[] = ['minute', 'hour', 'day', 'week'
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
 
+// luxon's zone check and ISO parsing are slow next to the rest of a page; clients repeat the same values.
+const zoneValidity = new Map<string, boolean>();
 export function isValidZone(tz: string): boolean {
-  return IANAZone.isValidZone(tz);
+  let ok = zoneValidity.get(tz);
+  if (ok === undefined) {
+    ok = IANAZone.isValidZone(tz);
+    if (zoneValidity.size > 1000) zoneValidity.clear();
+    zoneValidity.set(tz, ok);
+  }
+  return ok;
 }
+const parsedTimes = new Map<string, number | null>();
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$/;
@@ -20,9 +29,17 @@ const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{
  * none). Returns epoch ms, or null when the text is not a valid date.
  */
 export function parseTimeParam(value: string, tz: string): number | null {
-  if (!DATE_ONLY.test(value) && !DATE_TIME.test(value)) return null;
-  const dt = DateTime.fromISO(value, { zone: tz });
-  return dt.isValid ? dt.toMillis() : null;
+  const key = `${tz}|${value}`;
+  const cached = parsedTimes.get(key);
+  if (cached !== undefined) return cached;
+  let ms: number | null = null;
+  if (DATE_ONLY.test(value) || DATE_TIME.test(value)) {
+    const dt = DateTime.fromISO(value, { zone: tz });
+    ms = dt.isValid ? dt.toMillis() : null;
+  }
+  if (parsedTimes.size > 10_000) parsedTimes.clear();
+  parsedTimes.set(key, ms);
+  return ms;
 }
 
 /** ISO 8601 with the zone's offset, `+00:00` rather than `Z` so every bucket label has the same shape. */
