@@ -4,6 +4,7 @@
 // few places where it is deliberately stricter.
 
 import { formatOpenMetricsFloat, parseGoFloat } from './floats.js';
+import { labelFactory, setLabel, type LabelFactory } from './labels.js';
 import { ExpositionError, type Exemplar, type MetricType, type Sample } from './model.js';
 
 const TAB = 9;
@@ -91,6 +92,11 @@ const META_HELP = 1;
 const META_TYPE = 2;
 const META_UNIT = 3;
 
+/** Label-name sequences whose object factories a parser keeps at hand. */
+const RECENT_FACTORIES = 4;
+/** Sample names whose families a parser keeps at hand (a histogram has _bucket, _sum, _count). */
+const RECENT_FAMILIES = 4;
+
 /** Longest piece of a line quoted in an error message. */
 const EXCERPT_CHARS = 160;
 
@@ -108,11 +114,27 @@ export class ExpositionParser {
   private readonly normalised = new Map<string, string>();
   private prevName: string | null = null;
   private prevFamily: Family | null = null;
-  /** Label names of the previous sample by position: reused so that equal names are one string. */
-  private readonly prevLabelNames: string[] = [];
-  /** Label names of the current line, for the duplicate check. */
-  private readonly lineLabelNames: string[] = [];
-  private lineLabelCount = 0;
+  /** Label names and values of the previous sample by position: an equal one is reused, not copied. */
+  private readonly prevLabelNames: (string | undefined)[] = [];
+  private readonly prevLabelValues: string[] = [];
+  /** Label names and values of the current sample line, turned into an object once the line is read. */
+  private readonly labelNames: string[] = [];
+  private readonly labelValues: string[] = [];
+  private labelCount = 0;
+  /** Where each label name of the current line starts, for error messages. */
+  private readonly labelAt: number[] = [];
+  /** Every label name of the current line is the previous one's at that position (same string). */
+  private labelNamesReused = true;
+  /** How many leading prevLabelNames are known valid and distinct: such lines skip the checks. */
+  private verifiedNames = 0;
+  /** Sample names seen since the last metadata line, with their families (most recent first). */
+  private readonly recentNames: string[] = [];
+  private readonly recentFamilies: Family[] = [];
+  /** Most recently used label-object factories, with the label names each was made for. */
+  private readonly recentFactories: { names: string[]; make: LabelFactory }[] = [];
+  /** Positions of the next backslash and newline at or after the scan point (-1: none left). */
+  private nextBackslash = 0;
+  private nextNewline = 0;
   /** A metric name written inside the braces ({"my.metric", a="b"}). */
   private braceName: string | null = null;
   private scanned = '';
@@ -224,18 +246,17 @@ export class ExpositionParser {
     const lineStart = i;
     let name: string | null = null;
     if (c < 128 && (CLASS[c] & METRIC_START) !== 0) {
-      const start = i;
-      while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
-      name = this.internName(start, i);
+      i = this.scanMetricName(i);
+      name = this.scanned;
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
     } else if (c !== LBRACE) {
       return this.fail(i, 'expected a metric name, "{" or "#" at the start of the line');
     }
-    const labels: Record<string, string> = {};
-    this.lineLabelCount = 0;
+    this.labelCount = 0;
+    this.labelNamesReused = true;
     this.braceName = null;
     if (i < len && s.charCodeAt(i) === LBRACE) {
-      i = this.promLabels(i + 1, labels, name !== null);
+      i = this.promLabels(i + 1, name !== null);
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
     }
     if (name === null) {
@@ -260,11 +281,12 @@ export class ExpositionParser {
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       if (i < len && c !== NL) return this.fail(i, 'unexpected text after the timestamp');
     }
-    this.emit(name, labels, value, timestampMs, null);
+    if (this.labelCount !== 0) this.checkLabelNames();
+    this.emit(name, this.buildLabels(), value, timestampMs, null);
     return i + 1;
   }
 
-  private promLabels(at: number, labels: Record<string, string>, hasName: boolean): number {
+  private promLabels(at: number, hasName: boolean): number {
     const s = this.text;
     const len = this.len;
     let i = at;
@@ -273,20 +295,17 @@ export class ExpositionParser {
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       if (i >= len) return this.fail(i, 'unterminated label set (missing "}")');
       if (c === RBRACE) return i + 1;
-      let labelName: string;
-      let quoted = false;
       const nameAt = i;
+      let quoted = false;
       if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
-        const start = i;
-        while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & LABEL_CHAR) !== 0);
-        labelName = this.internLabelName(start, i);
+        i = this.scanLabelName(i);
       } else if (c === QUOTE) {
         i = this.scanQuoted(i + 1, true);
-        labelName = this.scanned;
         quoted = true;
       } else {
         return this.fail(i, 'expected a label name');
       }
+      const labelName = this.scanned;
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       if (quoted && (c === COMMA || c === RBRACE) && i < len) {
         // A quoted string alone is the metric name ({"my.metric", a="b"}).
@@ -300,8 +319,8 @@ export class ExpositionParser {
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       if (i >= len || c !== QUOTE) return this.fail(i, `expected a double-quoted value for label "${labelName}"`);
       // 0.0.4 label values may hold a raw newline: promlex.l's \"(\\.|[^\\"])*\" allows it.
-      i = this.scanQuoted(i + 1, true);
-      this.addLabel(labels, labelName, this.scanned, nameAt);
+      i = this.scanLabelValue(i + 1, true);
+      this.addLabel(labelName, this.scanned, nameAt, quoted);
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       // Commas are optional between 0.0.4 labels (promparse.go accepts {a="1" b="2"}), and one may
       // trail the last label.
@@ -390,14 +409,13 @@ export class ExpositionParser {
     const lineStart = i;
     let name: string | null = null;
     if (c !== LBRACE) {
-      const start = i;
-      while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
-      name = this.internName(start, i);
+      i = this.scanMetricName(i);
+      name = this.scanned;
     }
-    const labels: Record<string, string> = {};
-    this.lineLabelCount = 0;
+    this.labelCount = 0;
+    this.labelNamesReused = true;
     this.braceName = null;
-    if (i < len && s.charCodeAt(i) === LBRACE) i = this.omLabels(i + 1, labels, name !== null, false);
+    if (i < len && s.charCodeAt(i) === LBRACE) i = this.omLabels(i + 1, name !== null);
     if (name === null) {
       name = this.braceName;
       if (name === null) return this.fail(lineStart, 'metric name not set (neither before nor inside the braces)');
@@ -410,6 +428,8 @@ export class ExpositionParser {
     if (i === valueStart) return this.fail(i, 'expected a value after the metric name and labels');
     const value = parseGoFloat(s, valueStart, i);
     if (value === undefined) return this.failValue(valueStart, i, 'value');
+    if (this.labelCount !== 0) this.checkLabelNames();
+    const labels = this.buildLabels();
     let timestampMs: number | null = null;
     let exemplar: Exemplar | null = null;
     if (i >= len) return this.fail(len, 'the exposition does not end with "# EOF"');
@@ -446,10 +466,40 @@ export class ExpositionParser {
     const s = this.text;
     const len = this.len;
     const labels: Record<string, string> = {};
-    let i = this.omLabels(at, labels, true, true);
+    let i = at;
+    let c = 0;
+    // Exemplar labels: as sample labels, but no metric name. Prometheus does not fail a scrape over
+    // exemplar labels (exemplar storage errors are only logged), so a duplicate is not an error
+    // here: the last one wins.
+    for (;;) {
+      if (i >= len) return this.fail(i, 'unterminated exemplar label set (missing "}")');
+      c = s.charCodeAt(i);
+      if (c === RBRACE) {
+        i++;
+        break;
+      }
+      const nameAt = i;
+      if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
+        while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & LABEL_CHAR) !== 0);
+        this.scanned = s.slice(nameAt, i);
+      } else if (c === QUOTE) {
+        i = this.scanQuoted(i + 1, true);
+      } else {
+        return this.fail(i, 'expected an exemplar label name');
+      }
+      const labelName = this.scanned;
+      if (labelName.length === 0) this.fail(nameAt, 'empty label name');
+      if (i >= len || s.charCodeAt(i) !== EQUALS) return this.fail(i, `expected "=" after exemplar label name "${labelName}"`);
+      i++;
+      if (i >= len || s.charCodeAt(i) !== QUOTE) return this.fail(i, `expected a double-quoted value for exemplar label "${labelName}"`);
+      i = this.scanQuoted(i + 1, false);
+      setLabel(labels, labelName, this.scanned);
+      c = i < len ? s.charCodeAt(i) : NL;
+      if (c === COMMA) i++;
+      else if (c !== RBRACE) return this.fail(i, 'expected "," or "}" after an exemplar label value');
+    }
     if (i >= len || s.charCodeAt(i) !== SP) return this.fail(i, 'expected a space and the exemplar value after its labels');
     const valueStart = ++i;
-    let c = 0;
     while (i < len && (c = s.charCodeAt(i)) !== SP && c !== NL) i++;
     if (i === valueStart) return this.fail(i, 'expected the exemplar value after its labels');
     const value = parseGoFloat(s, valueStart, i);
@@ -466,7 +516,7 @@ export class ExpositionParser {
     return { labels, value, timestampMs };
   }
 
-  private omLabels(at: number, labels: Record<string, string>, hasName: boolean, exemplar: boolean): number {
+  private omLabels(at: number, hasName: boolean): number {
     const s = this.text;
     const len = this.len;
     let i = at;
@@ -477,22 +527,19 @@ export class ExpositionParser {
       if (i >= len) return this.fail(i, 'unterminated label set (missing "}")');
       c = s.charCodeAt(i);
       if (c === RBRACE) return i + 1;
-      let labelName: string;
-      let quoted = false;
       const nameAt = i;
+      let quoted = false;
       if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
-        const start = i;
-        while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & LABEL_CHAR) !== 0);
-        labelName = exemplar ? s.slice(start, i) : this.internLabelName(start, i);
+        i = this.scanLabelName(i);
       } else if (c === QUOTE) {
         i = this.scanQuoted(i + 1, true);
-        labelName = this.scanned;
         quoted = true;
       } else {
         return this.fail(i, 'expected a label name');
       }
+      const labelName = this.scanned;
       c = i < len ? s.charCodeAt(i) : NL;
-      if (quoted && !exemplar && (c === COMMA || c === RBRACE)) {
+      if (quoted && (c === COMMA || c === RBRACE)) {
         this.setBraceName(labelName, hasName, nameAt);
         i++;
         if (c === RBRACE) return i;
@@ -501,15 +548,8 @@ export class ExpositionParser {
       if (c !== EQUALS) return this.fail(i, `expected "=" after label name "${labelName}"`);
       i++;
       if (i >= len || s.charCodeAt(i) !== QUOTE) return this.fail(i, `expected a double-quoted value for label "${labelName}"`);
-      i = this.scanQuoted(i + 1, false);
-      if (exemplar) {
-        // Prometheus does not fail a scrape over exemplar labels (exemplar storage errors are only
-        // logged), so duplicates there are not an error: the last one wins.
-        if (labelName.length === 0) this.fail(nameAt, 'empty label name');
-        setLabel(labels, labelName, this.scanned);
-      } else {
-        this.addLabel(labels, labelName, this.scanned, nameAt);
-      }
+      i = this.scanLabelValue(i + 1, false);
+      this.addLabel(labelName, this.scanned, nameAt, quoted);
       c = i < len ? s.charCodeAt(i) : NL;
       if (c === COMMA) i++;
       else if (c === RBRACE) return i + 1;
@@ -518,6 +558,92 @@ export class ExpositionParser {
   }
 
   // ---------------------------------------------------------------- shared pieces
+
+  /**
+   * A metric name [a-zA-Z_:][a-zA-Z0-9_:]* starting at `at` (its first character already checked)
+   * into `scanned`. Consecutive samples mostly share a name: compare with the previous one first
+   * (slice and === measure faster than startsWith(prev, at) in V8).
+   */
+  private scanMetricName(at: number): number {
+    const s = this.text;
+    const len = this.len;
+    const prev = this.prevName;
+    let c = 0;
+    if (prev !== null) {
+      const end = at + prev.length;
+      if (end <= len && (end === len || (c = s.charCodeAt(end)) >= 128 || (CLASS[c] & METRIC_CHAR) === 0) && s.slice(at, end) === prev) {
+        this.scanned = prev;
+        return end;
+      }
+    }
+    let i = at;
+    while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
+    this.scanned = s.slice(at, i);
+    return i;
+  }
+
+  /**
+   * A label name [a-zA-Z_][a-zA-Z0-9_]* into `scanned`. The previous sample's name at this position
+   * is tried first, and reused: one string per name keeps the factory lookup to pointer comparisons.
+   */
+  private scanLabelName(at: number): number {
+    const s = this.text;
+    const len = this.len;
+    const k = this.labelCount;
+    const prev = this.prevLabelNames[k];
+    let c = 0;
+    if (prev !== undefined) {
+      const end = at + prev.length;
+      if (end < len && ((c = s.charCodeAt(end)) >= 128 || (CLASS[c] & LABEL_CHAR) === 0) && s.slice(at, end) === prev) {
+        this.scanned = prev;
+        return end;
+      }
+    }
+    let i = at;
+    while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & LABEL_CHAR) !== 0);
+    const name = s.slice(at, i);
+    if (prev === name) {
+      this.scanned = prev;
+    } else {
+      this.prevLabelNames[k] = name;
+      this.scanned = name;
+      this.labelNamesReused = false;
+      if (this.verifiedNames > k) this.verifiedNames = k;
+    }
+    return i;
+  }
+
+  /**
+   * A label value from just after its opening quote into `scanned`, unescaped; returns the index
+   * after the closing quote. The closing quote is found with indexOf, and the string is scanned
+   * character by character only when a backslash lies before it.
+   */
+  private scanLabelValue(at: number, allowNewline: boolean): number {
+    const s = this.text;
+    const close = s.indexOf('"', at);
+    if (close === -1) return this.fail(at - 1, 'unterminated quoted string');
+    // Scanning only moves forward, so each tracker is refreshed only once passed.
+    let backslash = this.nextBackslash;
+    if (backslash !== -1 && backslash < at) this.nextBackslash = backslash = s.indexOf('\\', at);
+    if (backslash !== -1 && backslash < close) return this.scanQuoted(at, allowNewline);
+    if (!allowNewline) {
+      let newline = this.nextNewline;
+      if (newline !== -1 && newline < at) this.nextNewline = newline = s.indexOf('\n', at);
+      if (newline !== -1 && newline < close) return this.fail(newline, 'newline inside a quoted string (escape it as \\n)');
+    }
+    // An equal value of the previous sample is kept instead of the new copy: label objects that
+    // share their strings are cheaper to hold on to.
+    const value = s.slice(at, close);
+    const k = this.labelCount;
+    const prev = this.prevLabelValues[k];
+    if (prev === value) {
+      this.scanned = prev;
+    } else {
+      this.prevLabelValues[k] = value;
+      this.scanned = value;
+    }
+    return close + 1;
+  }
 
   /** Scans a double-quoted string from just after its opening quote; leaves it unescaped in `scanned`. */
   private scanQuoted(at: number, allowNewline: boolean): number {
@@ -548,22 +674,63 @@ export class ExpositionParser {
     this.braceName = name;
   }
 
-  private addLabel(labels: Record<string, string>, name: string, value: string, at: number): void {
-    const names = this.lineLabelNames;
-    const n = this.lineLabelCount;
-    if (name.length === 0) this.fail(at, 'empty label name');
-    // Prometheus fails the scrape on a duplicate label name (tsdb: label name is not unique), and
-    // __name__ would duplicate the metric name.
-    if (name === '__name__') this.fail(at, 'label "__name__" duplicates the metric name');
-    for (let k = 0; k < n; k++) {
-      if (names[k] === name) this.fail(at, `duplicate label name "${name}"`);
+  private addLabel(name: string, value: string, at: number, quoted: boolean): void {
+    const n = this.labelCount;
+    if (quoted) {
+      // Quoted names bypass scanLabelName, and must not be matched as bare names there.
+      this.prevLabelNames[n] = undefined;
+      this.labelNamesReused = false;
+      if (this.verifiedNames > n) this.verifiedNames = n;
     }
-    names[n] = name;
-    this.lineLabelCount = n + 1;
     if ((this.normaliseLe && name === 'le') || (this.normaliseQuantile && name === 'quantile')) {
       value = this.normaliseFloatLabel(value);
     }
-    setLabel(labels, name, value);
+    this.labelNames[n] = name;
+    this.labelValues[n] = value;
+    this.labelAt[n] = at;
+    this.labelCount = n + 1;
+  }
+
+  /**
+   * Label names must be non-empty and distinct, and none may be __name__ (it would duplicate the
+   * metric name): Prometheus fails the scrape otherwise (tsdb: label name is not unique). A line
+   * whose names are exactly those of an already checked line skips the check.
+   */
+  private checkLabelNames(): void {
+    const n = this.labelCount;
+    if (this.labelNamesReused && n <= this.verifiedNames) return;
+    const names = this.labelNames;
+    for (let k = 0; k < n; k++) {
+      const name = names[k] as string;
+      const at = this.labelAt[k] as number;
+      if (name.length === 0) this.fail(at, 'empty label name');
+      if (name === '__name__') this.fail(at, 'label "__name__" duplicates the metric name');
+      for (let j = 0; j < k; j++) {
+        if (names[j] === name) this.fail(at, `duplicate label name "${name}"`);
+      }
+    }
+    this.verifiedNames = n;
+  }
+
+  /** The current line's labels as an object, from the factory for its sequence of label names. */
+  private buildLabels(): Record<string, string> {
+    const n = this.labelCount;
+    if (n === 0) return {};
+    const names = this.labelNames;
+    const recent = this.recentFactories;
+    for (let r = 0; r < recent.length; r++) {
+      const entry = recent[r] as { names: string[]; make: LabelFactory };
+      const known = entry.names;
+      if (known.length !== n) continue;
+      let k = 0;
+      while (k < n && known[k] === names[k]) k++;
+      if (k === n) return entry.make(this.labelValues);
+    }
+    // Histograms alternate between two sequences (with and without le), summaries likewise.
+    const make = labelFactory(names, n);
+    if (recent.length >= RECENT_FACTORIES) recent.pop();
+    recent.unshift({ names: names.slice(0, n), make });
+    return make(this.labelValues);
   }
 
   /** Prometheus (model/textparse normalizeFloatsInLabelValues) rewrites le/quantile as OpenMetrics floats. */
@@ -576,22 +743,6 @@ export class ExpositionParser {
       this.normalised.set(value, out);
     }
     return out;
-  }
-
-  /** The previous sample's name when equal (one string, and the family lookup is skipped). */
-  private internName(start: number, end: number): string {
-    const prev = this.prevName;
-    if (prev !== null && prev.length === end - start && this.text.startsWith(prev, start)) return prev;
-    return this.text.slice(start, end);
-  }
-
-  private internLabelName(start: number, end: number): string {
-    const k = this.lineLabelCount;
-    const prev = this.prevLabelNames[k];
-    if (prev !== undefined && prev.length === end - start && this.text.startsWith(prev, start)) return prev;
-    const name = this.text.slice(start, end);
-    this.prevLabelNames[k] = name;
-    return name;
   }
 
   private integerTimestamp(start: number, end: number): number {
@@ -632,7 +783,7 @@ export class ExpositionParser {
     if (name === this.prevName && this.prevFamily !== null) {
       family = this.prevFamily;
     } else {
-      family = this.familyOf(name);
+      family = this.recentFamily(name);
       this.prevName = name;
       this.prevFamily = family;
     }
@@ -648,6 +799,22 @@ export class ExpositionParser {
       unit: family.unit,
       exemplar,
     });
+  }
+
+  /** Histograms and summaries cycle through a few sample names: remember their families. */
+  private recentFamily(name: string): Family {
+    const names = this.recentNames;
+    for (let r = 0; r < names.length; r++) {
+      if (names[r] === name) return this.recentFamilies[r] as Family;
+    }
+    const family = this.familyOf(name);
+    if (names.length >= RECENT_FAMILIES) {
+      names.pop();
+      this.recentFamilies.pop();
+    }
+    names.unshift(name);
+    this.recentFamilies.unshift(family);
+    return family;
   }
 
   private familyOf(name: string): Family {
@@ -712,7 +879,7 @@ export class ExpositionParser {
     f.typed = true;
     f.base = base;
     this.current = f;
-    this.prevName = null;
+    this.forgetRecentFamilies();
     this.normaliseLe = type === 'histogram';
     this.normaliseQuantile = type === 'summary';
   }
@@ -727,7 +894,7 @@ export class ExpositionParser {
       this.anyLateMeta = true;
     }
     this.current = f;
-    this.prevName = null;
+    this.forgetRecentFamilies();
   }
 
   private onUnit(name: string, unit: string, at: number): void {
@@ -740,7 +907,15 @@ export class ExpositionParser {
       this.anyLateMeta = true;
     }
     this.current = f;
+    this.forgetRecentFamilies();
+  }
+
+  /** A metadata line can change which family a name belongs to. */
+  private forgetRecentFamilies(): void {
     this.prevName = null;
+    this.prevFamily = null;
+    this.recentNames.length = 0;
+    this.recentFamilies.length = 0;
   }
 
   private applyLateMeta(): void {
@@ -800,15 +975,6 @@ function familyBase(name: string, type: MetricType): string {
   if (type === 'counter' && name.endsWith('_total')) return name.slice(0, -6);
   if (type === 'info' && name.endsWith('_info')) return name.slice(0, -5);
   return name;
-}
-
-function setLabel(labels: Record<string, string>, name: string, value: string): void {
-  // A label may legitimately be called __proto__; plain assignment would set the prototype instead.
-  if (name === '__proto__') {
-    Object.defineProperty(labels, name, { value, enumerable: true, writable: true, configurable: true });
-  } else {
-    labels[name] = value;
-  }
 }
 
 /**

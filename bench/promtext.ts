@@ -1,0 +1,275 @@
+// `npm run bench -- promtext [--runs N]`: samples parsed per second by our parser and by the npm
+// package parse-prometheus-text-format on the same 100,000-sample 0.0.4 exposition (histograms
+// with 12 buckets and several labels, counters, gauges, summaries, HELP/TYPE lines), and whether
+// both yield the same samples. Prints one JSON line.
+//
+// The package cannot represent labelled histograms or summaries: its flattenMetrics() keeps one
+// bucket/quantile map per family (the last series wins) and drops the labels and every labelled
+// _sum/_count. So on this exposition it cannot yield our samples, and `same_samples` says so
+// honestly; the line also reports whether every sample it does return is one of ours, and the
+// same comparison on a variant whose histograms and summaries carry no labels but le/quantile,
+// which the package can represent.
+
+import { createRequire } from 'node:module';
+import { parseExposition, type Sample } from '../src/promtext/index.js';
+
+interface FlatSample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+// ------------------------------------------------------------------ exposition generator
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// Bounds as OpenMetrics-style clients print them (client_python, Prometheus 3 normalisation), so
+// that le values need no normalisation and the package's raw strings compare equal to ours.
+const BUCKETS = ['0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1.0', '2.5', '5.0', '10.0', '+Inf'];
+const QUANTILES = ['0.5', '0.9', '0.99'];
+const METHODS = ['GET', 'POST', 'PUT', 'DELETE'];
+const CODES = ['200', '201', '204', '400', '404', '429', '500', '503'];
+const MACHINES = ['gpu-a100-80gb', 'gpu-h100-80gb', 'gpu-l4-24gb', 'gpu-t4-16gb', 'cpu-standard-8'];
+const STATES = ['running', 'pending', 'idle', 'terminating'];
+
+interface GenerateOptions {
+  /** Histograms and summaries carry application/method/handler/code labels (false: only le/quantile). */
+  labelledDistributions: boolean;
+  targetSamples: number;
+}
+
+function generateExposition(opts: GenerateOptions): { text: string; samples: number } {
+  const rnd = mulberry32(20240606);
+  const lines: string[] = [];
+  let samples = 0;
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+  const app = (i: number): string => `app-${String(i % 997).padStart(4, '0')}`;
+  const handler = (i: number): string => `/v1/apps/${app(i)}/${['run', 'queue', 'status', 'logs'][i % 4]}`;
+  const float = (): string => {
+    const r = rnd();
+    if (r < 0.1) return (rnd() * 1e-4).toExponential(4); // 8.3835e-05 style
+    if (r < 0.15) return (rnd() * 1e9).toExponential(7); // 1.7560473e+07 style
+    return (rnd() * 10000).toFixed(3);
+  };
+  const remaining = (): number => opts.targetSamples - samples;
+
+  const histogram = (family: string, series: number, labelled: boolean): void => {
+    lines.push(`# HELP ${family} Request latency in seconds, by route.`, `# TYPE ${family} histogram`);
+    for (let s = 0; s < series; s++) {
+      const labels = labelled
+        ? `application="${app(s)}",method="${METHODS[s % 4]}",handler="${handler(s)}",code="${CODES[s % 8]}",`
+        : '';
+      let count = 0;
+      for (const le of BUCKETS) {
+        count += Math.floor(rnd() * 50);
+        lines.push(`${family}_bucket{${labels}le="${le}"} ${count}`);
+      }
+      const bare = labels.length > 0 ? `{${labels.slice(0, -1)}}` : '';
+      lines.push(`${family}_sum${bare} ${float()}`, `${family}_count${bare} ${count}`);
+      samples += BUCKETS.length + 2;
+    }
+  };
+  const summary = (family: string, series: number, labelled: boolean): void => {
+    lines.push(`# HELP ${family} RPC duration in seconds.`, `# TYPE ${family} summary`);
+    for (let s = 0; s < series; s++) {
+      const labels = labelled ? `service="${app(s)}",method="${METHODS[s % 4]}",` : '';
+      for (const q of QUANTILES) lines.push(`${family}{${labels}quantile="${q}"} ${s % 50 === 0 ? 'NaN' : float()}`);
+      const bare = labels.length > 0 ? `{${labels.slice(0, -1)}}` : '';
+      lines.push(`${family}_sum${bare} ${float()}`, `${family}_count${bare} ${Math.floor(rnd() * 1e6)}`);
+      samples += QUANTILES.length + 2;
+    }
+  };
+  const counter = (family: string, series: number): void => {
+    lines.push(`# HELP ${family} Requests completed, by application, method and status.`, `# TYPE ${family} counter`);
+    for (let s = 0; s < series; s++) {
+      lines.push(`${family}{application="${app(s)}",method="${pick(METHODS)}",status="${CODES[s % 8]}",instance="10.0.${s % 250}.${(s * 7) % 250}:9100"} ${Math.floor(rnd() * 1e7)}`);
+    }
+    samples += series;
+  };
+  const gauge = (family: string, series: number, withTimestamps: boolean): void => {
+    lines.push(`# HELP ${family} Runners by state and machine type.`, `# TYPE ${family} gauge`);
+    for (let s = 0; s < series; s++) {
+      const path = s % 100 === 0 ? `,path="C:\\\\runner\\\\${s}",note="said \\"hi\\""` : '';
+      const ts = withTimestamps ? ` ${1717000000000 + s * 1000}` : '';
+      lines.push(`${family}{application="${app(s)}",state="${STATES[s % 4]}",machine_type="${MACHINES[s % 5]}"${path}} ${float()}${ts}`);
+    }
+    samples += series;
+  };
+
+  if (opts.labelledDistributions) {
+    // 5 × 1000 × 14 + 2 × 1000 × 5 + 4 × 3000 + 4 × 2000 = 100,000 at the default target.
+    for (let f = 0; f < 5; f++) histogram(`svc_http_request_duration_seconds_${f}`, 1000, true);
+    for (let f = 0; f < 2; f++) summary(`svc_rpc_duration_seconds_${f}`, 1000, true);
+    for (let f = 0; f < 4; f++) counter(`svc_app_requests_completed_${f}_total`, 3000);
+    for (let f = 0; f < 3; f++) gauge(`svc_app_runners_${f}`, 2000, f === 0);
+    gauge('svc_app_queue_size', remaining(), false);
+  } else {
+    let f = 0;
+    while (remaining() >= 1000 + BUCKETS.length + 2) {
+      histogram(`svc_http_request_duration_seconds_${f}`, 1, false);
+      summary(`svc_rpc_duration_seconds_${f}`, 1, false);
+      f++;
+      if (f % 40 === 0) counter(`svc_app_requests_completed_${f}_total`, 500);
+      if (f % 40 === 20) gauge(`svc_app_runners_${f}`, 500, f % 80 === 20);
+    }
+    gauge('svc_app_queue_size', remaining(), false);
+  }
+  return { text: `${lines.join('\n')}\n`, samples };
+}
+
+// ------------------------------------------------------------------ comparing samples
+
+interface BaselineMetric {
+  labels?: Record<string, string>;
+  value?: string;
+  buckets?: Record<string, string>;
+  quantiles?: Record<string, string>;
+  bucket?: string;
+  count?: string;
+  sum?: string;
+}
+interface BaselineFamily {
+  name: string;
+  type: string;
+  metrics: BaselineMetric[];
+}
+
+function baselineValue(v: string): number {
+  if (v === '+Inf') return Infinity;
+  if (v === '-Inf') return -Infinity;
+  if (v === 'NaN') return NaN;
+  return Number(v);
+}
+
+/** The package's family → metrics shape, flattened back into one entry per sample line. */
+function flattenBaseline(families: BaselineFamily[]): FlatSample[] {
+  const out: FlatSample[] = [];
+  for (const f of families) {
+    for (const m of f.metrics) {
+      const labels = m.labels ?? {};
+      if (m.buckets !== undefined) {
+        for (const [le, v] of Object.entries(m.buckets)) out.push({ name: `${f.name}_bucket`, labels: { ...labels, le }, value: baselineValue(v) });
+      }
+      if (m.quantiles !== undefined) {
+        for (const [q, v] of Object.entries(m.quantiles)) out.push({ name: f.name, labels: { ...labels, quantile: q }, value: baselineValue(v) });
+      }
+      if (m.bucket !== undefined) out.push({ name: `${f.name}_bucket`, labels, value: baselineValue(m.bucket) });
+      if (m.value !== undefined) out.push({ name: f.name, labels, value: baselineValue(m.value) });
+      if (m.sum !== undefined) out.push({ name: `${f.name}_sum`, labels, value: baselineValue(m.sum) });
+      if (m.count !== undefined) out.push({ name: `${f.name}_count`, labels, value: baselineValue(m.count) });
+    }
+  }
+  return out;
+}
+
+function key(s: FlatSample): string {
+  const labels = Object.keys(s.labels)
+    .sort()
+    .map((k) => `${k}=${JSON.stringify(s.labels[k])}`)
+    .join(',');
+  return `${s.name}{${labels}} ${Number.isNaN(s.value) ? 'NaN' : String(s.value)}`;
+}
+
+function countKeys(samples: readonly FlatSample[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const s of samples) {
+    const k = key(s);
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  return counts;
+}
+
+function compare(ours: readonly Sample[], baseline: readonly FlatSample[]): { same: boolean; baselineAllInOurs: boolean } {
+  const o = countKeys(ours);
+  const b = countKeys(baseline);
+  let baselineAllInOurs = true;
+  for (const [k, n] of b) if ((o.get(k) ?? 0) < n) baselineAllInOurs = false;
+  let same = baselineAllInOurs && ours.length === baseline.length;
+  if (same) for (const [k, n] of o) if (b.get(k) !== n) same = false;
+  return { same, baselineAllInOurs };
+}
+
+// The package ships no types; this is the shape its README documents.
+const parsePrometheusTextFormat = createRequire(import.meta.url)('parse-prometheus-text-format') as (
+  text: string,
+) => BaselineFamily[];
+
+// ------------------------------------------------------------------ timing
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+/** Median seconds per parse: a shared machine makes the mean noisy; GC between runs is not timed. */
+function medianSeconds(runs: number, parse: () => unknown): number {
+  for (let w = 0; w < 2; w++) parse();
+  const times: number[] = [];
+  for (let r = 0; r < runs; r++) {
+    gc?.();
+    const t0 = process.hrtime.bigint();
+    parse();
+    times.push(Number(process.hrtime.bigint() - t0) / 1e9);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)] as number;
+}
+
+function main(): void {
+  const runsArg = process.argv.indexOf('--runs');
+  const runs = runsArg === -1 ? 9 : Math.max(1, Number(process.argv[runsArg + 1]));
+
+  const main = generateExposition({ labelledDistributions: true, targetSamples: 100_000 });
+  const ours = parseExposition(main.text, 'text/plain; version=0.0.4');
+  if (ours.length !== main.samples) throw new Error(`generator made ${main.samples} samples, parser found ${ours.length}`);
+  const baseline = flattenBaseline(parsePrometheusTextFormat(main.text));
+  const { same, baselineAllInOurs } = compare(ours, baseline);
+
+  const oursSeconds = medianSeconds(runs, () => parseExposition(main.text, 'text/plain; version=0.0.4'));
+  const baselineSeconds = medianSeconds(runs, () => parsePrometheusTextFormat(main.text));
+
+  // The variant the package can represent: correctness cross-check and a second ratio.
+  const simple = generateExposition({ labelledDistributions: false, targetSamples: 100_000 });
+  const simpleOurs = parseExposition(simple.text, 'text/plain; version=0.0.4');
+  const simpleBaseline = flattenBaseline(parsePrometheusTextFormat(simple.text));
+  const simpleCompare = compare(simpleOurs, simpleBaseline);
+  const simpleRuns = Math.max(1, Math.ceil(runs / 2));
+  const simpleOursSeconds = medianSeconds(simpleRuns, () => parseExposition(simple.text, 'text/plain; version=0.0.4'));
+  const simpleBaselineSeconds = medianSeconds(simpleRuns, () => parsePrometheusTextFormat(simple.text));
+
+  const perSecond = (samples: number, seconds: number): number => Math.round(samples / seconds);
+  console.log(
+    JSON.stringify({
+      bench: 'promtext',
+      samples: main.samples,
+      ours_samples_per_second: perSecond(main.samples, oursSeconds),
+      baseline_samples_per_second: perSecond(main.samples, baselineSeconds),
+      ratio: Number((baselineSeconds / oursSeconds).toFixed(2)),
+      same_samples: same,
+      baseline_samples_returned: baseline.length,
+      baseline_samples_all_among_ours: baselineAllInOurs,
+      why_not_same: same
+        ? null
+        : 'parse-prometheus-text-format keeps one bucket/quantile map per histogram/summary family (last series wins) and drops labelled _sum/_count',
+      exposition_bytes: main.text.length,
+      runs,
+      timing: 'median of runs, after 2 warm-up parses, GC outside the timed region',
+      representable_variant: {
+        description: 'same generator, histograms and summaries without labels other than le/quantile',
+        samples: simple.samples,
+        same_samples: simpleCompare.same,
+        ours_samples_per_second: perSecond(simple.samples, simpleOursSeconds),
+        baseline_samples_per_second: perSecond(simple.samples, simpleBaselineSeconds),
+        ratio: Number((simpleBaselineSeconds / simpleOursSeconds).toFixed(2)),
+      },
+    }),
+  );
+}
+
+main();
