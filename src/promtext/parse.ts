@@ -293,7 +293,7 @@ export class ExpositionParser {
     let c = 0;
     for (;;) {
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
-      if (i >= len) return this.fail(i, 'unterminated label set (missing "}")');
+      if (i >= len || c === NL) return this.fail(i, 'unterminated label set (missing "}")');
       if (c === RBRACE) return i + 1;
       const nameAt = i;
       let quoted = false;
@@ -932,7 +932,7 @@ export class ExpositionParser {
     const text = this.text.slice(start, end);
     const reason = text.endsWith('\r')
       ? `invalid ${what} "${text}" (CRLF line endings are not allowed: lines end in \\n)`
-      : /[pP_]/.test(text)
+      : /^[+-]?0[xX]/.test(text) || /^[+-]?[\d._]*_[\d._]*([eE][+-]?\d+)?$/.test(text)
       ? `invalid ${what} "${text}" (hexadecimal floats and "_" are not allowed)`
       : /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text)
         ? `${what} "${text}" is out of range for a float64`
