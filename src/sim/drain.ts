@@ -46,7 +46,7 @@ export interface DrainRecord {
 export interface DrainPushOptions {
   /** Number of lines: the newest N log lines of the window (default: every line of the window). */
   lines?: number;
-  /** Window of log lines (default: the last hour before the virtual now; the last 24 h when `lines` is given). */
+  /** Window of log lines (default: the last hour before the virtual now; with `lines`, as far back as needed). */
   from?: string | Date | number;
   to?: string | Date | number;
   /** Restrict to these apps (`owner/name` or name). */
@@ -148,8 +148,17 @@ export class Drain {
     const secret = opts.secret ?? this.defaults.secret;
     const nowMs = this.model.clock.nowMs();
     const toMsV = opts.to !== undefined ? Math.min(toMs(opts.to), nowMs) : nowMs;
-    const fromMsV = opts.from !== undefined ? toMs(opts.from) : toMsV - (opts.lines !== undefined ? DAY_MS : HOUR_MS);
-    let lines = this.collect(fromMsV, toMsV, opts.apps);
+    let lines: LogLine[];
+    if (opts.from === undefined && opts.lines !== undefined) {
+      // The newest N lines: walk back an hour at a time (at most 30 days) until there are enough.
+      lines = [];
+      for (let back = 1; lines.length < opts.lines && back <= 30 * 24; back++) {
+        const hourStart = (Math.floor((toMsV - 1) / HOUR_MS) - back + 1) * HOUR_MS;
+        lines = [...this.collect(hourStart, Math.min(hourStart + HOUR_MS, toMsV), opts.apps), ...lines];
+      }
+    } else {
+      lines = this.collect(opts.from !== undefined ? toMs(opts.from) : toMsV - HOUR_MS, toMsV, opts.apps);
+    }
     if (opts.lines !== undefined) lines = lines.slice(Math.max(0, lines.length - opts.lines));
     const batchSize = Math.max(1, Math.min(MAX_DRAIN_BATCH_LINES, opts.batchSize ?? 1000));
     const malformedRate = opts.malformedRate ?? this.defaults.malformedRate ?? 0;

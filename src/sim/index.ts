@@ -46,6 +46,8 @@ export interface SimOptions {
   webhookUrl?: string;
   /** Backoff before the first webhook retry, doubled each retry (default 1000; tests use a few ms). */
   webhookBackoffBaseMs?: number;
+  /** Longest wait between two webhook attempts (default 600000). */
+  webhookMaxBackoffMs?: number;
   webhookTimeoutMs?: number;
   /** Share of delivered webhooks delivered again (default 0.05). */
   webhookRepeatRate?: number;
@@ -107,6 +109,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
   const webhooks = new Webhooks(model, {
     url: opts.webhookUrl,
     backoffBaseMs: opts.webhookBackoffBaseMs,
+    maxBackoffMs: opts.webhookMaxBackoffMs,
     firstTimeoutMs: opts.webhookTimeoutMs,
     retryTimeoutMs: opts.webhookTimeoutMs,
     repeatRate: opts.webhookRepeatRate,
