@@ -1,10 +1,14 @@
 // The simulator's value is that it knows the truth: usage, requests, analytics, runner history, events and
 // metrics are derived from the same runners and requests, so they agree. These tests check that agreement
 // against independent recomputations (from events, request lists and the metrics text).
-import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type Sim } from '../../src/sim/index.js';
 import { call, pageAll, qs } from './helpers.js';
+
+// The package ships no types; load it untyped rather than declare the module globally.
+type Family = { name: string; type: string; metrics: Array<{ labels: Record<string, string>; value: string }> };
+const parsePrometheusTextFormat = createRequire(import.meta.url)('parse-prometheus-text-format') as (text: string) => Family[];
 
 describe('the model agrees with itself', () => {
   let sim: Sim;
@@ -139,7 +143,7 @@ describe('the model agrees with itself', () => {
     }
     const r = await call(sim.url, '/metrics', { key: sim.keys.api });
     expect(r.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-    const families = parsePrometheusTextFormat(r.text) as Array<{ name: string; type: string; metrics: Array<{ labels: Record<string, string>; value: string }> }>;
+    const families = parsePrometheusTextFormat(r.text);
     const runners = families.find((f) => f.name === 'svc_app_runners')!;
     const sum = (state: string) => runners.metrics.filter((m) => m.labels.state === state).reduce((a, m) => a + Number(m.value), 0);
     expect(sum('running')).toBe(running);
