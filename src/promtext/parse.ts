@@ -80,11 +80,9 @@ interface Family {
   type: MetricType;
   typed: boolean;
   help: string | null;
-  helpSeen: boolean;
   unit: string | null;
-  unitSeen: boolean;
   hasSamples: boolean;
-  /** A HELP or UNIT line came after samples of the family: they get it in a pass at the end. */
+  /** A HELP or UNIT line came after samples of the family: they all get the last one at the end. */
   lateMeta: boolean;
 }
 
@@ -229,7 +227,7 @@ export class ExpositionParser {
     while (k < eol && ((c = s.charCodeAt(k)) === SP || c === TAB)) k++;
     const raw = k === eol ? '' : s.slice(i + 1, eol);
     if (kind === META_HELP) {
-      this.onHelp(name, raw.includes('\\') ? unescapeHelp(raw) : raw, at);
+      this.onHelp(name, raw.includes('\\') ? unescapeHelp(raw) : raw);
     } else {
       const type = Object.hasOwn(PROM_TYPES, raw) ? PROM_TYPES[raw] : undefined;
       if (type === undefined) {
@@ -387,7 +385,7 @@ export class ExpositionParser {
     const raw = s.slice(i + 1, eol);
     if (kind === META_HELP) {
       // OpenMetrics escapes HELP like label values (\\, \" and \n).
-      this.onHelp(name, raw.includes('\\') ? unescapeLabelValue(raw, 0, raw.length) : raw, hashAt);
+      this.onHelp(name, raw.includes('\\') ? unescapeLabelValue(raw, 0, raw.length) : raw);
     } else if (kind === META_TYPE) {
       const type = Object.hasOwn(OM_TYPES, raw) ? OM_TYPES[raw] : undefined;
       if (type === undefined) {
@@ -398,7 +396,7 @@ export class ExpositionParser {
       if (raw.length > 0 && !(name.length > raw.length + 1 && name.endsWith(raw) && name.charCodeAt(name.length - raw.length - 1) === 95)) {
         return this.fail(hashAt, `unit "${raw}" is not a suffix of metric "${name}" (expected "${name}" to end in "_${raw}")`);
       }
-      this.onUnit(name, raw, hashAt);
+      this.onUnit(name, raw);
     }
     return eol + 1;
   }
@@ -884,11 +882,11 @@ export class ExpositionParser {
     this.normaliseQuantile = type === 'summary';
   }
 
-  private onHelp(name: string, help: string, at: number): void {
+  // A second HELP or UNIT line replaces the first for the whole family: Prometheus accepts it
+  // (its metadata cache keeps the last), so rejecting it would fail scrapes Prometheus takes.
+  private onHelp(name: string, help: string): void {
     const f = this.familyFor(name);
-    if (f.helpSeen) this.fail(at, `second HELP line for metric family "${name}"`);
     f.help = help;
-    f.helpSeen = true;
     if (f.hasSamples) {
       f.lateMeta = true;
       this.anyLateMeta = true;
@@ -897,11 +895,9 @@ export class ExpositionParser {
     this.forgetRecentFamilies();
   }
 
-  private onUnit(name: string, unit: string, at: number): void {
+  private onUnit(name: string, unit: string): void {
     const f = this.familyFor(name);
-    if (f.unitSeen) this.fail(at, `second UNIT line for metric family "${name}"`);
     f.unit = unit;
-    f.unitSeen = true;
     if (f.hasSamples) {
       f.lateMeta = true;
       this.anyLateMeta = true;
@@ -962,9 +958,7 @@ function newFamily(name: string, type: MetricType): Family {
     type,
     typed: false,
     help: null,
-    helpSeen: false,
     unit: null,
-    unitSeen: false,
     hasSamples: false,
     lateMeta: false,
   };

@@ -201,13 +201,17 @@ describe('Prometheus text 0.0.4: comments and metadata', () => {
     expect(rejection('# TYPE #\n').reason).toMatch(/expected a metric name after TYPE/);
   });
 
-  it('rejects a TYPE line after samples of its family, and a second TYPE or HELP line', () => {
+  it('rejects a TYPE line after samples of its family, and a second TYPE line', () => {
     expect(rejection('a 1\n# TYPE a gauge\n')).toMatchObject({ line: 2 });
     expect(rejection('a 1\n# TYPE a gauge\n').reason).toMatch(/TYPE line for "a" after samples of that family/);
     expect(rejection('x_bucket{le="1"} 1\n# TYPE x histogram\n').reason).toMatch(/after samples of that family \("x_bucket"\)/);
     expect(rejection('c_total 1\n# TYPE c counter\n').reason).toMatch(/after samples of that family \("c_total"\)/);
     expect(rejection('# TYPE a gauge\n# TYPE a gauge\na 1\n').reason).toMatch(/second TYPE line for metric family "a"/);
-    expect(rejection('# HELP a x\na 1\n# HELP a y\n').reason).toMatch(/second HELP line for metric family "a"/);
+  });
+
+  it('accepts a second HELP line, as Prometheus does, and gives the whole family the last one', () => {
+    const samples = parse('# HELP a x\na 1\n# HELP a y\na{b="c"} 2\n');
+    expect(samples.map((s) => s.help)).toEqual(['y', 'y']);
   });
 
   it('gives samples a HELP line that comes after them (HELP may come anywhere)', () => {
