@@ -41,8 +41,9 @@ export function inlineSettings(sql: string, settings: ClickHouseSettings | undef
   if (parts.length === 0) return sql;
   const clause = `SETTINGS ${parts.join(', ')}`;
   const format = /\s+FORMAT\s+\w+\s*$/i.exec(sql);
-  if (format) return `${sql.slice(0, format.index)} ${clause}${sql.slice(format.index)}`;
-  return `${sql.replace(/[\s;]+$/, '')} ${clause}`;
+  // On its own line, so a trailing `-- comment` in the statement cannot swallow it.
+  if (format) return `${sql.slice(0, format.index)}\n${clause}${sql.slice(format.index)}`;
+  return `${sql.replace(/[\s;]+$/, '')}\n${clause}`;
 }
 
 /** Session-wide settings applied once when the embedded engine opens (the server gets them per request). */

@@ -1,4 +1,19 @@
-import { ClickHouseError } from '@clickhouse/client';
+/**
+ * A ClickHouse server error. Checked by shape, not `instanceof`: chdb/connection raises the
+ * ClickHouseError of its own copy of @clickhouse/client-common, a different class from the client's.
+ */
+export interface ClickHouseErrorLike extends Error {
+  code: string;
+  type?: string;
+}
+
+export function isClickHouseError(err: unknown): err is ClickHouseErrorLike {
+  return (
+    err instanceof Error &&
+    (err.name === 'ClickHouseError' || err.constructor?.name === 'ClickHouseError') &&
+    /^\d+$/.test(String((err as { code?: unknown }).code))
+  );
+}
 
 /**
  * ClickHouse error codes that mean "this data (or statement) can never be written as it is":
@@ -38,7 +53,7 @@ const DATA_ERROR_CODES = new Set([
 export type StoreErrorKind = 'data' | 'transient';
 
 export function classifyStoreError(err: unknown): StoreErrorKind {
-  if (err instanceof ClickHouseError) {
+  if (isClickHouseError(err)) {
     const code = Number(err.code);
     return DATA_ERROR_CODES.has(code) ? 'data' : 'transient';
   }
@@ -47,7 +62,7 @@ export function classifyStoreError(err: unknown): StoreErrorKind {
 
 /** A short description for logs and ingest_rejects: the ClickHouse code and type, or the network error code. */
 export function describeStoreError(err: unknown): string {
-  if (err instanceof ClickHouseError) {
+  if (isClickHouseError(err)) {
     const firstLine = err.message.split('\n')[0].slice(0, 500);
     return `ClickHouse ${err.type ?? 'error'} (code ${err.code}): ${firstLine}`;
   }
