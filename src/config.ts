@@ -82,6 +82,27 @@ export const ConfigSchema = z.object({
   JOBS_ENABLED: bool.default(true),
   ...jobCronFields,
 
+  // Requests, analytics and the other collectors (issue 5).
+  ENDPOINT_IDS: csvList.optional(), // default: discovered by the apps job
+  REQUESTS_RECOLLECT_HOURS: z.coerce.number().int().min(0).max(24 * 14).default(6),
+  PRICES_FILE: optionalString,
+  ANALYTICS_TIMEFRAME: z.enum(['minute', 'hour', 'day']).default('hour'),
+
+  // Log drain (issue 7).
+  LOG_DRAIN_SECRET: z.string().min(32, 'expected a secret of at least 32 characters').optional(),
+  LOG_DRAIN_TOKEN: z.string().min(16, 'expected a token of at least 16 characters').optional(),
+  LOG_DRAIN_MAX_BODY_BYTES: positiveInt.default(32 * 1024 * 1024),
+  LOG_DRAIN_SPOOL_MAX_BYTES: positiveInt.default(1024 * 1024 * 1024),
+  LOG_RETENTION_DAYS: positiveInt.default(30),
+
+  // Webhooks.
+  WEBHOOK_JWKS_URL: url.optional(), // default: SVC_BASE_URL + /.well-known/jwks.json
+
+  // Prometheus scraping and Tallyhouse's own metrics (issue 6).
+  SCRAPE_TARGETS: z.string().optional(), // JSON list; parsed by src/collectors/scrape.ts
+  METRICS_RETENTION_DAYS: positiveInt.default(30),
+  METRICS_MAX_APPS: positiveInt.default(200),
+
   // Query API.
   API_TOKENS: csvList.optional(),
 });
