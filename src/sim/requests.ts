@@ -96,10 +96,12 @@ export function compareByEnded(a: Req, b: Req): number {
   return a.endedMs - b.endedMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
-class Lru<V> {
-  private readonly map = new Map<number | string, V>();
-  constructor(private readonly max: number) {}
-  get(key: number | string): V | undefined {
+/** LRU bounded by the number of records held (a Req with its JSON is about half a kilobyte). */
+class RecordLru {
+  private readonly map = new Map<number | string, Req[]>();
+  private records = 0;
+  constructor(private readonly maxRecords: number) {}
+  get(key: number | string): Req[] | undefined {
     const v = this.map.get(key);
     if (v !== undefined) {
       this.map.delete(key);
@@ -107,15 +109,24 @@ class Lru<V> {
     }
     return v;
   }
-  set(key: number | string, value: V): void {
+  set(key: number | string, value: Req[]): void {
+    const old = this.map.get(key);
+    if (old) this.records -= old.length;
+    this.map.delete(key);
     this.map.set(key, value);
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as number | string);
+    this.records += value.length;
+    while (this.records > this.maxRecords && this.map.size > 1) {
+      const oldest = this.map.keys().next().value as number | string;
+      this.records -= this.map.get(oldest)!.length;
+      this.map.delete(oldest);
+    }
   }
 }
 
 export class RequestModel {
-  private readonly hourCache = new Lru<Req[]>(30_000);
-  private readonly mergedCache = new Lru<Req[]>(2_000);
+  // ~200k cached requests (~100 MB) keeps recent hours hot without letting a 10M-request world fill memory.
+  private readonly hourCache = new RecordLru(200_000);
+  private readonly mergedCache = new RecordLru(100_000);
 
   constructor(private readonly world: World, private readonly runners: RunnerModel) {}
 
