@@ -9,6 +9,7 @@ import { createSimServer } from './server.js';
 import { Webhooks, type WebhookDelivery } from './webhooks.js';
 import { Drain, type DrainPushOptions, type DrainPushResult } from './drain.js';
 import { createTruth, type Truth } from './truth.js';
+import { createLogger, type Logger } from '../log.js';
 
 export type { FaultKind } from './faults.js';
 export type { Truth, UsageTruthRow, RequestDayTruth, RequestTruth, AppTruth, EventTruth, RevisionTruth } from './truth.js';
@@ -59,6 +60,8 @@ export interface SimOptions {
   drainTimeoutMs?: number;
   /** Let the virtual clock run with wall time (sandbox use). Default false: the clock moves only when told. */
   realtime?: boolean;
+  /** Where the simulator reports its own failures (default: a `warn`-level logger). */
+  logger?: Logger;
 }
 
 export interface Sim {
@@ -126,6 +129,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
   const requestLog: Array<{ method: string; path: string; query: Record<string, string | string[]> }> = [];
   const { server, pendingTimers } = createSimServer({
     model, keys, faults, webhooks, truth, stats, requestLog,
+    log: opts.logger ?? createLogger('warn'),
     slowMs: opts.slowMs ?? 30_000,
     retryAfterSeconds: opts.retryAfterSeconds ?? 1,
     configureFaults: (rate, kinds) => faults.configure(rate, kinds),

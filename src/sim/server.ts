@@ -11,6 +11,7 @@ import type { Webhooks } from './webhooks.js';
 import type { Truth } from './truth.js';
 import { toJson } from './money.js';
 import { TIMEFRAMES, type Timeframe } from './time.js';
+import type { Logger } from '../log.js';
 
 type Scope = 'none' | 'api' | 'admin';
 
@@ -24,6 +25,7 @@ export interface ServerDeps {
   truth: Truth;
   stats: { requestsServed: number; recordsServed: number; faultsInjected: Record<string, number> };
   requestLog: Array<{ method: string; path: string; query: Record<string, string | string[]> }>;
+  log: Logger;
   /** Hook for /_sim/faults so tests can change the fault rate of a running sim. */
   configureFaults(rate: number, kinds?: FaultKind[]): void;
 }
@@ -182,7 +184,7 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
     let rawBody = '';
     if (method === 'POST' || method === 'PUT') rawBody = await readBody(req);
     const faultKey = `${method} ${path}?${params.canonical()}${rawBody ? '#' + rawBody : ''}`;
-    const route = routes.find((r) => r.pattern.test(path));
+    const route = routes.find((r) => r.method === method && r.pattern.test(path)) ?? routes.find((r) => r.pattern.test(path));
     const decision = route?.faultable ? deps.faults.decide(faultKey) : { kind: null, token: mix(deps.model.world.seed, path.length), occurrence: 0 };
     const requestId = `req_${hex(decision.token, 8)}${hex(mix(decision.token, 1), 8)}`;
     const baseHeaders: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': requestId };
@@ -207,7 +209,7 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
         send(res, err.status, errorBody(err.type, err.message, requestId), baseHeaders);
       } else {
         send(res, 500, errorBody('server_error', 'internal error in the simulator', requestId), baseHeaders);
-        console.error('sim: handler failed', err);
+        deps.log.error({ err, path, requestId }, 'sim: handler failed');
       }
       return;
     }
@@ -277,7 +279,7 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err) => {
-      console.error('sim: request failed', err);
+      deps.log.error({ err }, 'sim: request failed');
       if (!res.headersSent) send(res, 500, '{"error":{"type":"server_error","message":"internal error"}}', { 'content-type': 'application/json' });
       else res.destroy();
     });

@@ -132,6 +132,33 @@ describe('simulator rules', () => {
   });
 });
 
+describe('/_sim control endpoints', () => {
+  it('serve the truth as JSON and move the clock, with the admin key only', async () => {
+    const sim = await startSim({ seed: 2, apps: 6 });
+    try {
+      const admin = { key: sim.keys.admin };
+      const usage = await call(sim.url, `/_sim/truth?${qs({ kind: 'usage', from: '2026-11-19', to: '2026-11-21', timezone: 'Asia/Kolkata' })}`, admin);
+      expect(usage.status).toBe(200);
+      expect(usage.body).toEqual(sim.truth.usage({ from: '2026-11-19', to: '2026-11-21', timezone: 'Asia/Kolkata' }));
+      expect(usage.body.length).toBeGreaterThan(0);
+      const app = sim.world.apps[0];
+      const states = await call(sim.url, `/_sim/truth?${qs({ kind: 'runner_states', owner: app.owner, name: app.name })}`, admin);
+      expect(states.body).toEqual(sim.truth.runnerStates({ owner: app.owner, name: app.name }));
+      expect((await call(sim.url, '/_sim/truth?kind=requests', admin)).status).toBe(400);
+      expect((await call(sim.url, '/_sim/truth?kind=apps', { key: sim.keys.api })).status).toBe(403);
+
+      const moved = await call(sim.url, '/_sim/clock', { ...admin, method: 'POST', body: { advance_ms: 3_600_000 } });
+      expect(moved.body.now).toBe('2026-11-21T13:00:00.000Z');
+      expect(sim.clock.now().toISOString()).toBe('2026-11-21T13:00:00.000Z');
+      await call(sim.url, '/_sim/clock', { ...admin, method: 'POST', body: { now: '2026-11-22T00:00:00Z' } });
+      expect((await call(sim.url, '/_sim/clock', admin)).body.now).toBe('2026-11-22T00:00:00.000Z');
+      expect((await call(sim.url, '/_sim/clock', { ...admin, method: 'POST', body: { now: 'soon' } })).status).toBe(400);
+    } finally {
+      await sim.close();
+    }
+  });
+});
+
 describe('faults', () => {
   it('are reproducible from the seed, never more than 3 in a row, and carry the documented shapes', async () => {
     const runs: string[][] = [];
