@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 // prom-client's default set includes gauges named *_total, which Prometheus naming practice (and
 // `promtool check metrics`) reserves for counters. The same numbers remain available, per type,
@@ -13,4 +13,25 @@ export function createRegistry(opts: { defaultMetrics?: boolean } = {}): Registr
     for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
   }
   return registry;
+}
+
+type MetricConfig<T extends string> = { name: string; help: string; labelNames?: readonly T[] };
+
+/**
+ * Get-or-create, so two components built on one registry (two schedulers in a test, a CLI run beside
+ * the service) share a metric instead of failing on "already registered".
+ */
+export function counter<T extends string>(registry: Registry | undefined, cfg: MetricConfig<T>): Counter<T> {
+  return (registry?.getSingleMetric(cfg.name) as Counter<T> | undefined) ?? new Counter<T>({ ...cfg, registers: registry ? [registry] : [] });
+}
+
+export function gauge<T extends string>(
+  registry: Registry | undefined,
+  cfg: MetricConfig<T> & { collect?: (this: Gauge<T>) => void | Promise<void> },
+): Gauge<T> {
+  return (registry?.getSingleMetric(cfg.name) as Gauge<T> | undefined) ?? new Gauge<T>({ ...cfg, registers: registry ? [registry] : [] });
+}
+
+export function histogram<T extends string>(registry: Registry | undefined, cfg: MetricConfig<T> & { buckets: number[] }): Histogram<T> {
+  return (registry?.getSingleMetric(cfg.name) as Histogram<T> | undefined) ?? new Histogram<T>({ ...cfg, registers: registry ? [registry] : [] });
 }

@@ -170,7 +170,7 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
     apps: appFilter,
   });
   const bucketTombstones: UsageBucketRow[] = liveBuckets
-    .filter((k) => !seenBuckets.has(keyOf({ ...k, bucket: toDateTime64(`${k.bucket.replace(' ', 'T')}Z`) })))
+    .filter((k) => !seenBuckets.has(keyOf({ ...k, bucket: k.bucket_text })))
     .map((k) => tombstoneBucket(k, timezone, version, collectedAt));
   const seenSummaries = new Set(summaries.map(keyOf));
   const liveSummaries = await liveUsageSummaryKeys(ctx.runtime.store, {
@@ -242,12 +242,12 @@ function usageColumns(row: UsageRow, raw: unknown) {
 }
 
 function tombstoneBucket(
-  k: { bucket: string; app: string; environment: string; machine_type: string; is_surge: boolean },
+  k: { bucket_text: string; app: string; environment: string; machine_type: string; is_surge: boolean },
   timezone: string,
   version: number,
   collectedAt: string,
 ): UsageBucketRow {
-  const utc = DateTime.fromSQL(k.bucket, { zone: 'utc' });
+  const utc = DateTime.fromSQL(k.bucket_text, { zone: 'utc' });
   const local = utc.setZone(timezone);
   return {
     timezone,

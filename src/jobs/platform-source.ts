@@ -26,9 +26,7 @@ export async function openPlatformSource(config: Config, logger: Logger): Promis
   }
   // Demo mode: a simulated platform in this process, its clock following real time.
   const { startSim } = await import('../sim/index.js');
-  const sim = await startSim({ now: new Date(), host: '127.0.0.1', port: 0 });
-  const follow = setInterval(() => sim.clock.set(new Date()), 10_000);
-  follow.unref();
+  const sim = await startSim({ now: new Date(), realtime: true, host: '127.0.0.1', port: 0 });
   logger.warn(
     { simulator: sim.url },
     'demo mode: no platform key configured (SVC_API_KEY / SVC_ADMIN_KEY), so Tallyhouse collects from its built-in platform simulator. To use a real account set SVC_BASE_URL, SVC_API_KEY and SVC_ADMIN_KEY (an ADMIN-scope key for usage).',
@@ -45,7 +43,6 @@ export async function openPlatformSource(config: Config, logger: Logger): Promis
     demo: true,
     sim: { url: sim.url, keys: sim.keys },
     async close() {
-      clearInterval(follow);
       await platform.close();
       await sim.close();
     },

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import cron, { type ScheduledTask } from 'node-cron';
-import { Counter, Gauge, Histogram } from 'prom-client';
+import { counter, gauge, histogram } from '../metrics.js';
 import type { Runtime } from '../service.js';
 import { authFailureMessage, PlatformError, type PlatformClient } from '../platform/index.js';
 import { Checkpoints } from '../store/tables/checkpoints.js';
@@ -53,32 +53,28 @@ export class Scheduler {
     for (const job of opts.jobs) this.jobs.set(job.name, job);
     this.checkpoints = new Checkpoints(opts.runtime.store, opts.runtime.writer);
     this.now = opts.now ?? (() => new Date());
-    const registers = [opts.runtime.registry];
+    const registry = opts.runtime.registry;
     this.metrics = {
-      runs: new Counter({
+      runs: counter(registry, {
         name: 'tallyhouse_job_runs_total',
         help: 'Job runs by outcome (ok, failed, skipped: the previous run was still going).',
         labelNames: ['job', 'status'],
-        registers,
       }),
-      duration: new Histogram({
+      duration: histogram(registry, {
         name: 'tallyhouse_job_duration_seconds',
         help: 'Duration of job runs.',
         labelNames: ['job'],
         buckets: [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 900, 1800],
-        registers,
       }),
-      lastSuccess: new Gauge({
+      lastSuccess: gauge(registry, {
         name: 'tallyhouse_job_last_success_timestamp_seconds',
         help: 'Unix time the job last finished successfully.',
         labelNames: ['job'],
-        registers,
       }),
-      retries: new Counter({
+      retries: counter(registry, {
         name: 'tallyhouse_job_platform_retries_total',
         help: 'Platform API calls retried by jobs.',
         labelNames: ['job'],
-        registers,
       }),
     };
   }

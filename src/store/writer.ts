@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { counter, gauge, histogram } from '../metrics.js';
 import type { Store } from './client.js';
 import type { Logger } from '../log.js';
 import { classifyStoreError, describeStoreError } from './errors.js';
@@ -339,51 +340,43 @@ function sleep(ms: number): Promise<void> {
 }
 
 function createWriterMetrics(registry?: Registry) {
-  const registers = registry ? [registry] : [];
   return {
-    rowsWritten: new Counter({
+    rowsWritten: counter(registry, {
       name: 'tallyhouse_writer_rows_written_total',
       help: 'Rows committed to the store by the batch writer.',
       labelNames: ['table'],
-      registers,
     }),
-    rowsRejected: new Counter({
+    rowsRejected: counter(registry, {
       name: 'tallyhouse_writer_rows_rejected_total',
       help: 'Rows the store refused, moved to ingest_rejects.',
       labelNames: ['table'],
-      registers,
     }),
-    batches: new Counter({
+    batches: counter(registry, {
       name: 'tallyhouse_writer_batches_total',
       help: 'Batches committed to the store.',
       labelNames: ['table'],
-      registers,
     }),
-    failures: new Counter({
+    failures: counter(registry, {
       name: 'tallyhouse_writer_flush_failures_total',
       help: 'Failed batch inserts, by kind (transient: retried; data: bisected and dead-lettered).',
       labelNames: ['table', 'kind'],
-      registers,
     }),
-    flushSeconds: new Histogram({
+    flushSeconds: histogram(registry, {
       name: 'tallyhouse_writer_flush_duration_seconds',
       help: 'Time to commit one batch to the store.',
       labelNames: ['table'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers,
     }),
-    batchRows: new Histogram({
+    batchRows: histogram(registry, {
       name: 'tallyhouse_writer_batch_rows',
       help: 'Rows per committed batch.',
       labelNames: ['table'],
       buckets: [1, 10, 100, 1000, 10_000, 50_000, 100_000],
-      registers,
     }),
-    buffered: new Gauge({
+    buffered: gauge(registry, {
       name: 'tallyhouse_writer_buffered_rows',
       help: 'Rows waiting in the writer buffers.',
       labelNames: ['table'],
-      registers,
     }),
   };
 }

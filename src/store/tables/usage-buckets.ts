@@ -36,13 +36,13 @@ export const USAGE_BUCKET_KEY = ['timezone', 'timeframe', 'bucket', 'app', 'envi
 /** Live rows of a collected range, to find those a re-collection no longer returns. */
 export const liveUsageBucketKeys = namedQuery(
   'live_usage_bucket_keys',
-  `SELECT toString(bucket) AS bucket, app, environment, machine_type, is_surge
+  `SELECT toString(bucket) AS bucket_text, app, environment, machine_type, is_surge
    FROM usage_buckets FINAL
    WHERE timezone = {timezone:String} AND timeframe = {timeframe:String}
      AND bucket >= {from:DateTime64(3, 'UTC')} AND bucket < {to:DateTime64(3, 'UTC')}
      AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))`,
   z.object({
-    bucket: z.string(),
+    bucket_text: z.string(),
     app: z.string(),
     environment: z.string(),
     machine_type: z.string(),

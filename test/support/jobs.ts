@@ -1,0 +1,37 @@
+import { PlatformClient } from '../../src/platform/index.js';
+import { Scheduler, type JobRunResult } from '../../src/jobs/scheduler.js';
+import type { JobArgs, JobDefinition } from '../../src/jobs/job.js';
+import type { Runtime } from '../../src/service.js';
+import { allJobs } from '../../jobs/index.js';
+import type { Sim } from '../../src/sim/index.js';
+
+/** A platform client on the simulator, quick to retry (faults in tests are frequent and cheap). */
+export function simClient(sim: Sim, keys: { api?: string; admin?: string } = sim.keys): PlatformClient {
+  return new PlatformClient({
+    baseUrl: sim.url,
+    apiKey: keys.api,
+    adminKey: keys.admin,
+    backoffBaseMs: 5,
+    maxBackoffMs: 50,
+    headersTimeoutMs: 2_000,
+    bodyTimeoutMs: 2_000,
+    maxAttempts: 8,
+  });
+}
+
+/** Runs one job now against the simulator, with the simulator's clock. */
+export async function runJob(
+  rt: Runtime,
+  sim: Sim,
+  name: string,
+  args: JobArgs = {},
+  opts: { platform?: PlatformClient; jobs?: JobDefinition[] } = {},
+): Promise<JobRunResult> {
+  const platform = opts.platform ?? simClient(sim);
+  const scheduler = new Scheduler({ runtime: rt, platform, jobs: opts.jobs ?? allJobs, now: () => sim.clock.now() });
+  try {
+    return await scheduler.run(name, 'manual', args);
+  } finally {
+    if (!opts.platform) await platform.close();
+  }
+}
