@@ -88,8 +88,20 @@ export function decodeRequestId(id: string): { endpointIndex: number; hour: numb
   return { endpointIndex: parseInt(m[1], 16), hour: parseInt(m[2], 16), index: parseInt(m[3], 16) };
 }
 
+// toISOString is a visible share of generation time; timestamps of one hour share their "YYYY-MM-DDTHH:" prefix.
+let isoHour = -1;
+let isoPrefix = '';
 function iso(ms: number): string {
-  return new Date(ms).toISOString();
+  const hour = Math.floor(ms / 3_600_000);
+  if (hour !== isoHour) {
+    isoHour = hour;
+    isoPrefix = new Date(hour * 3_600_000).toISOString().slice(0, 14);
+  }
+  const rest = ms - hour * 3_600_000;
+  const minutes = Math.floor(rest / 60_000);
+  const seconds = Math.floor((rest % 60_000) / 1000);
+  const millis = rest % 1000;
+  return isoPrefix + (minutes < 10 ? '0' : '') + minutes + ':' + (seconds < 10 ? '0' : '') + seconds + '.' + (millis < 10 ? '00' : millis < 100 ? '0' : '') + millis + 'Z';
 }
 
 export function compareByEnded(a: Req, b: Req): number {
