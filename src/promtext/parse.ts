@@ -125,6 +125,20 @@ export class ExpositionParser {
   private labelNamesReused = true;
   /** How many leading prevLabelNames are known valid and distinct: such lines skip the checks. */
   private verifiedNames = 0;
+  /**
+   * The raw text of the leading labels of an earlier label block (all but its last, ending right
+   * after a comma), and how many labels it holds: consecutive samples mostly repeat it (histogram
+   * buckets, summary quantiles, {cpu="0",mode=...}), and one comparison then stands for all of them.
+   * labelNames/labelValues still hold those labels, as no line with labels has come since.
+   */
+  private prefixCount = 0;
+  private prefixStart = 0;
+  private prefixEnd = 0;
+  private prefixText: string | null = null;
+  /** Where each label of the current block ends, after its comma; -1 when no comma followed it. */
+  private readonly labelEnds: number[] = [];
+  /** The current block held a quoted name: its text is not reused. */
+  private blockQuoted = false;
   /** Sample names seen since the last metadata line, with their families (most recent first). */
   private readonly recentNames: string[] = [];
   private readonly recentFamilies: Family[] = [];
@@ -287,12 +301,16 @@ export class ExpositionParser {
   private promLabels(at: number, hasName: boolean): number {
     const s = this.text;
     const len = this.len;
-    let i = at;
+    const reused = this.reusePrefix(at);
+    let i = reused === 0 ? at : this.prefixEnd;
     let c = 0;
     for (;;) {
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       if (i >= len || c === NL) return this.fail(i, 'unterminated label set (missing "}")');
-      if (c === RBRACE) return i + 1;
+      if (c === RBRACE) {
+        this.endLabelBlock(at, reused);
+        return i + 1;
+      }
       const nameAt = i;
       let quoted = false;
       if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
@@ -309,7 +327,10 @@ export class ExpositionParser {
         // A quoted string alone is the metric name ({"my.metric", a="b"}).
         this.setBraceName(labelName, hasName, nameAt);
         i++;
-        if (c === RBRACE) return i;
+        if (c === RBRACE) {
+          this.endLabelBlock(at, reused);
+          return i;
+        }
         continue;
       }
       if (i >= len || c !== EQUALS) return this.fail(i, `expected "=" after label name "${labelName}"`);
@@ -322,7 +343,12 @@ export class ExpositionParser {
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       // Commas are optional between 0.0.4 labels (promparse.go accepts {a="1" b="2"}), and one may
       // trail the last label.
-      if (c === COMMA && i < len) i++;
+      if (c === COMMA && i < len) {
+        i++;
+        this.labelEnds[this.labelCount - 1] = i;
+      } else {
+        this.labelEnds[this.labelCount - 1] = -1;
+      }
     }
   }
 
@@ -517,14 +543,18 @@ export class ExpositionParser {
   private omLabels(at: number, hasName: boolean): number {
     const s = this.text;
     const len = this.len;
-    let i = at;
+    const reused = this.reusePrefix(at);
+    let i = reused === 0 ? at : this.prefixEnd;
     let c = 0;
     // OpenMetrics: no whitespace anywhere inside the braces; one trailing comma is tolerated as
     // Prometheus' openmetricsparse.go tolerates it.
     for (;;) {
       if (i >= len) return this.fail(i, 'unterminated label set (missing "}")');
       c = s.charCodeAt(i);
-      if (c === RBRACE) return i + 1;
+      if (c === RBRACE) {
+        this.endLabelBlock(at, reused);
+        return i + 1;
+      }
       const nameAt = i;
       let quoted = false;
       if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
@@ -540,7 +570,10 @@ export class ExpositionParser {
       if (quoted && (c === COMMA || c === RBRACE)) {
         this.setBraceName(labelName, hasName, nameAt);
         i++;
-        if (c === RBRACE) return i;
+        if (c === RBRACE) {
+          this.endLabelBlock(at, reused);
+          return i;
+        }
         continue;
       }
       if (c !== EQUALS) return this.fail(i, `expected "=" after label name "${labelName}"`);
@@ -549,10 +582,56 @@ export class ExpositionParser {
       i = this.scanLabelValue(i + 1, false);
       this.addLabel(labelName, this.scanned, nameAt, quoted);
       c = i < len ? s.charCodeAt(i) : NL;
-      if (c === COMMA) i++;
-      else if (c === RBRACE) return i + 1;
-      else return this.fail(i, 'expected "," or "}" after a label value');
+      if (c === COMMA) {
+        i++;
+        this.labelEnds[this.labelCount - 1] = i;
+      } else if (c === RBRACE) {
+        this.labelEnds[this.labelCount - 1] = -1;
+        this.endLabelBlock(at, reused);
+        return i + 1;
+      } else {
+        return this.fail(i, 'expected "," or "}" after a label value');
+      }
     }
+  }
+
+  /**
+   * When the label block at `at` starts with the remembered prefix text, takes its labels as they
+   * are (same text, same parse) and returns how many; 0 otherwise.
+   */
+  private reusePrefix(at: number): number {
+    this.blockQuoted = false;
+    const m = this.prefixCount;
+    if (m === 0) return 0;
+    const start = this.prefixStart;
+    const length = this.prefixEnd - start;
+    let text = this.prefixText;
+    if (text === null) this.prefixText = text = this.text.slice(start, start + length);
+    if (this.text.slice(at, at + length) !== text) return 0;
+    // Their end positions are not needed again: a block that reuses the prefix either keeps it or
+    // sets a longer one, which ends at a label read from this block.
+    for (let k = 0; k < m; k++) this.labelAt[k] = at;
+    this.prefixStart = at;
+    this.prefixEnd = at + length;
+    this.labelCount = m;
+    return m;
+  }
+
+  /** Remembers the leading labels of the block just read for the next one. */
+  private endLabelBlock(at: number, reused: number): void {
+    const n = this.labelCount;
+    // A block that used the prefix and added at most one label keeps it: the _sum/_count lines
+    // after histogram buckets carry the same leading labels as the buckets.
+    if (reused !== 0 && n <= reused + 1) return;
+    const end = n >= 2 ? (this.labelEnds[n - 2] as number) : -1;
+    if (this.blockQuoted || end === -1) {
+      this.prefixCount = 0;
+      return;
+    }
+    this.prefixCount = n - 1;
+    this.prefixStart = at;
+    this.prefixEnd = end;
+    this.prefixText = null;
   }
 
   // ---------------------------------------------------------------- shared pieces
@@ -667,6 +746,7 @@ export class ExpositionParser {
   }
 
   private setBraceName(name: string, hasName: boolean, at: number): void {
+    this.blockQuoted = true;
     if (hasName || this.braceName !== null) this.fail(at, 'metric name set twice (before and inside the braces)');
     if (name.length === 0) this.fail(at, 'empty metric name');
     this.braceName = name;
@@ -676,6 +756,7 @@ export class ExpositionParser {
     const n = this.labelCount;
     if (quoted) {
       // Quoted names bypass scanLabelName, and must not be matched as bare names there.
+      this.blockQuoted = true;
       this.prevLabelNames[n] = undefined;
       this.labelNamesReused = false;
       if (this.verifiedNames > n) this.verifiedNames = n;
@@ -906,8 +987,10 @@ export class ExpositionParser {
     this.forgetRecentFamilies();
   }
 
-  /** A metadata line can change which family a name belongs to. */
+  /** A metadata line can change which family a name belongs to, and how le/quantile read. */
   private forgetRecentFamilies(): void {
+    // le/quantile normalisation may change with a TYPE line: re-read labels from now on.
+    this.prefixCount = 0;
     this.prevName = null;
     this.prevFamily = null;
     this.recentNames.length = 0;
