@@ -13,7 +13,7 @@ import { isValidZone, TIMEFRAMES, type Timeframe } from './time.js';
 const SERVE_USAGE = `usage: tallyhouse sim [--port N] [--host H] [--seed N] [--now ISO] [--days N] [--apps N]
                       [--requests-per-hour N] [--fault-rate P] [--fault-kinds k1,k2] [--slow-ms N]
                       [--api-key K] [--admin-key K] [--webhook-url U] [--drain-url U] [--drain-secret S]
-                      [--realtime]
+                      [--drain-malformed-rate P] [--realtime]
        tallyhouse sim truth --from DATE --to DATE [--timezone TZ] [--kind usage|requests]
                       [--group-by app,environment,machine_type,surge,day | endpoint,day] [--timeframe T]
                       [--seed N] [--now ISO] [--days N] [--apps N] [--requests-per-hour N]`;
@@ -78,6 +78,7 @@ async function serveCommand(argv: string[]): Promise<number> {
       'webhook-url': { type: 'string' },
       'drain-url': { type: 'string' },
       'drain-secret': { type: 'string' },
+      'drain-malformed-rate': { type: 'string' },
       realtime: { type: 'boolean' },
     },
   });
@@ -104,6 +105,7 @@ async function serveCommand(argv: string[]): Promise<number> {
     webhookUrl: values['webhook-url'],
     drainUrl: values['drain-url'],
     drainSecret: values['drain-secret'],
+    drainMalformedRate: num('drain-malformed-rate', values['drain-malformed-rate'], 0),
     realtime: values.realtime ?? false,
   });
   // The sandbox prints its keys on purpose: they are throwaway keys of a local simulator, and a newcomer needs them.
