@@ -48,8 +48,7 @@ async function backfill(ctx: JobContext, timezone: string, from: string, to: str
   const resumeAt = saved && saved !== 'done' ? chunks.findIndex((c) => c.from === saved) : 0;
   const first = resumeAt < 0 ? 0 : resumeAt;
   if (first > 0) ctx.log.info({ timezone, resumeFrom: chunks[first].from }, 'resuming an interrupted backfill');
-  ctx.progress.start(chunks.length, `usage ${timezone} ${from}..${to}`);
-  ctx.progress.tick(first);
+  ctx.progress.start(chunks.length, `usage ${timezone} ${from}..${to}`, first);
   for (let i = first; i < chunks.length; i++) {
     ctx.signal.throwIfAborted();
     const result = await collectUsageChunk(ctx, { timezone, ...chunks[i], apps });

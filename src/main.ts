@@ -39,6 +39,11 @@ const commands: Record<string, Command> = {
     usage: 'tallyhouse collect <job> [--from YYYY-MM-DD --to YYYY-MM-DD] [--timezone ZONE]',
     raw: collectCommand,
   },
+  sim: {
+    summary: 'run the platform simulator (`tallyhouse sim --help`), or print its ground truth (`sim truth`)',
+    usage: 'tallyhouse sim [--port N] [--seed N] [--now ISO] [--days N] [--apps N] [--fault-rate P] ...',
+    raw: async (argv) => (await import('./sim/cli.js')).simCommand(argv),
+  },
   help: {
     summary: 'show this help',
     usage: 'tallyhouse help',

@@ -2,7 +2,8 @@ import cliProgress from 'cli-progress';
 
 /** Progress of long work: a bar on a TTY, plain lines otherwise (logs, CI), silent for scheduled runs. */
 export interface Progress {
-  start(total: number, label: string): void;
+  /** `done` > 0 when resuming. */
+  start(total: number, label: string, done?: number): void;
   tick(done: number, detail?: string): void;
   stop(): void;
 }
@@ -17,8 +18,8 @@ export function consoleProgress(stream: NodeJS.WriteStream = process.stderr): Pr
     );
     let started = false;
     return {
-      start(total, label) {
-        bar.start(total, 0, { label, detail: '' });
+      start(total, label, done = 0) {
+        bar.start(total, done, { label, detail: done > 0 ? 'resumed' : '' });
         started = true;
       },
       tick(done, detail = '') {
@@ -34,10 +35,10 @@ export function consoleProgress(stream: NodeJS.WriteStream = process.stderr): Pr
   let label = '';
   let lastLineAt = 0;
   return {
-    start(t, l) {
+    start(t, l, done = 0) {
       total = t;
       label = l;
-      stream.write(`${label}: 0/${total}\n`);
+      stream.write(`${label}: ${done}/${total}${done > 0 ? ' (resumed)' : ''}\n`);
     },
     tick(done, detail = '') {
       // At most a line a second, plus the last one.

@@ -1,0 +1,33 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../support/process.js';
+import { closeRuntime, openTestRuntime, queryRows } from '../support/store.js';
+
+// Its own file: this process opens the store the service child wrote, and chDB allows one data
+// directory per process.
+describe('npm start on a fresh data directory', () => {
+  it('runs in demo mode on the built-in simulator and stores usage rows within 30 s', async () => {
+    const freshDir = mkdtempSync(join(tmpdir(), 'th-demo-'));
+    const serve = runCli(['serve'], { PORT: '0', DATA_DIR: freshDir, SVC_API_KEY: '', SVC_ADMIN_KEY: '' });
+    try {
+      await serve.waitFor(/demo mode: no platform key configured/, 30_000);
+      await serve.waitFor(/"job":"usage"[^\n]*"msg":"job finished"/, 30_000);
+    } finally {
+      serve.child.kill('SIGTERM');
+    }
+    expect((await serve.exited).code).toBe(0);
+    const rt = await openTestRuntime({ DATA_DIR: freshDir, CLICKHOUSE_DATABASE: 'tallyhouse' });
+    try {
+      const [row] = await queryRows<{ n: string; apps: string }>(
+        rt,
+        "SELECT count() AS n, uniqExact(app) AS apps FROM usage_buckets FINAL WHERE timezone = 'UTC'",
+      );
+      expect(Number(row.n)).toBeGreaterThan(0);
+      expect(Number(row.apps)).toBeGreaterThanOrEqual(50);
+    } finally {
+      await closeRuntime(rt);
+    }
+  });
+});
