@@ -205,25 +205,34 @@ const parsePrometheusTextFormat = createRequire(import.meta.url)('parse-promethe
 
 // ------------------------------------------------------------------ timing
 
-const gc = (globalThis as { gc?: () => void }).gc;
-
-/** Median seconds per parse: a shared machine makes the mean noisy; GC between runs is not timed. */
-function medianSeconds(runs: number, parse: () => unknown): number {
-  for (let w = 0; w < 2; w++) parse();
-  const times: number[] = [];
-  for (let r = 0; r < runs; r++) {
-    gc?.();
-    const t0 = process.hrtime.bigint();
-    parse();
-    times.push(Number(process.hrtime.bigint() - t0) / 1e9);
+/**
+ * Median seconds per parse for each parser. Rounds alternate the two parsers so both meet the same
+ * machine load, and parses follow each other as in a scraping process: each one's garbage is
+ * collected during the later parses, and no full GC is forced in between (it would shrink the young
+ * generation that a process parsing every scrape keeps grown).
+ */
+function timeBoth(rounds: number, ours: () => unknown, baseline: () => unknown): { ours: number; baseline: number } {
+  for (let w = 0; w < 3; w++) {
+    ours();
+    baseline();
   }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)] as number;
+  const o: number[] = [];
+  const b: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    let t0 = process.hrtime.bigint();
+    ours();
+    o.push(Number(process.hrtime.bigint() - t0) / 1e9);
+    t0 = process.hrtime.bigint();
+    baseline();
+    b.push(Number(process.hrtime.bigint() - t0) / 1e9);
+  }
+  const median = (xs: number[]): number => xs.sort((x, y) => x - y)[xs.length >> 1] as number;
+  return { ours: median(o), baseline: median(b) };
 }
 
 function main(): void {
   const runsArg = process.argv.indexOf('--runs');
-  const runs = runsArg === -1 ? 9 : Math.max(1, Number(process.argv[runsArg + 1]));
+  const runs = runsArg === -1 ? 11 : Math.max(1, Number(process.argv[runsArg + 1]));
 
   const main = generateExposition({ labelledDistributions: true, targetSamples: 100_000 });
   const ours = parseExposition(main.text, 'text/plain; version=0.0.4');
@@ -231,26 +240,31 @@ function main(): void {
   const baseline = flattenBaseline(parsePrometheusTextFormat(main.text));
   const { same, baselineAllInOurs } = compare(ours, baseline);
 
-  const oursSeconds = medianSeconds(runs, () => parseExposition(main.text, 'text/plain; version=0.0.4'));
-  const baselineSeconds = medianSeconds(runs, () => parsePrometheusTextFormat(main.text));
+  const mainTimes = timeBoth(
+    runs,
+    () => parseExposition(main.text, 'text/plain; version=0.0.4'),
+    () => parsePrometheusTextFormat(main.text),
+  );
 
   // The variant the package can represent: correctness cross-check and a second ratio.
   const simple = generateExposition({ labelledDistributions: false, targetSamples: 100_000 });
   const simpleOurs = parseExposition(simple.text, 'text/plain; version=0.0.4');
   const simpleBaseline = flattenBaseline(parsePrometheusTextFormat(simple.text));
   const simpleCompare = compare(simpleOurs, simpleBaseline);
-  const simpleRuns = Math.max(1, Math.ceil(runs / 2));
-  const simpleOursSeconds = medianSeconds(simpleRuns, () => parseExposition(simple.text, 'text/plain; version=0.0.4'));
-  const simpleBaselineSeconds = medianSeconds(simpleRuns, () => parsePrometheusTextFormat(simple.text));
+  const simpleTimes = timeBoth(
+    Math.max(1, Math.ceil(runs / 2)),
+    () => parseExposition(simple.text, 'text/plain; version=0.0.4'),
+    () => parsePrometheusTextFormat(simple.text),
+  );
 
   const perSecond = (samples: number, seconds: number): number => Math.round(samples / seconds);
   console.log(
     JSON.stringify({
       bench: 'promtext',
       samples: main.samples,
-      ours_samples_per_second: perSecond(main.samples, oursSeconds),
-      baseline_samples_per_second: perSecond(main.samples, baselineSeconds),
-      ratio: Number((baselineSeconds / oursSeconds).toFixed(2)),
+      ours_samples_per_second: perSecond(main.samples, mainTimes.ours),
+      baseline_samples_per_second: perSecond(main.samples, mainTimes.baseline),
+      ratio: Number((mainTimes.baseline / mainTimes.ours).toFixed(2)),
       same_samples: same,
       baseline_samples_returned: baseline.length,
       baseline_samples_all_among_ours: baselineAllInOurs,
@@ -259,14 +273,14 @@ function main(): void {
         : 'parse-prometheus-text-format keeps one bucket/quantile map per histogram/summary family (last series wins) and drops labelled _sum/_count',
       exposition_bytes: main.text.length,
       runs,
-      timing: 'median of runs, after 2 warm-up parses, GC outside the timed region',
+      timing: 'median of runs; rounds alternate the two parsers after 3 warm-up rounds; no forced GC',
       representable_variant: {
         description: 'same generator, histograms and summaries without labels other than le/quantile',
         samples: simple.samples,
         same_samples: simpleCompare.same,
-        ours_samples_per_second: perSecond(simple.samples, simpleOursSeconds),
-        baseline_samples_per_second: perSecond(simple.samples, simpleBaselineSeconds),
-        ratio: Number((simpleBaselineSeconds / simpleOursSeconds).toFixed(2)),
+        ours_samples_per_second: perSecond(simple.samples, simpleTimes.ours),
+        baseline_samples_per_second: perSecond(simple.samples, simpleTimes.baseline),
+        ratio: Number((simpleTimes.baseline / simpleTimes.ours).toFixed(2)),
       },
     }),
   );

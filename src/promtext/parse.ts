@@ -142,6 +142,8 @@ export class ExpositionParser {
   /** Sample names seen since the last metadata line, with their families (most recent first). */
   private readonly recentNames: string[] = [];
   private readonly recentFamilies: Family[] = [];
+  /** Where recentFamily found (or put) the name. */
+  private recentHit = 0;
   /** Most recently used label-object factories, with the label names each was made for. */
   private readonly recentFactories: { names: string[]; make: LabelFactory }[] = [];
   /** Positions of the next backslash and newline at or after the scan point (-1: none left). */
@@ -863,6 +865,8 @@ export class ExpositionParser {
       family = this.prevFamily;
     } else {
       family = this.recentFamily(name);
+      // The name as first seen: one string per name, not one per histogram series.
+      name = this.recentNames[this.recentHit] as string;
       this.prevName = name;
       this.prevFamily = family;
     }
@@ -884,8 +888,12 @@ export class ExpositionParser {
   private recentFamily(name: string): Family {
     const names = this.recentNames;
     for (let r = 0; r < names.length; r++) {
-      if (names[r] === name) return this.recentFamilies[r] as Family;
+      if (names[r] === name) {
+        this.recentHit = r;
+        return this.recentFamilies[r] as Family;
+      }
     }
+    this.recentHit = 0;
     const family = this.familyOf(name);
     if (names.length >= RECENT_FAMILIES) {
       names.pop();
