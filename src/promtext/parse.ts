@@ -139,11 +139,14 @@ export class ExpositionParser {
   private readonly labelEnds: number[] = [];
   /** The current block held a quoted name: its text is not reused. */
   private blockQuoted = false;
-  /** Sample names seen since the last metadata line, with their families (most recent first). */
+  /** Sample names seen since the last metadata line, with their families (a small ring). */
   private readonly recentNames: string[] = [];
   private readonly recentFamilies: Family[] = [];
-  /** Where recentFamily found (or put) the name. */
+  /** Where recentFamily found (or put) the name, and where it puts the next one. */
   private recentHit = 0;
+  private recentNext = 0;
+  /** Families without a TYPE line that have samples: only then can a TYPE line come too late. */
+  private untypedWithSamples = 0;
   /** Most recently used label-object factories, with the label names each was made for. */
   private readonly recentFactories: { names: string[]; make: LabelFactory }[] = [];
   /** Positions of the next backslash and newline at or after the scan point (-1: none left). */
@@ -203,8 +206,8 @@ export class ExpositionParser {
     if (c === SP || c === TAB) {
       while (c === SP || c === TAB) c = ++j < len ? s.charCodeAt(j) : NL;
       let kind = 0;
-      if (s.startsWith('HELP', j)) kind = META_HELP;
-      else if (s.startsWith('TYPE', j)) kind = META_TYPE;
+      if (c === 72 && s.charCodeAt(j + 1) === 69 && s.charCodeAt(j + 2) === 76 && s.charCodeAt(j + 3) === 80) kind = META_HELP;
+      else if (c === 84 && s.charCodeAt(j + 1) === 89 && s.charCodeAt(j + 2) === 80 && s.charCodeAt(j + 3) === 69) kind = META_TYPE;
       if (kind !== 0) {
         const k = j + 4;
         c = k < len ? s.charCodeAt(k) : NL;
@@ -870,7 +873,10 @@ export class ExpositionParser {
       this.prevName = name;
       this.prevFamily = family;
     }
-    family.hasSamples = true;
+    if (!family.hasSamples) {
+      family.hasSamples = true;
+      if (!family.typed) this.untypedWithSamples++;
+    }
     this.out.push({
       name,
       labels,
@@ -893,14 +899,12 @@ export class ExpositionParser {
         return this.recentFamilies[r] as Family;
       }
     }
-    this.recentHit = 0;
     const family = this.familyOf(name);
-    if (names.length >= RECENT_FAMILIES) {
-      names.pop();
-      this.recentFamilies.pop();
-    }
-    names.unshift(name);
-    this.recentFamilies.unshift(family);
+    const slot = this.recentNext;
+    names[slot] = name;
+    this.recentFamilies[slot] = family;
+    this.recentHit = slot;
+    this.recentNext = (slot + 1) % RECENT_FAMILIES;
     return family;
   }
 
@@ -923,10 +927,12 @@ export class ExpositionParser {
 
   private belongsTo(name: string, family: Family): boolean {
     const base = family.base;
-    if (!name.startsWith(base)) return false;
-    if (name.length === base.length) return true;
+    const extra = name.length - base.length;
+    if (extra === 0) return name === base;
+    if (extra < 0) return false;
+    // Lengths first: startsWith/endsWith are the slow part.
     for (const suffix of this.suffixesOf(family.type)) {
-      if (name.length === base.length + suffix.length && name.endsWith(suffix)) return true;
+      if (suffix.length === extra && name.endsWith(suffix) && name.startsWith(base)) return true;
     }
     return false;
   }
@@ -951,14 +957,17 @@ export class ExpositionParser {
       if (existing.hasSamples) this.fail(at, `TYPE line for "${name}" after samples of that family`);
     }
     // Samples already seen under a name this type gives to the family (e.g. foo_bucket before
-    // "# TYPE foo histogram") were reported before their TYPE line: the format forbids it.
+    // "# TYPE foo histogram") were reported before their TYPE line: the format forbids it. Such
+    // samples have an untyped family of their own, and most expositions have none.
     const base = familyBase(name, type);
-    for (const suffix of ['', ...this.suffixesOf(type)]) {
-      const sampleName = base + suffix;
-      if (sampleName === name) continue;
-      const seen = this.families.get(sampleName);
-      if (seen !== undefined && seen.hasSamples && !seen.typed) {
-        this.fail(at, `TYPE line for "${name}" after samples of that family ("${sampleName}")`);
+    if (this.untypedWithSamples > 0) {
+      for (const suffix of ['', ...this.suffixesOf(type)]) {
+        const sampleName = base + suffix;
+        if (sampleName === name) continue;
+        const seen = this.families.get(sampleName);
+        if (seen !== undefined && seen.hasSamples && !seen.typed) {
+          this.fail(at, `TYPE line for "${name}" after samples of that family ("${sampleName}")`);
+        }
       }
     }
     const f = existing ?? this.familyFor(name);
@@ -1003,6 +1012,7 @@ export class ExpositionParser {
     this.prevFamily = null;
     this.recentNames.length = 0;
     this.recentFamilies.length = 0;
+    this.recentNext = 0;
   }
 
   private applyLateMeta(): void {
