@@ -4,6 +4,8 @@ import { jobRuns } from './job-runs.js';
 import { checkpoints } from './checkpoints.js';
 import { usageBuckets } from './usage-buckets.js';
 import { usageSummaries } from './usage-summaries.js';
+import { apps } from './apps.js';
+import { appEndpoints } from './app-endpoints.js';
 
 export const ingestRejects = defineTable(
   'ingest_rejects',
@@ -18,4 +20,4 @@ export const ingestRejects = defineTable(
 );
 
 /** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
-export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries];
+export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints];
