@@ -39,6 +39,11 @@ const commands: Record<string, Command> = {
     usage: 'tallyhouse collect <job> [--from YYYY-MM-DD --to YYYY-MM-DD] [--timezone ZONE]',
     raw: collectCommand,
   },
+  report: {
+    summary: 'write a report from the store: `report finance --month YYYY-MM --timezone ZONE [--out file.csv]`',
+    usage: 'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]',
+    raw: async (argv) => (await import('./api/cli.js')).reportCommand(argv),
+  },
   sim: {
     summary: 'run the platform simulator (`tallyhouse sim --help`), or print its ground truth (`sim truth`)',
     usage: 'tallyhouse sim [--port N] [--seed N] [--now ISO] [--days N] [--apps N] [--fault-rate P] ...',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineTable, namedQuery } from './table.js';
+import type { Store } from '../client.js';
 
 const decimalText = z.string().regex(/^-?\d+(\.\d+)?$/);
 
@@ -48,4 +49,80 @@ export const liveUsageBucketKeys = namedQuery(
     machine_type: z.string(),
     is_surge: z.boolean(),
   }),
+);
+
+/** Group-by keys of cost queries, each mapped to an expression: identifiers come only from this allow-list. */
+export const COST_GROUPS = {
+  app: 'app',
+  environment: 'environment',
+  machine_type: 'machine_type',
+  surge: 'is_surge',
+  day: 'bucket_date',
+  week: 'toMonday(bucket_date)',
+  month: 'toStartOfMonth(bucket_date)',
+} as const;
+export type CostGroup = keyof typeof COST_GROUPS;
+
+const CostRow = z.looseObject({
+  currency: z.string(),
+  machine_seconds: z.string(),
+  surge_machine_seconds: z.string(),
+  subtotal: z.string(),
+  discount: z.string(),
+  cost: z.string(),
+  surge_cost: z.string(),
+  rows: z.union([z.string(), z.number()]).transform(Number),
+});
+
+export interface CostQuery {
+  timezone: string;
+  /** Local dates in `timezone`; `to` exclusive. */
+  from: string;
+  to: string;
+  groupBy: CostGroup[];
+  apps: string[];
+  search: string;
+}
+
+/**
+ * Daily usage summed by the chosen groups, per currency (never one number across currencies). Surge and
+ * non-surge rows both count toward every total; `surge_cost` says how much of it was surge.
+ */
+export async function costByGroups(store: Pick<Store, 'client'>, q: CostQuery) {
+  const groups = q.groupBy.map((g) => {
+    const expr = COST_GROUPS[g];
+    if (!expr) throw new Error(`unknown cost group ${JSON.stringify(g)}`);
+    return { name: g, expr };
+  });
+  const select = groups.map((g) => `${g.name === 'surge' ? 'is_surge' : `toString(${g.expr})`} AS ${g.name}`);
+  const keys = [...groups.map((g) => g.name), 'currency'];
+  const sql = `
+    SELECT ${[...select, 'currency'].join(', ')},
+           toString(sum(quantity)) AS machine_seconds,
+           toString(sumIf(quantity, is_surge)) AS surge_machine_seconds,
+           toString(sum(ifNull(cost_subtotal, cost_total))) AS subtotal,
+           toString(sum(ifNull(cost_discount, 0))) AS discount,
+           toString(sum(cost_total)) AS cost,
+           toString(sumIf(cost_total, is_surge)) AS surge_cost,
+           count() AS rows
+    FROM usage_buckets FINAL
+    WHERE timezone = {timezone:String} AND timeframe = 'day'
+      AND bucket_date >= {from:Date} AND bucket_date < {to:Date}
+      AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))
+      AND ({search:String} = '' OR positionCaseInsensitive(app, {search:String}) > 0)
+    GROUP BY ${keys.join(', ')}
+    ORDER BY ${keys.join(', ')}`;
+  const rs = await store.client.query({
+    query: sql,
+    query_params: { timezone: q.timezone, from: q.from, to: q.to, apps: q.apps, search: q.search },
+    format: 'JSONEachRow',
+  });
+  return z.array(CostRow).parse(await rs.json());
+}
+
+/** Timezones with collected daily usage. */
+export const collectedTimezones = namedQuery(
+  'collected_timezones',
+  `SELECT DISTINCT timezone FROM usage_buckets WHERE timeframe = 'day' ORDER BY timezone`,
+  z.object({ timezone: z.string() }),
 );

@@ -1,0 +1,57 @@
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { IANAZone } from 'luxon';
+import { getConfig } from '../config.js';
+import { createLogger } from '../log.js';
+import { closeRuntime, openRuntime } from '../service.js';
+import { financeReport, financeTable } from './finance.js';
+import { toCsv } from './http.js';
+
+const USAGE = 'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n';
+
+/** `tallyhouse report finance ...`: the finance report from the store, as CSV (default) or JSON. */
+export async function reportCommand(argv: string[]): Promise<number> {
+  const [kind, ...rest] = argv;
+  if (kind !== 'finance') {
+    process.stderr.write(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}` : 'which report?'}\n\nUsage: ${USAGE}`);
+    return 2;
+  }
+  let values: { month?: string; timezone?: string; out?: string; format?: string };
+  try {
+    ({ values } = parseArgs({
+      args: rest,
+      options: { month: { type: 'string' }, timezone: { type: 'string' }, out: { type: 'string' }, format: { type: 'string' } },
+      strict: true,
+    }));
+  } catch (err) {
+    process.stderr.write(`tallyhouse report finance: ${(err as Error).message}\n\nUsage: ${USAGE}`);
+    return 2;
+  }
+  const problems: string[] = [];
+  if (!values.month || !/^\d{4}-(0[1-9]|1[0-2])$/.test(values.month)) problems.push('--month: expected YYYY-MM');
+  const timezone = values.timezone ?? 'UTC';
+  if (!IANAZone.isValidZone(timezone)) problems.push(`--timezone: unknown IANA time zone ${JSON.stringify(timezone)}`);
+  const format = values.format ?? (values.out?.endsWith('.json') ? 'json' : 'csv');
+  if (format !== 'csv' && format !== 'json') problems.push('--format: expected csv or json');
+  if (problems.length > 0) {
+    process.stderr.write(`tallyhouse report finance: ${problems.join('; ')}\n\nUsage: ${USAGE}`);
+    return 2;
+  }
+  const config = getConfig();
+  const rt = await openRuntime(config, { logger: createLogger(config.LOG_LEVEL) });
+  try {
+    const report = await financeReport(rt.store, values.month!, timezone);
+    const text = format === 'json' ? `${JSON.stringify(report, null, 2)}\n` : toCsv(financeTable(report));
+    if (values.out) {
+      writeFileSync(values.out, text);
+      process.stderr.write(
+        `finance report ${values.month} (${timezone}): ${report.rows.length} rows, ${report.reconciliation.flagged} flagged by the reconciliation -> ${values.out}\n`,
+      );
+    } else {
+      process.stdout.write(text);
+    }
+    return 0;
+  } finally {
+    await closeRuntime(rt);
+  }
+}

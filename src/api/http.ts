@@ -1,0 +1,115 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { stringify } from 'csv-stringify/sync';
+import { z } from 'zod';
+import type { Runtime } from '../service.js';
+
+/** A client error that names the parameter and what it expects; the only kind of detail a response carries. */
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly type: string,
+    message: string,
+    readonly parameter?: string,
+  ) {
+    super(message);
+  }
+}
+
+export function badParameter(parameter: string, expected: string): ApiError {
+  return new ApiError(400, 'validation_error', `${parameter}: ${expected}`, parameter);
+}
+
+/** Query-string values arrive as a string or, when repeated, an array: normalise a list parameter. */
+export function listParam() {
+  return z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .transform((v) =>
+      v === undefined ? [] : (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean),
+    );
+}
+
+export const dateParam = (what: string) =>
+  z
+    .string({ error: `expected a date YYYY-MM-DD (${what})` })
+    .regex(/^\d{4}-\d{2}-\d{2}$/, `expected a date YYYY-MM-DD (${what})`)
+    .refine((v) => {
+      const d = new Date(`${v}T00:00:00Z`);
+      return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(v) && v >= '2000-01-01' && v <= '2100-01-01';
+    }, `expected a real calendar date between 2000-01-01 and 2100-01-01 (${what})`);
+
+export const formatParam = z.enum(['json', 'csv']).optional();
+
+/** Parses a request's query with a zod schema; the first problem becomes a 400 naming the parameter. */
+export function parseQuery<S extends z.ZodType>(schema: S, request: FastifyRequest): z.output<S> {
+  const result = schema.safeParse(request.query ?? {});
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const parameter = String(issue.path[0] ?? 'query');
+  let expected = issue.message;
+  if (issue.code === 'unrecognized_keys') {
+    return raise(badParameter(issue.keys[0], `unknown parameter; allowed: ${Object.keys((schema as unknown as z.ZodObject).shape ?? {}).join(', ')}`));
+  }
+  if (issue.code === 'invalid_value') expected = `expected one of ${issue.values.map(String).join(', ')}`;
+  if (issue.code === 'invalid_type' && issue.expected === 'number') expected = 'expected a number';
+  return raise(badParameter(parameter, expected));
+}
+
+function raise(err: ApiError): never {
+  throw err;
+}
+
+export type Cell = string | number | boolean | null;
+export interface Table {
+  columns: string[];
+  rows: Array<Record<string, Cell>>;
+}
+
+export function wantsCsv(request: FastifyRequest, format?: string): boolean {
+  if (format) return format === 'csv';
+  const accept = request.headers.accept ?? '';
+  return /\btext\/csv\b/.test(accept) && !/\bapplication\/json\b/.test(accept);
+}
+
+/** RFC 4180 CSV: a header row, CRLF line ends, quoting where needed, numbers unformatted, UTF-8. */
+export function toCsv(table: Table): string {
+  return stringify(
+    table.rows.map((r) => table.columns.map((c) => (r[c] === null || r[c] === undefined ? '' : r[c]))),
+    { header: true, columns: table.columns, record_delimiter: 'windows', cast: { boolean: (b) => (b ? 'true' : 'false') } },
+  );
+}
+
+export function sendTable(
+  reply: FastifyReply,
+  request: FastifyRequest,
+  format: string | undefined,
+  table: Table,
+  json: () => unknown,
+  filename = 'tallyhouse.csv',
+): FastifyReply {
+  if (wantsCsv(request, format)) {
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="${filename}"`)
+      .send(toCsv(table));
+  }
+  return reply.send(json());
+}
+
+/** One place that turns errors into answers: client errors say what is wrong; nothing else leaks SQL or stacks. */
+export function installErrorHandler(app: FastifyInstance, rt: Pick<Runtime, 'logger'>): void {
+  app.setErrorHandler((err, request, reply) => {
+    if (err instanceof ApiError) {
+      return reply.code(err.statusCode).send({
+        error: { type: err.type, message: err.message, ...(err.parameter ? { parameter: err.parameter } : {}) },
+      });
+    }
+    const status = (err as { statusCode?: number }).statusCode;
+    if (status && status >= 400 && status < 500) {
+      // fastify's own client errors (bad JSON, body too large, unsupported media type) carry safe messages.
+      return reply.code(status).send({ error: { type: 'bad_request', message: (err as Error).message } });
+    }
+    request.log.error({ err }, 'request failed');
+    return reply.code(500).send({ error: { type: 'internal_error', message: 'the query failed; see the service log', request_id: request.id } });
+  });
+}

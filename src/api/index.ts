@@ -1,0 +1,138 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { ConfigError } from '../config.js';
+import type { Extension } from '../extensions.js';
+import type { Runtime } from '../service.js';
+import { collectedTimezones, costByGroups, COST_GROUPS, type CostGroup } from '../store/tables/usage-buckets.js';
+import { financeReport, financeTable, FINANCE_COLUMNS } from './finance.js';
+import { ApiError, badParameter, dateParam, formatParam, installErrorHandler, listParam, parseQuery, sendTable } from './http.js';
+import { RouteRegistry } from './routes.js';
+
+export const API_PREFIX = '/api/v1';
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+/** Extra route groups (cost per request, latency, errors, runners, logs) register through this hook. */
+export type ApiRoutes = (app: FastifyInstance, registry: RouteRegistry, rt: Runtime) => void;
+
+/** The query API under /api/v1: bearer tokens from API_TOKENS, or loopback only when none are configured. */
+export function apiExtension(extraRoutes: ApiRoutes[] = []): Extension {
+  return async (rt) => {
+    const tokens = rt.config.API_TOKENS ?? [];
+    if (tokens.length === 0 && !LOOPBACK.test(rt.config.HOST)) {
+      throw new ConfigError([
+        {
+          variable: 'API_TOKENS',
+          expected: `at least one token when HOST (${rt.config.HOST}) is not a loopback address: the query API serves cost data and refuses to listen openly without authentication`,
+        },
+      ]);
+    }
+    if (tokens.length === 0) rt.logger.info('query API: no API_TOKENS configured, so it answers on loopback only without a token');
+    const digests = tokens.map((t) => createHash('sha256').update(t).digest());
+    await rt.app.register(
+      async (app) => {
+        installErrorHandler(app, rt);
+        if (digests.length > 0) {
+          app.addHook('onRequest', async (request) => {
+            const header = request.headers.authorization ?? '';
+            const m = /^Bearer\s+(.+)$/i.exec(header);
+            const given = m ? createHash('sha256').update(m[1].trim()).digest() : null;
+            if (!given || !digests.some((d) => timingSafeEqual(d, given))) {
+              throw new ApiError(401, 'authorization_error', 'a valid "Authorization: Bearer <token>" header is required (API_TOKENS)');
+            }
+          });
+        }
+        const registry = new RouteRegistry(parseQuery);
+        costRoutes(app, registry, rt);
+        for (const routes of extraRoutes) routes(app, registry, rt);
+        app.get('/openapi.json', async () =>
+          registry.openapi(API_PREFIX, { title: 'Tallyhouse query API', version: '1' }),
+        );
+      },
+      { prefix: API_PREFIX },
+    );
+  };
+}
+
+/** The timezones a cost question may be asked in: those collected, plus those configured. */
+async function knownTimezones(rt: Runtime): Promise<string[]> {
+  const collected = (await collectedTimezones(rt.store, {})).map((r) => r.timezone);
+  return [...new Set([...rt.config.TIMEZONES, ...collected])].sort();
+}
+
+export async function checkTimezone(rt: Runtime, timezone: string): Promise<void> {
+  const known = await knownTimezones(rt);
+  if (!known.includes(timezone)) {
+    throw badParameter('timezone', `expected one of the collected timezones: ${known.join(', ')}`);
+  }
+}
+
+function checkRange(from: string, to: string): void {
+  if (to <= from) throw badParameter('to', `expected a date after from (${from}); to is exclusive`);
+}
+
+const groupByParam = listParam().pipe(
+  z.array(z.enum(Object.keys(COST_GROUPS) as [CostGroup, ...CostGroup[]], { error: `expected a subset of ${Object.keys(COST_GROUPS).join(', ')}` })),
+);
+
+const CostQuery = z.strictObject({
+  from: dateParam('first local day, inclusive'),
+  to: dateParam('last local day, exclusive'),
+  timezone: z.string().default('UTC').describe('one of the collected timezones'),
+  group_by: groupByParam.describe(`comma-separated or repeated: ${Object.keys(COST_GROUPS).join(', ')}`),
+  app: listParam().describe('only these apps (exact names; repeatable)'),
+  search: z.string().max(200, 'expected at most 200 characters').default('').describe('case-insensitive substring of the app name'),
+  format: formatParam,
+});
+
+const MONEY_COLUMNS = ['machine_seconds', 'surge_machine_seconds', 'subtotal', 'discount', 'cost', 'surge_cost'] as const;
+
+function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
+  registry.get(app, {
+    path: '/cost',
+    summary: 'Usage cost by app, environment, machine type, surge and calendar period, in a timezone',
+    description:
+      'Money is exact decimal text in the currency of its row; rows of different currencies are never summed together. Per-app totals include surge and non-surge usage; surge_cost is the surge part.',
+    query: CostQuery,
+    csv: true,
+    handler: async (q, request, reply) => {
+      checkRange(q.from, q.to);
+      await checkTimezone(rt, q.timezone);
+      const groupBy = [...new Set(q.group_by)];
+      const rows = await costByGroups(rt.store, { timezone: q.timezone, from: q.from, to: q.to, groupBy, apps: q.app, search: q.search });
+      const columns = [...groupBy, 'currency', ...MONEY_COLUMNS];
+      const table = {
+        columns,
+        rows: rows.map((r) => Object.fromEntries(columns.map((c) => [c, (r as Record<string, string | number | boolean>)[c] ?? null]))),
+      };
+      return sendTable(reply, request, q.format, table, () => ({
+        timezone: q.timezone,
+        from: q.from,
+        to: q.to,
+        group_by: groupBy,
+        rows: table.rows,
+      }), 'cost.csv');
+    },
+  });
+
+  registry.get(app, {
+    path: '/reports/finance',
+    summary: 'Monthly cost per app and machine type in a timezone, with totals per currency and a reconciliation',
+    description:
+      'One row per app and machine type (machine-seconds, surge machine-seconds, subtotal, discount, total), a total row per currency, and the platform summary for the month compared with the sum of the daily buckets (flagged when they differ by more than 0.01).',
+    query: z.strictObject({
+      month: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM').refine((m) => m >= '2000-01' && m <= '2100-01', 'expected a month between 2000-01 and 2100-01'),
+      timezone: z.string().default('UTC'),
+      format: formatParam,
+    }),
+    csv: true,
+    handler: async (q, request, reply) => {
+      await checkTimezone(rt, q.timezone);
+      const report = await financeReport(rt.store, q.month, q.timezone);
+      return sendTable(reply, request, q.format, financeTable(report), () => report, `finance-${q.month}-${q.timezone.replace(/\//g, '_')}.csv`);
+    },
+  });
+}
+
+export { FINANCE_COLUMNS };
