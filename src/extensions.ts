@@ -3,11 +3,12 @@ import type { Config } from './config.js';
 import type { Component, Runtime } from './service.js';
 import { schedulerExtension } from './jobs/extension.js';
 import { apiExtension } from './api/index.js';
+import { businessMetricsExtension } from './http/business-metrics.js';
 import { allJobs } from '../jobs/index.js';
 
 export type Extension = (rt: Runtime & { app: FastifyInstance }) => Promise<Component | void>;
 
 /** What `serve` runs besides the health routes, in start order (stopped in reverse). */
 export function serviceExtensions(_config: Config): Extension[] {
-  return [apiExtension(), schedulerExtension(allJobs)];
+  return [businessMetricsExtension(), apiExtension(), schedulerExtension(allJobs)];
 }

@@ -1,4 +1,5 @@
-import { mkdtempSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -11,13 +12,24 @@ describe('npm start on a fresh data directory', () => {
   it('runs in demo mode on the built-in simulator and stores usage rows within 30 s', async () => {
     const freshDir = mkdtempSync(join(tmpdir(), 'th-demo-'));
     const serve = runCli(['serve'], { PORT: '0', DATA_DIR: freshDir, SVC_API_KEY: '', SVC_ADMIN_KEY: '' });
+    let metrics = '';
     try {
+      const [, url] = await serve.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)"/, 30_000);
       await serve.waitFor(/demo mode: no platform key configured/, 30_000);
       await serve.waitFor(/"job":"usage"[^\n]*"msg":"job finished"/, 30_000);
+      metrics = await (await fetch(`${url}/metrics`)).text();
     } finally {
       serve.child.kill('SIGTERM');
     }
     expect((await serve.exited).code).toBe(0);
+
+    // Tallyhouse's own /metrics with demo data: business gauges present, and promtool finds nothing to lint.
+    expect(metrics).toMatch(/^tallyhouse_usage_month_to_date_cost\{app="[^"]+",currency="USD",timezone="UTC"\} \d+(\.\d+)?$/m);
+    expect(metrics).toMatch(/^tallyhouse_job_last_success_age_seconds\{job="usage"\} /m);
+    const file = join(freshDir, 'metrics.txt');
+    writeFileSync(file, metrics);
+    const lint = execFileSync('sh', ['-c', `promtool check metrics < ${file} 2>&1; echo "rc=$?"`]).toString();
+    expect(lint.trim()).toBe('rc=0');
     const rt = await openTestRuntime({ DATA_DIR: freshDir, CLICKHOUSE_DATABASE: 'tallyhouse' });
     try {
       const [row] = await queryRows<{ n: string; apps: string }>(

@@ -1,0 +1,106 @@
+import { DateTime } from 'luxon';
+import { z } from 'zod';
+import type { Runtime } from '../service.js';
+import type { Extension } from '../extensions.js';
+import { gauge } from '../metrics.js';
+import { lastSuccessByJob } from '../store/tables/job-runs.js';
+
+const CACHE_MS = 60_000;
+export const OTHER_APPS = '__other__';
+
+/** One of the numbers people alert on, read from the store. Added to by other modules (e.g. unbilled requests). */
+export interface BusinessGauge {
+  name: string;
+  help: string;
+  labelNames: string[];
+  read(rt: Runtime): Promise<Array<{ labels: Record<string, string>; value: number }>>;
+}
+
+const MonthCost = z.object({ app: z.string(), currency: z.string(), cost: z.string() });
+
+/** Month-to-date cost per app and currency in the first configured timezone; apps beyond the cap are summed. */
+export const monthToDateCost: BusinessGauge = {
+  name: 'tallyhouse_usage_month_to_date_cost',
+  help: 'Month-to-date usage cost per app, in the currency of the label (net of discounts, surge included), in the first TIMEZONES zone.',
+  labelNames: ['app', 'currency', 'timezone'],
+  async read(rt) {
+    const timezone = rt.config.TIMEZONES[0];
+    const monthStart = DateTime.now().setZone(timezone).startOf('month').toISODate()!;
+    const rs = await rt.store.client.query({
+      query: `SELECT app, currency, toString(sum(cost_total)) AS cost FROM usage_buckets FINAL
+              WHERE timezone = {timezone:String} AND timeframe = 'day' AND bucket_date >= {from:Date}
+              GROUP BY app, currency ORDER BY sum(cost_total) DESC, app`,
+      query_params: { timezone, from: monthStart },
+      format: 'JSONEachRow',
+    });
+    const rows = z.array(MonthCost).parse(await rs.json());
+    const max = rt.config.METRICS_MAX_APPS;
+    const out: Array<{ labels: Record<string, string>; value: number }> = [];
+    const other = new Map<string, number>();
+    const perCurrency = new Map<string, number>();
+    for (const r of rows) {
+      const seen = perCurrency.get(r.currency) ?? 0;
+      perCurrency.set(r.currency, seen + 1);
+      if (seen < max) out.push({ labels: { app: r.app, currency: r.currency, timezone }, value: Number(r.cost) });
+      else other.set(r.currency, (other.get(r.currency) ?? 0) + Number(r.cost));
+    }
+    for (const [currency, value] of other) out.push({ labels: { app: OTHER_APPS, currency, timezone }, value });
+    return out;
+  },
+};
+
+/** Seconds since each job last succeeded, from job_runs (so it survives restarts). */
+export const jobSuccessAge: BusinessGauge = {
+  name: 'tallyhouse_job_last_success_age_seconds',
+  help: 'Seconds since the job last finished successfully (from job_runs).',
+  labelNames: ['job'],
+  async read(rt) {
+    const rows = await lastSuccessByJob(rt.store, {});
+    const now = Date.now();
+    return rows.map((r) => ({ labels: { job: r.job }, value: Math.max(0, (now - r.finished_ms) / 1000) }));
+  },
+};
+
+/**
+ * Registers gauges whose values come from the store, read in the registry's collect callback at most once a
+ * minute (a scrape every few seconds costs one query a minute). A failing read keeps the last values and counts
+ * the failure, so /metrics itself never fails because the store is slow.
+ */
+export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): void {
+  const failures = gauge(rt.registry, {
+    name: 'tallyhouse_business_metrics_read_failures',
+    help: 'Whether the last read of a business gauge from the store failed (1; it keeps its previous values).',
+    labelNames: ['metric'],
+  });
+  for (const g of gauges) {
+    let cached: { at: number; values: Array<{ labels: Record<string, string>; value: number }> } | undefined;
+    let failed = false;
+    gauge(rt.registry, {
+      name: g.name,
+      help: g.help,
+      labelNames: g.labelNames,
+      async collect() {
+        if (!cached || Date.now() - cached.at >= CACHE_MS) {
+          try {
+            cached = { at: Date.now(), values: await g.read(rt) };
+            failed = false;
+          } catch (err) {
+            if (!failed) rt.logger.warn({ err, metric: g.name }, 'could not read a business metric from the store');
+            failed = true;
+            cached = { at: Date.now() - CACHE_MS + 10_000, values: cached?.values ?? [] };
+          }
+          this.reset();
+          for (const v of cached.values) this.set(v.labels, v.value);
+        }
+        failures.set({ metric: g.name }, failed ? 1 : 0);
+      },
+    });
+  }
+}
+
+/** Registers the business gauges with the service's registry. */
+export function businessMetricsExtension(gauges: BusinessGauge[] = [monthToDateCost, jobSuccessAge]): Extension {
+  return async (rt) => {
+    registerBusinessMetrics(rt, gauges);
+  };
+}
