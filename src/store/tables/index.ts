@@ -6,6 +6,8 @@ import { usageBuckets } from './usage-buckets.js';
 import { usageSummaries } from './usage-summaries.js';
 import { apps } from './apps.js';
 import { appEndpoints } from './app-endpoints.js';
+import { logs } from './logs.js';
+import { webhookDeliveries } from './webhook-deliveries.js';
 
 export const ingestRejects = defineTable(
   'ingest_rejects',
@@ -20,4 +22,4 @@ export const ingestRejects = defineTable(
 );
 
 /** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
-export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints];
+export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, logs, webhookDeliveries];

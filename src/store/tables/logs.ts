@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { defineTable, namedQuery, chNumber } from './table.js';
+import type { Store } from '../client.js';
+import { renderStatement } from '../migrate.js';
+import type { Logger } from '../../log.js';
+
+/** A `logs` row as the log drain writes it (src/ingest/drain-lines.ts builds the JSON text directly). */
+export const LogRow = z.object({
+  timestamp: z.string(), // DateTime64(3) text, UTC
+  level: z.string(),
+  app: z.string(), // svc_app_name
+  app_id: z.string(), // svc_app_id
+  request_id: z.string(), // svc_request_id
+  job_id: z.string(), // svc_job_id
+  endpoint: z.string(), // svc_endpoint
+  node: z.string(), // svc_node_id
+  worker: z.string(), // svc_worker_id
+  source: z.string(), // svc_source
+  isolate_source: z.string(), // svc_isolate_source
+  message: z.string(),
+  attributes: z.record(z.string(), z.string()), // every other key of the line
+  received_at: z.string(),
+  batch_id: z.uuid(), // the delivery
+  line: z.number().int().positive(), // 1-based line number within the delivery
+});
+export type LogRow = z.input<typeof LogRow>;
+
+export const logs = defineTable('logs', LogRow);
+
+const LogLineOut = z.object({
+  timestamp: z.string(),
+  level: z.string(),
+  app: z.string(),
+  request_id: z.string(),
+  job_id: z.string(),
+  endpoint: z.string(),
+  node: z.string(),
+  worker: z.string(),
+  source: z.string(),
+  isolate_source: z.string(),
+  message: z.string(),
+  attributes: z.record(z.string(), z.string()),
+  batch_id: z.string(),
+  line: chNumber,
+});
+
+const SELECT_LINE = `SELECT toString(timestamp) AS timestamp, level, app, request_id, job_id, endpoint, node, worker, source,
+          isolate_source, message, attributes, toString(batch_id) AS batch_id, line
+   FROM logs`;
+
+/** One app's lines in [from, to), oldest first: a range scan of the primary key (app, timestamp). */
+export const appLogs = namedQuery(
+  'app_logs',
+  `${SELECT_LINE}
+   WHERE app = {app:String} AND timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}
+   ORDER BY timestamp, batch_id, line
+   LIMIT {limit:UInt32}`,
+  LogLineOut,
+);
+
+/** Every line of one request, oldest first (the request_id bloom filter skips the granules without it). */
+export const requestLogs = namedQuery(
+  'request_logs',
+  `${SELECT_LINE}
+   WHERE request_id = {request_id:String}
+   ORDER BY timestamp, batch_id, line`,
+  LogLineOut,
+);
+
+const TTL_DAYS = /TTL\s+toDateTime\(timestamp\)\s*\+\s*toIntervalDay\((\d+)\)/;
+
+/**
+ * Makes the `logs` TTL say `days` (LOG_RETENTION_DAYS): the migration writes 30, a different setting is
+ * applied with ALTER ... MODIFY TTL (ClickHouse then recomputes the TTL of existing parts in the background).
+ * `days` is a validated positive integer from the configuration: DDL takes no query parameters.
+ */
+export async function applyLogRetention(store: Pick<Store, 'client' | 'cluster'>, days: number, logger?: Logger): Promise<boolean> {
+  if (!Number.isSafeInteger(days) || days <= 0) throw new Error(`log retention must be a positive number of days, got ${days}`);
+  const rs = await store.client.query({
+    query: "SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'logs'",
+    format: 'JSONEachRow',
+  });
+  const [table] = await rs.json<{ engine_full: string }>();
+  if (!table) throw new Error('table logs does not exist (migration 012 not applied)');
+  const current = TTL_DAYS.exec(table.engine_full);
+  if (current && Number(current[1]) === days) return false;
+  await store.client.command({
+    query: renderStatement(`ALTER TABLE logs MODIFY TTL toDateTime(timestamp) + INTERVAL ${days} DAY`, store.cluster),
+  });
+  logger?.info({ from: current ? Number(current[1]) : null, to: days }, 'logs retention (LOG_RETENTION_DAYS) applied');
+  return true;
+}
