@@ -13,16 +13,21 @@ const factories = new Map<string, LabelFactory>();
 const MAX_FACTORIES = 4096;
 let codegenAvailable = true;
 
-export function labelFactory(names: readonly string[], count: number): LabelFactory {
+/**
+ * The factory for the first `count` names: a cached one, else a generated one when `mayCompile`,
+ * else plain keyed stores. A parse limits how many it generates (tens of microseconds each), so
+ * that a target with a new label name on every line does not cost a compilation per line.
+ */
+export function labelFactory(names: readonly string[], count: number, mayCompile: boolean): { make: LabelFactory; compiled: boolean } {
   const fixed = names.slice(0, count);
   const key = JSON.stringify(fixed);
-  let make = factories.get(key);
-  if (make === undefined) {
-    make = compileFactory(fixed);
-    if (factories.size >= MAX_FACTORIES) factories.clear();
-    factories.set(key, make);
-  }
-  return make;
+  const cached = factories.get(key);
+  if (cached !== undefined) return { make: cached, compiled: false };
+  if (!mayCompile) return { make: keyedFactory(fixed), compiled: false };
+  const make = compileFactory(fixed);
+  if (factories.size >= MAX_FACTORIES) factories.clear();
+  factories.set(key, make);
+  return { make, compiled: true };
 }
 
 function compileFactory(names: readonly string[]): LabelFactory {
@@ -35,6 +40,10 @@ function compileFactory(names: readonly string[]): LabelFactory {
       codegenAvailable = false;
     }
   }
+  return keyedFactory(names);
+}
+
+function keyedFactory(names: readonly string[]): LabelFactory {
   return (values) => {
     const labels: Record<string, string> = {};
     for (let k = 0; k < names.length; k++) setLabel(labels, names[k] as string, values[k] as string);

@@ -92,6 +92,8 @@ const META_UNIT = 3;
 
 /** Label-name sequences whose object factories a parser keeps at hand. */
 const RECENT_FACTORIES = 4;
+/** Label-object factories one parse may generate; further sequences use keyed stores (labels.ts). */
+const MAX_FACTORIES_COMPILED = 500;
 /** Sample names whose families a parser keeps at hand (a histogram has _bucket, _sum, _count). */
 const RECENT_FAMILIES = 4;
 
@@ -149,6 +151,8 @@ export class ExpositionParser {
   private untypedWithSamples = 0;
   /** Most recently used label-object factories, with the label names each was made for. */
   private readonly recentFactories: { names: string[]; make: LabelFactory }[] = [];
+  /** Label-object factories generated during this parse. */
+  private factoriesCompiled = 0;
   /** Positions of the next backslash and newline at or after the scan point (-1: none left). */
   private nextBackslash = 0;
   private nextNewline = 0;
@@ -811,7 +815,8 @@ export class ExpositionParser {
       if (k === n) return entry.make(this.labelValues);
     }
     // Histograms alternate between two sequences (with and without le), summaries likewise.
-    const make = labelFactory(names, n);
+    const { make, compiled } = labelFactory(names, n, this.factoriesCompiled < MAX_FACTORIES_COMPILED);
+    if (compiled) this.factoriesCompiled++;
     if (recent.length >= RECENT_FACTORIES) recent.pop();
     recent.unshift({ names: names.slice(0, n), make });
     return make(this.labelValues);

@@ -67,6 +67,20 @@ describe('parsing a whole exposition equals parsing each line alone', () => {
     });
   }
 
+  it('gives the right labels when every line has new label names (past the generated-factory cap)', () => {
+    const lines = Array.from({ length: 1500 }, (_, i) => `m{l${i}="v${i}",__proto__="p",a="b"} ${i}`);
+    const samples = parseExposition(`${lines.join('\n')}\n`);
+    expect(samples).toHaveLength(1500);
+    for (const [i, s] of samples.entries()) {
+      expect(Object.entries(s.labels)).toEqual([
+        [`l${i}`, `v${i}`],
+        ['__proto__', 'p'],
+        ['a', 'b'],
+      ]);
+      expect(Object.getPrototypeOf(s.labels)).toBe(Object.prototype);
+    }
+  });
+
   it('re-reads labels after a TYPE line changes how le is normalised', () => {
     const samples = parseExposition('# TYPE x gauge\nx{le="1",a="1"} 1\nx{le="1",a="2"} 1\n# TYPE y histogram\ny_bucket{le="1",a="1"} 1\ny_bucket{le="1",a="2"} 1\n');
     expect(samples.map((s) => s.labels.le)).toEqual(['1', '1', '1.0', '1.0']);
