@@ -1,0 +1,430 @@
+// POST /v1/drains/logs: the platform's log drain. The body streams through the HMAC, an optional gunzip, the
+// line splitter and the line mapper into a per-request stage; once the body is complete and authenticated,
+// its rows and rejects become one spool record, fsynced before the answer. The spool replayer moves records
+// into the store. Design and limits: src/ingest/README.md.
+import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import { join } from 'node:path';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDemoMode, type Config } from '../config.js';
+import type { Logger } from '../log.js';
+import type { Extension } from '../extensions.js';
+import { MAX_REJECT_RAW_BYTES, truncateUtf8, type BatchWriter } from '../store/writer.js';
+import { applyLogRetention } from '../store/tables/logs.js';
+import { formatDateTime64, mapLine, type BatchContext } from './drain-lines.js';
+import { BodyFormatError, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from './drain-split.js';
+import { createDrainMetrics, type DrainMetrics } from './drain-metrics.js';
+import { Spool, SpoolFullError } from './spool.js';
+import { DataStage, StagingBudget } from './stage.js';
+import { SpoolReplayer } from './replayer.js';
+
+export const DRAIN_PATH = '/v1/drains/logs';
+export const MAX_LINE_BYTES = 1024 * 1024;
+export const MAX_LISTED_ERRORS = 100;
+export const REJECT_SOURCE = 'log_drain';
+
+/** How the drain authenticates senders; undefined = the endpoint is off. */
+export interface DrainAuth {
+  /** HMAC-SHA256 key of X-Svc-Signature. */
+  secret?: string;
+  /** Authorization: Bearer token. */
+  token?: string;
+}
+
+export const DRAIN_OFF_MESSAGE =
+  'the log drain is off: set LOG_DRAIN_SECRET (X-Svc-Signature, HMAC-SHA256 of the body) or LOG_DRAIN_TOKEN (Authorization: Bearer) to enable it';
+
+/**
+ * The drain's credentials from the configuration. With neither variable set the drain is off, except in
+ * demo mode, where a random secret is generated for this run and logged so a demo sender can sign with it.
+ */
+export function resolveDrainAuth(config: Config, logger: Logger, demoSecret?: string): DrainAuth | undefined {
+  if (config.LOG_DRAIN_SECRET !== undefined || config.LOG_DRAIN_TOKEN !== undefined) {
+    return { secret: config.LOG_DRAIN_SECRET, token: config.LOG_DRAIN_TOKEN };
+  }
+  if (isDemoMode(config)) {
+    const secret = demoSecret ?? randomBytes(32).toString('hex');
+    // Logged on purpose (issue 7): a throwaway secret of this demo run, not a configured credential.
+    logger.warn(
+      { path: DRAIN_PATH, demoDrainSigningKey: secret },
+      'demo mode: the log drain accepts bodies signed (X-Svc-Signature) with this generated key; set LOG_DRAIN_SECRET or LOG_DRAIN_TOKEN for real use',
+    );
+    return { secret };
+  }
+  logger.warn({ path: DRAIN_PATH }, DRAIN_OFF_MESSAGE);
+  return undefined;
+}
+
+export interface DrainRouteOptions {
+  auth: DrainAuth | undefined;
+  spool: Spool;
+  writer: Pick<BatchWriter, 'reject'>;
+  metrics: DrainMetrics;
+  maxBodyBytes: number;
+  maxLineBytes?: number;
+  /** Rows of one request kept in memory before they spill to a staging file. */
+  stageMemoryBytes?: number;
+  budget: StagingBudget;
+}
+
+interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+  headers?: Record<string, string>;
+  /** The body was not (fully) read: close the connection rather than read the rest. */
+  close?: boolean;
+}
+
+const answer = (status: number, error: string, message: string, extra: Partial<Answer> = {}): Answer => ({
+  status,
+  body: { error, message },
+  ...extra,
+});
+
+class LimitError extends Error {
+  constructor(readonly kind: 'body' | 'decoded', readonly limit: number) {
+    super(kind);
+  }
+}
+
+/** Counts and HMACs the raw bytes as they arrive; stops the body at the size limit. */
+class RawMeter extends Transform {
+  bytes = 0;
+  complete = false;
+  constructor(private readonly limit: number, private readonly hmac: ReturnType<typeof createHmac> | undefined) {
+    super();
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.limit) return cb(new LimitError('body', this.limit));
+    this.hmac?.update(chunk);
+    cb(null, chunk);
+  }
+  override _flush(cb: TransformCallback): void {
+    this.complete = true;
+    cb();
+  }
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+function mediaType(header: string | undefined): string {
+  return (header ?? '').split(';')[0].trim().toLowerCase();
+}
+
+function isClientGone(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || (err as Error)?.message === 'aborted';
+}
+
+function isZlibError(err: unknown): boolean {
+  return String((err as { code?: unknown })?.code ?? '').startsWith('Z_');
+}
+
+/** Checks the headers: undefined = authenticated by token; a Buffer = the signature to check at the end. */
+function authenticate(req: FastifyRequest, auth: DrainAuth): Answer | { signature: Buffer | undefined } {
+  const authorization = req.headers.authorization;
+  const signature = req.headers['x-svc-signature'];
+  if (typeof authorization === 'string' && /^bearer\s/i.test(authorization)) {
+    if (auth.token === undefined) {
+      return answer(401, 'Unauthorized', 'Authorization: Bearer is not accepted here: LOG_DRAIN_TOKEN is not configured (sign the body with X-Svc-Signature)');
+    }
+    const given = authorization.replace(/^bearer\s+/i, '').trim();
+    if (!timingSafeEqual(sha256(given), sha256(auth.token))) return answer(401, 'Unauthorized', 'invalid bearer token');
+    return { signature: undefined };
+  }
+  if (typeof signature === 'string') {
+    if (auth.secret === undefined) {
+      return answer(401, 'Unauthorized', 'X-Svc-Signature is not accepted here: LOG_DRAIN_SECRET is not configured (use Authorization: Bearer)');
+    }
+    const hex = signature.trim();
+    if (!/^[0-9a-fA-F]{64}$/.test(hex)) {
+      return answer(401, 'Unauthorized', 'X-Svc-Signature must be the hex HMAC-SHA256 of the raw body (64 hex digits)');
+    }
+    return { signature: Buffer.from(hex, 'hex') };
+  }
+  return answer(401, 'Unauthorized', 'missing authentication: send X-Svc-Signature (hex HMAC-SHA256 of the raw body) or Authorization: Bearer <token>');
+}
+
+async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promise<Answer> {
+  const { auth, spool } = opts;
+  if (!auth) return answer(404, 'Not Found', DRAIN_OFF_MESSAGE);
+  const authn = authenticate(req, auth);
+  if ('status' in authn) return { ...authn, close: true };
+
+  const type = mediaType(req.headers['content-type']);
+  if (type !== 'application/x-ndjson' && type !== 'application/json') {
+    return answer(415, 'Unsupported Media Type', 'send Content-Type: application/x-ndjson (one JSON object per line) or application/json (an array of them)', { close: true });
+  }
+  const encoding = String(req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  const gzip = encoding === 'gzip' || encoding === 'x-gzip';
+  if (!gzip && encoding !== 'identity' && encoding !== '') {
+    return answer(415, 'Unsupported Media Type', `Content-Encoding ${encoding} is not supported: send gzip or no encoding`, { close: true });
+  }
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > opts.maxBodyBytes) {
+    return answer(413, 'Payload Too Large', `the body (${declared} bytes) exceeds LOG_DRAIN_MAX_BODY_BYTES (${opts.maxBodyBytes} bytes); send smaller batches`, { close: true });
+  }
+  if (spool.isFull()) return spoolFull(spool, true);
+
+  const receivedAtMs = Date.now();
+  const ctx: BatchContext = { receivedAt: formatDateTime64(receivedAtMs), batchId: randomUUID() };
+  const maxLineBytes = opts.maxLineBytes ?? MAX_LINE_BYTES;
+  const stageMemory = opts.stageMemoryBytes ?? 4 * 1024 * 1024;
+  const rows = new DataStage(opts.budget, stageMemory, () => spool.stagingPath());
+  const rejects = new DataStage(opts.budget, stageMemory, () => spool.stagingPath());
+  const errors: Array<{ line: number; reason: string }> = [];
+  let accepted = 0;
+  let rejected = 0;
+  let oversized: LineTooLongError | undefined;
+  let bodyFormatError: string | undefined;
+
+  const onLine = (text: string, line: number) => {
+    const outcome = mapLine(text, line, ctx);
+    if (outcome.ok) {
+      rows.add(outcome.row);
+      accepted++;
+      return;
+    }
+    rejected++;
+    if (errors.length < MAX_LISTED_ERRORS) errors.push({ line, reason: outcome.reason });
+    rejects.add(
+      JSON.stringify({
+        rejected_at: ctx.receivedAt,
+        source: REJECT_SOURCE,
+        reason: outcome.reason,
+        raw: truncateUtf8(text, MAX_REJECT_RAW_BYTES),
+        line,
+        batch_id: ctx.batchId,
+      }),
+    );
+  };
+  const splitter: Splitter = type === 'application/json' ? new SniffingSplitter(maxLineBytes, onLine) : new NdjsonSplitter(maxLineBytes, onLine);
+  const hmac = authn.signature ? createHmac('sha256', auth.secret!) : undefined;
+  let signatureOk: boolean | undefined;
+  const signatureMatches = (): boolean => (signatureOk ??= !hmac || timingSafeEqual(hmac.digest(), authn.signature!));
+  const bodyHash = createHash('sha256');
+  const meter = new RawMeter(opts.maxBodyBytes, hmac);
+  let decodedBytes = 0;
+
+  const consume = async (source: AsyncIterable<Buffer>) => {
+    for await (const chunk of source) {
+      decodedBytes += chunk.length;
+      if (decodedBytes > opts.maxBodyBytes) throw new LimitError('decoded', opts.maxBodyBytes);
+      if (oversized || bodyFormatError) continue; // keep reading: the signature covers the whole body
+      bodyHash.update(chunk);
+      try {
+        splitter.push(chunk);
+      } catch (err) {
+        if (err instanceof LineTooLongError) oversized = err;
+        else if (err instanceof BodyFormatError) bodyFormatError = err.message;
+        else throw err;
+        continue;
+      }
+      if (rows.shouldSpill) await rows.spill();
+      if (rejects.shouldSpill) await rejects.spill();
+    }
+    if (!oversized && !bodyFormatError) {
+      try {
+        splitter.end();
+      } catch (err) {
+        if (err instanceof BodyFormatError) bodyFormatError = err.message;
+        else throw err;
+      }
+    }
+  };
+
+  try {
+    const raw = req.body as Readable | undefined;
+    if (raw) {
+      // The request itself stays open when the body is cut short, so the answer (413, 400) still reaches the sender.
+      const source = raw.iterator({ destroyOnReturn: false });
+      if (gzip) await pipeline(source, meter, createGunzip(), consume);
+      else await pipeline(source, meter, consume);
+    }
+    opts.metrics.bytes.inc(meter.bytes);
+
+    if (!signatureMatches()) return signatureMismatch();
+    if (oversized) {
+      // The one line an operator will want to see: kept (its start) in ingest_rejects; nothing else is stored.
+      const message = `line ${oversized.line} is longer than the ${maxLineBytes}-byte line limit; nothing of this request was stored`;
+      opts.writer
+        .reject([
+          {
+            source: REJECT_SOURCE,
+            reason: `line_too_long: longer than the ${maxLineBytes}-byte line limit; the request was refused (413)`,
+            raw: truncateUtf8(oversized.head.toString('utf8'), MAX_REJECT_RAW_BYTES),
+            line: oversized.line,
+            batch_id: ctx.batchId,
+          },
+        ])
+        .catch(() => undefined);
+      return { status: 413, body: { error: 'Payload Too Large', message, line: oversized.line } };
+    }
+    if (bodyFormatError) return answer(400, 'Bad Request', `${bodyFormatError}; nothing of this request was stored`);
+
+    const listed = { accepted, rejected, errors };
+    if (accepted === 0 && rejected === 0) return { status: 200, body: { ...listed, batch_id: null } };
+    const record = { id: bodyHash.digest('hex'), receivedAtMs, rows: await rows.finish(), rejects: await rejects.finish() };
+    const result = await spool.append(record);
+    if (result.status === 'duplicate') {
+      opts.metrics.duplicates.inc();
+      return { status: 200, body: { ...listed, batch_id: null, duplicate: true } };
+    }
+    opts.metrics.lines.inc({ outcome: 'accepted' }, accepted);
+    opts.metrics.lines.inc({ outcome: 'rejected' }, rejected);
+    return { status: 200, body: { ...listed, batch_id: ctx.batchId } };
+  } catch (err) {
+    if (err instanceof SpoolFullError) return spoolFull(spool, false);
+    opts.metrics.bytes.inc(meter.bytes);
+    if (err instanceof LimitError) {
+      return err.kind === 'body'
+        ? answer(413, 'Payload Too Large', `the body exceeds LOG_DRAIN_MAX_BODY_BYTES (${err.limit} bytes); send smaller batches`, { close: true })
+        : answer(413, 'Payload Too Large', `the gzip body expands beyond LOG_DRAIN_MAX_BODY_BYTES (${err.limit} bytes); nothing of this request was stored`, { close: true });
+    }
+    // A complete body with a wrong signature is a 401 whatever else is wrong with it.
+    if (meter.complete && !signatureMatches()) return signatureMismatch();
+    if (gzip && isZlibError(err)) {
+      return answer(400, 'Bad Request', `the gzip body is invalid (${(err as Error).message}); nothing of this request was stored`, { close: !meter.complete });
+    }
+    if (isClientGone(err)) return { status: 499, body: { error: 'Client Closed Request', message: 'the sender closed the connection' }, close: true };
+    throw err;
+  } finally {
+    await Promise.all([rows.release(), rejects.release()]);
+  }
+}
+
+function signatureMismatch(): Answer {
+  return answer(
+    401,
+    'Unauthorized',
+    'X-Svc-Signature does not match the body: expected the hex HMAC-SHA256, under the drain secret, of the raw body as sent (the gzip bytes when Content-Encoding is gzip)',
+  );
+}
+
+function spoolFull(spool: Spool, close: boolean): Answer {
+  return answer(
+    503,
+    'Service Unavailable',
+    `the log drain spool is full (LOG_DRAIN_SPOOL_MAX_BYTES ${spool.limitBytes} bytes) while the store catches up; retry after ${spool.retryAfter} s`,
+    { headers: { 'retry-after': String(spool.retryAfter) }, close },
+  );
+}
+
+const errorSchema = {
+  type: 'object',
+  properties: { error: { type: 'string' }, message: { type: 'string' }, line: { type: 'integer' } },
+  required: ['error', 'message'],
+} as const;
+
+const okSchema = {
+  type: 'object',
+  properties: {
+    accepted: { type: 'integer' },
+    rejected: { type: 'integer' },
+    errors: {
+      type: 'array',
+      maxItems: MAX_LISTED_ERRORS,
+      items: { type: 'object', properties: { line: { type: 'integer' }, reason: { type: 'string' } }, required: ['line', 'reason'] },
+    },
+    batch_id: { type: ['string', 'null'] },
+    duplicate: { type: 'boolean' },
+  },
+  required: ['accepted', 'rejected', 'errors'],
+} as const;
+
+/** The drain route, as an encapsulated plugin: its content-type parser hands the raw stream to the handler. */
+export async function drainRoutes(app: FastifyInstance, opts: DrainRouteOptions): Promise<void> {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+  app.post(
+    DRAIN_PATH,
+    {
+      schema: {
+        response: { 200: okSchema, 400: errorSchema, 401: errorSchema, 404: errorSchema, 413: errorSchema, 415: errorSchema, 503: errorSchema },
+      },
+    },
+    async (req: FastifyRequest, reply: FastifyReply) => {
+      const started = process.hrtime.bigint();
+      let result: Answer;
+      try {
+        result = await handleDrain(req, opts);
+      } catch (err) {
+        req.log.error({ err }, 'log drain request failed');
+        result = answer(500, 'Internal Server Error', 'the request could not be spooled; nothing of it was acknowledged', { close: true });
+      }
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      opts.metrics.requestSeconds.observe(seconds);
+      opts.metrics.requests.inc({ status: result.status === 499 ? 'aborted' : String(result.status) });
+      if (result.status >= 400 && result.status !== 499) {
+        req.log.warn({ status: result.status, reason: result.body.message }, 'log drain request refused');
+      }
+      if (result.close) reply.header('connection', 'close');
+      if (result.headers) reply.headers(result.headers);
+      return reply.code(result.status).send(result.body);
+    },
+  );
+}
+
+export interface LogDrainOptions {
+  /** In demo mode: use this secret instead of a random one (e.g. the demo simulator's drain secret). */
+  demoSecret?: string;
+  /** Spool segment size (default 64 MiB). */
+  segmentBytes?: number;
+  /** Rows per request kept in memory before spilling (default 4 MiB); all requests together: stagingBudgetBytes. */
+  stageMemoryBytes?: number;
+  stagingBudgetBytes?: number;
+  /** Called with the replayer once started (tests and benchmarks wait on whenReplayed()). */
+  onStarted?: (drain: { spool: Spool; replayer: SpoolReplayer; auth: DrainAuth | undefined }) => void;
+}
+
+/**
+ * The log drain: applies LOG_RETENTION_DAYS to `logs`, opens the spool under DATA_DIR/spool/logs (replaying
+ * whatever a previous run left), and serves POST /v1/drains/logs. The spool is replayed even when the
+ * endpoint is off, so lines accepted before a reconfiguration still reach the store.
+ */
+export function logDrainExtension(options: LogDrainOptions = {}): Extension {
+  return async (rt) => {
+    const logger = rt.logger.child({ component: 'log-drain' });
+    await applyLogRetention(rt.store, rt.config.LOG_RETENTION_DAYS, logger);
+    const auth = resolveDrainAuth(rt.config, logger, options.demoSecret);
+    const spool = await Spool.open({
+      dir: join(rt.config.DATA_DIR, 'spool', 'logs'),
+      maxBytes: rt.config.LOG_DRAIN_SPOOL_MAX_BYTES,
+      segmentBytes: options.segmentBytes,
+      logger,
+    });
+    const metrics = createDrainMetrics(rt.registry, () => spool);
+    const replayer = new SpoolReplayer({
+      spool,
+      store: rt.store,
+      writer: rt.writer,
+      logger,
+      metrics,
+      lingerMs: rt.config.WRITER_FLUSH_INTERVAL_MS,
+    });
+    replayer.start();
+    await rt.app.register(drainRoutes, {
+      auth,
+      spool,
+      writer: rt.writer,
+      metrics,
+      maxBodyBytes: rt.config.LOG_DRAIN_MAX_BODY_BYTES,
+      stageMemoryBytes: options.stageMemoryBytes,
+      budget: new StagingBudget(options.stagingBudgetBytes ?? 64 * 1024 * 1024),
+    });
+    options.onStarted?.({ spool, replayer, auth });
+    return {
+      name: 'log-drain',
+      async stop() {
+        await replayer.stop();
+        await spool.close();
+        if (spool.bytes > 0) logger.info({ bytes: spool.bytes, lines: spool.pendingRows }, 'log drain spool kept for the next start');
+      },
+    };
+  };
+}

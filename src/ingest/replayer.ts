@@ -1,0 +1,271 @@
+// Moves spooled drain records into the store, in spool order. Each batch is a range of records whose plan is
+// saved before the insert, so after a crash the same records go again with the same deduplication token and
+// the store keeps them once. The committed position moves only after the store confirmed the batch.
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { Store } from '../store/client.js';
+import type { BatchWriter } from '../store/writer.js';
+import { REJECTS_TABLE } from '../store/writer.js';
+import { classifyStoreError, describeStoreError } from '../store/errors.js';
+import type { Logger } from '../log.js';
+import { comparePositions, SpoolCorruptError, type Position, type Spool, type SpoolRecord } from './spool.js';
+import type { DrainMetrics } from './drain-metrics.js';
+
+export const LOGS_TABLE = 'logs';
+
+export interface ReplayerOptions {
+  spool: Spool;
+  store: Pick<Store, 'client'>;
+  /** For the rare row the store refuses as data (it goes to ingest_rejects). */
+  writer: Pick<BatchWriter, 'reject'>;
+  logger?: Logger;
+  metrics?: DrainMetrics;
+  /** How long a lone small batch may wait for company before it is inserted. */
+  lingerMs?: number;
+  /** A batch this large goes at once. */
+  minBatchRows?: number;
+  maxBatchRows?: number;
+  maxBatchBytes?: number;
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+}
+
+class Stopping extends Error {}
+
+function token(table: string, ids: string): string {
+  return createHash('sha256').update(table).update('\n').update(ids).digest('hex');
+}
+
+/** Splits JSONEachRow bytes into rows (each without its newline). */
+function splitRows(parts: Buffer[]): Buffer[] {
+  const rows: Buffer[] = [];
+  for (const part of parts) {
+    let start = 0;
+    for (let nl = part.indexOf(0x0a); nl !== -1; nl = part.indexOf(0x0a, start)) {
+      if (nl > start) rows.push(part.subarray(start, nl));
+      start = nl + 1;
+    }
+    if (start < part.length) rows.push(part.subarray(start));
+  }
+  return rows;
+}
+
+export class SpoolReplayer {
+  private readonly spool: Spool;
+  private readonly opts: Required<Pick<ReplayerOptions, 'lingerMs' | 'minBatchRows' | 'maxBatchRows' | 'maxBatchBytes' | 'backoffBaseMs' | 'backoffMaxMs'>>;
+  private running: Promise<void> | null = null;
+  private stopping = false;
+  /** Ends the current sleep (stop). */
+  private interrupt: (() => void) | null = null;
+  /** Ends the current sleep when it waits for appends. */
+  private appendWake: (() => void) | null = null;
+  private firstPendingAt: number | undefined;
+  private waiters: Array<{ target: Position; resolve: () => void }> = [];
+  private unsubscribe: (() => void) | null = null;
+  private failingSince: number | undefined;
+
+  constructor(private readonly o: ReplayerOptions) {
+    this.spool = o.spool;
+    this.opts = {
+      lingerMs: o.lingerMs ?? 1_000,
+      minBatchRows: o.minBatchRows ?? 20_000,
+      maxBatchRows: o.maxBatchRows ?? 100_000,
+      maxBatchBytes: o.maxBatchBytes ?? 16 * 1024 * 1024,
+      backoffBaseMs: o.backoffBaseMs ?? 200,
+      backoffMaxMs: o.backoffMaxMs ?? 5_000,
+    };
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.stopping = false;
+    this.unsubscribe = this.spool.onAppend(() => {
+      this.firstPendingAt ??= Date.now();
+      this.appendWake?.();
+    });
+    this.running = this.loop().finally(() => {
+      this.running = null;
+    });
+  }
+
+  /** Stops after the insert in progress (a failing one is not retried); the spool keeps the rest. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.interrupt?.();
+    this.unsubscribe?.();
+    await this.running;
+    for (const w of this.waiters.splice(0)) w.resolve();
+  }
+
+  /** Resolves once everything durable in the spool now is in the store (tests, benchmarks, shutdown logs). */
+  whenReplayed(): Promise<void> {
+    const target = this.spool.durableEnd;
+    if (this.replayedUpTo(target)) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ target, resolve }));
+  }
+
+  private replayedUpTo(target: Position): boolean {
+    return this.spool.bytes === 0 || comparePositions(this.spool.committed, target) >= 0;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        const plan = this.spool.inflight;
+        let batch: { records: SpoolRecord[]; to: Position };
+        if (plan) {
+          batch = await this.spool.read(plan.from, { maxRows: Infinity, maxBytes: Infinity, until: plan.to });
+          this.o.logger?.info({ records: batch.records.length }, 'replaying the drain batch that was being inserted when the service stopped');
+        } else {
+          if (!(await this.waitForWork())) break;
+          const read = await this.spool.read(this.spool.committed, { maxRows: this.opts.maxBatchRows, maxBytes: this.opts.maxBatchBytes });
+          if (read.records.length === 0) {
+            this.firstPendingAt = undefined;
+            continue;
+          }
+          batch = read;
+          await this.spool.savePlan({ from: read.from, to: read.to });
+        }
+        await this.insert(batch.records);
+        await this.spool.commit(batch.to, batch.records);
+        const lines = batch.records.reduce((n, r) => n + r.rows, 0);
+        this.o.metrics?.replayedLines.inc(lines);
+        if (this.failingSince !== undefined) {
+          this.o.logger?.info({ outageSeconds: Math.round((Date.now() - this.failingSince) / 1000), spoolBytes: this.spool.bytes }, 'store is back; replaying the drain spool');
+          this.failingSince = undefined;
+        }
+        // Whatever arrived during this insert has waited long enough.
+        this.firstPendingAt = this.spool.bytes > 0 ? 0 : undefined;
+        this.settleWaiters();
+      } catch (err) {
+        if (err instanceof Stopping || this.stopping) break;
+        if (err instanceof SpoolCorruptError) {
+          const lostBytes = await this.spool.skipSegment(err.position.segment).catch(() => 0);
+          this.o.logger?.error({ err: err.message, lostBytes }, 'drain spool segment is damaged; skipped the rest of it');
+          continue;
+        }
+        this.o.logger?.error({ err }, 'drain spool replay failed; retrying');
+        await this.sleep(this.opts.backoffMaxMs);
+      }
+    }
+  }
+
+  private settleWaiters(): void {
+    this.waiters = this.waiters.filter((w) => {
+      if (!this.replayedUpTo(w.target)) return true;
+      w.resolve();
+      return false;
+    });
+  }
+
+  /** Waits until there is something to insert and it is worth inserting now; false when stopping. */
+  private async waitForWork(): Promise<boolean> {
+    for (;;) {
+      if (this.stopping) return false;
+      if (this.spool.bytes > 0) {
+        this.firstPendingAt ??= Date.now();
+        const waited = Date.now() - this.firstPendingAt;
+        if (this.spool.pendingRows >= this.opts.minBatchRows || waited >= this.opts.lingerMs) return true;
+        await this.sleep(this.opts.lingerMs - waited, true);
+        continue;
+      }
+      this.firstPendingAt = undefined;
+      this.settleWaiters();
+      await this.sleep(60_000, true);
+    }
+  }
+
+  /** Sleeps; `wakeOnAppend` lets an append (or stop) cut it short. */
+  private sleep(ms: number, wakeOnAppend = false): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.interrupt = null;
+        this.appendWake = null;
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      this.interrupt = done;
+      if (wakeOnAppend) this.appendWake = done;
+    });
+  }
+
+  private async insert(records: SpoolRecord[]): Promise<void> {
+    const ids = records.map((r) => r.id).join('\n');
+    const rows = records.filter((r) => r.rowData.length > 0).map((r) => r.rowData);
+    const rejects = records.filter((r) => r.rejectData.length > 0).map((r) => r.rejectData);
+    if (rows.length > 0) await this.insertParts(LOGS_TABLE, rows, token(LOGS_TABLE, ids));
+    if (rejects.length > 0) await this.insertParts(REJECTS_TABLE, rejects, token(REJECTS_TABLE, ids));
+  }
+
+  /** Inserts until the store confirms: transient failures are retried with the same token, forever. */
+  private async insertParts(table: string, parts: Buffer[], dedupToken: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.send(table, parts, dedupToken);
+        return;
+      } catch (err) {
+        const kind = classifyStoreError(err);
+        this.o.metrics?.replayFailures.inc({ kind });
+        if (kind === 'data') {
+          await this.isolate(table, parts, dedupToken, err);
+          return;
+        }
+        if (this.stopping) throw new Stopping();
+        this.failingSince ??= Date.now();
+        const delayMs = Math.min(this.opts.backoffMaxMs, this.opts.backoffBaseMs * 2 ** Math.min(attempt - 1, 16));
+        if (attempt === 1 || attempt % 10 === 0) {
+          this.o.logger?.warn(
+            { table, attempt, delayMs, spoolBytes: this.spool.bytes, err: describeStoreError(err) },
+            'store insert from the drain spool failed; the spool keeps the lines and the insert is retried with the same deduplication token',
+          );
+        }
+        await this.sleep(delayMs * (0.5 + Math.random() / 2));
+        if (this.stopping) throw new Stopping();
+      }
+    }
+  }
+
+  /**
+   * The store refused the batch as data (should not happen: rows are built by mapLine). Halve it until the
+   * refused rows are alone, with tokens derived from the batch's so a replay repeats the same inserts.
+   */
+  private async isolate(table: string, parts: Buffer[], dedupToken: string, err: unknown): Promise<void> {
+    const rows = splitRows(parts);
+    if (rows.length <= 1) {
+      const raw = rows[0]?.toString('utf8') ?? '';
+      if (table === REJECTS_TABLE) {
+        this.o.logger?.error({ table, bytes: raw.length, err: describeStoreError(err) }, 'ingest_rejects refused a drain reject row; it is lost');
+        return;
+      }
+      this.o.logger?.warn({ table, err: describeStoreError(err) }, 'the store refused a drain row; kept in ingest_rejects');
+      await this.o.writer.reject([{ source: `writer:${table}`, reason: describeStoreError(err), raw }]);
+      return;
+    }
+    const mid = Math.floor(rows.length / 2);
+    const halves = [rows.slice(0, mid), rows.slice(mid)];
+    for (const [i, half] of halves.entries()) {
+      const withNewlines = half.flatMap((r) => [r, Buffer.from('\n')]);
+      await this.insertParts(table, withNewlines, token(`${dedupToken}/${i}`, String(half.length)));
+    }
+  }
+
+  private async send(table: string, parts: Buffer[], dedupToken: string): Promise<void> {
+    const result = await this.o.store.client.exec({
+      query: `INSERT INTO ${table} FORMAT JSONEachRow`,
+      values: Readable.from(parts),
+      clickhouse_settings: {
+        insert_deduplication_token: dedupToken,
+        async_insert: 0,
+        // A batch may hold lines of many days (one partition each); the default limit would fail it forever.
+        max_partitions_per_insert_block: '0',
+      },
+    });
+    await new Promise<void>((resolve, reject) => {
+      result.stream.on('error', reject);
+      result.stream.on('end', resolve);
+      result.stream.resume();
+    });
+  }
+}
