@@ -1,0 +1,157 @@
+import { createHash } from 'node:crypto';
+import type { JobContext, JobDefinition } from '../src/jobs/job.js';
+import { chunk } from '../src/platform/index.js';
+import { listEndpoints } from '../src/collectors/endpoints.js';
+import { PricesFileError, readPricesFile, syncUnitPrices } from '../src/collectors/prices.js';
+import {
+  collectRequestWindow,
+  coveringEndpointIds,
+  dayChunks,
+  forEachLimited,
+  parseTimeArg,
+} from '../src/collectors/requests.js';
+
+const JOB = 'requests';
+const HOUR_MS = 3_600_000;
+/** How far back the first scheduled run (or a newly seen endpoint) reaches; `--lookback-hours` overrides. */
+export const FIRST_RUN_LOOKBACK_HOURS = 24;
+/** Endpoint groups (of at most 50 ids) paged at the same time. */
+export const REQUESTS_CONCURRENCY = 2;
+/** Checkpoint key of the scheduled runs: value = JSON {endpoint id: ISO instant collected through}. */
+export const SCHEDULED_KEY = 'scheduled';
+
+/**
+ * Serverless requests with billable units (API scope), and the unit prices of PRICES_FILE. A scheduled run
+ * loads the prices, then collects each endpoint from its watermark minus REQUESTS_RECOLLECT_HOURS (billing that
+ * was still null then is filled in) up to now, in day chunks, saving the watermark after each committed
+ * chunk. With --from/--to it backfills that range in day chunks and resumes after an interruption.
+ */
+export const requestsJob: JobDefinition = {
+  name: JOB,
+  description: 'requests per endpoint with billable units; unit prices from PRICES_FILE',
+  defaultCron: '*/5 * * * *',
+  scope: 'api',
+  label: 'the requests collector',
+  options: {
+    endpoints: { type: 'string', description: 'comma-separated endpoint ids (default: ENDPOINT_IDS, else every endpoint of the apps)' },
+    'lookback-hours': { type: 'string', description: `first run / new endpoint: hours to reach back (default ${FIRST_RUN_LOOKBACK_HOURS})` },
+  },
+  async run(ctx) {
+    // A bad prices file must not stop request collection (costs are computed when read): collect, then fail
+    // the run with the file's error so job_runs and the log name the entry and field.
+    let pricesError: PricesFileError | undefined;
+    const pricesFile = ctx.runtime.config.PRICES_FILE;
+    if (pricesFile) {
+      try {
+        const result = await syncUnitPrices(ctx.runtime, await readPricesFile(pricesFile), pricesFile);
+        if (result.added + result.corrected > 0) ctx.log.info({ ...result }, 'unit prices loaded');
+      } catch (err) {
+        if (!(err instanceof PricesFileError)) throw err;
+        pricesError = err;
+        ctx.log.error({ error: err.message }, 'unit prices not loaded; collecting requests anyway');
+      }
+    }
+
+    const ids = coveringEndpointIds(
+      ctx.args.endpoints ? ctx.args.endpoints.split(',') : await listEndpoints(ctx),
+    );
+    if (ids.length === 0) ctx.log.warn('no endpoints to collect requests for');
+    else if (ctx.args.from || ctx.args.to) await backfill(ctx, ids);
+    else await scheduled(ctx, ids);
+
+    if (pricesError) throw pricesError;
+  },
+};
+
+function lookbackMs(ctx: JobContext): number {
+  const raw = ctx.args['lookback-hours'];
+  if (raw === undefined) return FIRST_RUN_LOOKBACK_HOURS * HOUR_MS;
+  const hours = Number(raw);
+  if (!Number.isFinite(hours) || hours <= 0) throw new Error(`--lookback-hours must be a positive number, got ${JSON.stringify(raw)}`);
+  return hours * HOUR_MS;
+}
+
+function parseWatermarks(value: string | undefined): Record<string, string> {
+  if (!value) return {};
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
+      return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    }
+  } catch {
+    // fall through: an unreadable checkpoint is a first run, not a failure
+  }
+  return {};
+}
+
+/**
+ * Each endpoint's window is [its watermark - REQUESTS_RECOLLECT_HOURS, now), or the look-back for an endpoint
+ * without one. Endpoints with the same start are paged together, 50 ids a call; after each day chunk of a group
+ * is committed, the group's watermarks move to the chunk's end (never backwards) and the whole map is saved.
+ */
+async function scheduled(ctx: JobContext, ids: string[]): Promise<void> {
+  const nowMs = ctx.now().getTime();
+  const recollectMs = ctx.runtime.config.REQUESTS_RECOLLECT_HOURS * HOUR_MS;
+  const firstStartMs = nowMs - lookbackMs(ctx);
+  const watermarks = parseWatermarks(await ctx.checkpoints.get(JOB, SCHEDULED_KEY));
+
+  const byStart = new Map<number, string[]>();
+  for (const id of ids) {
+    const through = watermarks[id] ? Date.parse(watermarks[id]) : NaN;
+    const startMs = Number.isNaN(through) ? firstStartMs : Math.min(through, nowMs) - recollectMs;
+    if (startMs >= nowMs) continue;
+    byStart.set(startMs, [...(byStart.get(startMs) ?? []), id]);
+  }
+  const groups = [...byStart].flatMap(([startMs, members]) => chunk(members, 50).map((g) => ({ startMs, ids: g })));
+
+  let saving = Promise.resolve();
+  const save = (): Promise<void> => {
+    const value = JSON.stringify(watermarks);
+    saving = saving.then(() => ctx.checkpoints.save(JOB, SCHEDULED_KEY, value));
+    return saving;
+  };
+  await forEachLimited(groups, REQUESTS_CONCURRENCY, async (group) => {
+    for (const c of dayChunks(new Date(group.startMs), new Date(nowMs))) {
+      ctx.signal.throwIfAborted();
+      await collectRequestWindow(ctx, { endpointIds: group.ids, ...c });
+      for (const id of group.ids) {
+        const old = watermarks[id] ? Date.parse(watermarks[id]) : NaN;
+        if (Number.isNaN(old) || old < c.to.getTime()) watermarks[id] = c.to.toISOString();
+      }
+      await save();
+    }
+  });
+}
+
+/** --from/--to: day chunks (in --timezone, default UTC), every endpoint group per chunk, then a checkpoint. */
+async function backfill(ctx: JobContext, ids: string[]): Promise<void> {
+  if (!ctx.args.from || !ctx.args.to) {
+    throw new Error('a backfill needs both --from and --to (YYYY-MM-DD or ISO 8601 datetimes, --to exclusive)');
+  }
+  const timezone = ctx.args.timezone ?? 'UTC';
+  const from = parseTimeArg(ctx.args.from, timezone, '--from');
+  const requestedTo = parseTimeArg(ctx.args.to, timezone, '--to');
+  if (requestedTo <= from) throw new Error(`--to (${ctx.args.to}) must be after --from (${ctx.args.from}); --to is exclusive`);
+  // Nothing exists after now; the platform would cut the range there anyway.
+  const to = new Date(Math.min(requestedTo.getTime(), ctx.now().getTime()));
+  const chunks = dayChunks(from, to, timezone);
+  const groups = chunk(ids, 50);
+  const idsHash = createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 12);
+  const key = `backfill:${from.toISOString()}:${requestedTo.toISOString()}:${idsHash}`;
+  const saved = await ctx.checkpoints.get(JOB, key);
+  // A finished backfill run again collects everything again; an interrupted one resumes at its next chunk.
+  const resumeAt = saved && saved !== 'done' ? chunks.findIndex((c) => c.from.toISOString() === saved) : 0;
+  const first = resumeAt < 0 ? 0 : resumeAt;
+  if (first > 0) ctx.log.info({ resumeFrom: chunks[first].from.toISOString() }, 'resuming an interrupted backfill');
+  ctx.progress.start(chunks.length, `requests ${ctx.args.from}..${ctx.args.to}`, first);
+  for (let i = first; i < chunks.length; i++) {
+    ctx.signal.throwIfAborted();
+    let count = 0;
+    await forEachLimited(groups, REQUESTS_CONCURRENCY, async (g) => {
+      count += (await collectRequestWindow(ctx, { endpointIds: g, ...chunks[i] })).requests;
+    });
+    await ctx.checkpoints.save(JOB, key, i + 1 < chunks.length ? chunks[i + 1].from.toISOString() : 'done');
+    ctx.progress.tick(i + 1, `${chunks[i].from.toISOString().slice(0, 10)}: ${count} requests`);
+  }
+  ctx.progress.stop();
+}

@@ -1,0 +1,185 @@
+import { z } from 'zod';
+import { chDecimal, chNumber, defineTable, namedQuery } from './table.js';
+
+const decimalText = z.string().regex(/^-?\d+(\.\d+)?$/);
+
+/**
+ * One serverless request (sql/007_create_requests.sql). `duration` is Float64 seconds, not a Decimal: it is a
+ * measurement that feeds percentiles and averages (float arithmetic either way), the platform sends it as a
+ * JSON double that a Float64 stores exactly, and no money is ever computed from it — what is billed is
+ * `billable_units`, which is a Decimal.
+ */
+export const RequestRow = z.object({
+  request_id: z.string(),
+  gateway_request_id: z.string().nullable(),
+  endpoint_id: z.string(),
+  started_at: z.string().nullable(), // DateTime64(3) UTC text
+  sent_at: z.string().nullable(),
+  ended_at: z.string(),
+  status_code: z.number().int().min(0).max(65535),
+  duration: z.number(), // seconds
+  runner_id: z.string().nullable(),
+  billable_units: decimalText.nullable(),
+  raw: z.string(),
+  version: z.number().int().nonnegative(),
+  collected_at: z.string(),
+});
+export type RequestRow = z.input<typeof RequestRow>;
+
+export const requests = defineTable('requests', RequestRow);
+
+/** Added to the version of a copy that carries billable units: it outranks every copy without. */
+export const BILLED_VERSION_BIT = 2 ** 52;
+
+/** The version of a collected copy: billed copies always win, then the latest collection. */
+export function requestVersion(billed: boolean, collectedAtMs: number): number {
+  if (!Number.isSafeInteger(collectedAtMs) || collectedAtMs < 0 || collectedAtMs >= BILLED_VERSION_BIT) {
+    throw new RangeError(`collection time out of range: ${collectedAtMs}`);
+  }
+  return (billed ? BILLED_VERSION_BIT : 0) + collectedAtMs;
+}
+
+// ---- cost (GET /cost/requests) -------------------------------------------------------------------
+
+/**
+ * Parameters of the cost queries. `from`/`to` are DateTime64(3) UTC text ('YYYY-MM-DD HH:MM:SS.mmm', see
+ * toDateTime64), `to` exclusive, on `ended_at`; `endpoint_ids` empty = every endpoint; `timezone` is the IANA
+ * zone whose calendar days `day` is in (the by-day query only).
+ */
+export interface RequestCostParams extends Record<string, unknown> {
+  from: string;
+  to: string;
+  endpoint_ids: string[];
+  timezone: string;
+}
+
+const CostRow = z.object({
+  endpoint_id: z.string(),
+  request_count: chNumber,
+  /** Requests whose billable units are known. */
+  billed_requests: chNumber,
+  /** Requests the platform has not billed yet (billable_units NULL): their cost is not in `cost` yet. */
+  unbilled_requests: chNumber,
+  /** Sum of the known billable units, exact decimal text ('0' when none). */
+  billable_units: chDecimal,
+  /** Billed requests with no price in effect when they ended: their cost is not in `cost`. */
+  unpriced_requests: chNumber,
+  /** Sum of billable_units x unit price in effect at ended_at, exact decimal text; null when nothing was priced. */
+  cost: chDecimal.nullable(),
+  /** The prices' currency; null when nothing was priced. */
+  currency: z.string().nullable(),
+});
+
+// One template for both groupings (STYLE.md: one query with a parameter, not near-identical copies). The
+// grouping is chosen from this allow-list, never from caller text.
+//
+// FINAL resolves the copies of each request (billed wins, see requestVersion); the WHERE is on sorting-key
+// columns, so ClickHouse applies it before the FINAL merge and reads only the granules of the range.
+// ASOF LEFT JOIN picks, per request, the endpoint's price with the latest effective_from <= ended_at: the price
+// in effect when the request ended. join_use_nulls makes "no price" NULL rather than a zero price.
+const COST_GROUPINGS = {
+  endpoint: { select: '', groupBy: 'endpoint_id' },
+  endpoint_day: { select: 'toString(toDate(r.ended_at, {timezone:String})) AS day,', groupBy: 'endpoint_id, day' },
+} as const;
+
+function costSql(grouping: keyof typeof COST_GROUPINGS): string {
+  const g = COST_GROUPINGS[grouping];
+  return `SELECT
+       r.endpoint_id AS endpoint_id,
+       ${g.select}
+       count() AS request_count,
+       countIf(r.billable_units IS NOT NULL) AS billed_requests,
+       countIf(r.billable_units IS NULL) AS unbilled_requests,
+       toString(ifNull(sum(r.billable_units), 0)) AS billable_units,
+       countIf(r.billable_units IS NOT NULL AND p.unit_price IS NULL) AS unpriced_requests,
+       toString(sum(r.billable_units * p.unit_price)) AS cost,
+       any(p.currency) AS currency
+     FROM
+     (
+       SELECT endpoint_id, ended_at, billable_units
+       FROM requests FINAL
+       WHERE ended_at >= {from:DateTime64(3, 'UTC')} AND ended_at < {to:DateTime64(3, 'UTC')}
+         AND (length({endpoint_ids:Array(String)}) = 0 OR has({endpoint_ids:Array(String)}, endpoint_id))
+     ) AS r
+     ASOF LEFT JOIN
+     (
+       SELECT endpoint_id, effective_from, unit_price, currency
+       FROM unit_prices FINAL
+       WHERE length({endpoint_ids:Array(String)}) = 0 OR has({endpoint_ids:Array(String)}, endpoint_id)
+     ) AS p
+     ON r.endpoint_id = p.endpoint_id AND r.ended_at >= p.effective_from
+     GROUP BY ${g.groupBy}
+     ORDER BY ${g.groupBy}
+     SETTINGS join_use_nulls = 1`;
+}
+
+/** Per endpoint over the range: request count, billable units, cost at the prices in effect, unbilled count. */
+export const requestCostByEndpoint = namedQuery<RequestCostParams, typeof CostRow>(
+  'request_cost_by_endpoint',
+  costSql('endpoint'),
+  CostRow,
+);
+
+const CostDayRow = CostRow.extend({ day: z.string() /* YYYY-MM-DD in `timezone` */ });
+
+/** As requestCostByEndpoint, per endpoint and calendar day (in `timezone`) of ended_at. */
+export const requestCostByEndpointDay = namedQuery<RequestCostParams, typeof CostDayRow>(
+  'request_cost_by_endpoint_day',
+  costSql('endpoint_day'),
+  CostDayRow,
+);
+
+/** Parameters of requestCosts: as the cost queries (no timezone), plus the most rows to return. */
+export interface RequestCostListParams extends Record<string, unknown> {
+  from: string;
+  to: string;
+  endpoint_ids: string[];
+  limit: number;
+}
+
+const RequestCostRow = z.object({
+  request_id: z.string(),
+  endpoint_id: z.string(),
+  ended_at: z.string(), // DateTime64(3) UTC text
+  status_code: chNumber,
+  billable_units: chDecimal.nullable(),
+  unit_price: chDecimal.nullable(),
+  currency: z.string().nullable(),
+  cost: chDecimal.nullable(),
+});
+
+/**
+ * Per request (drill-down): billable units, the price in effect when it ended and its cost, in key order
+ * (endpoint_id, ended_at, request_id). `unit_price`/`cost` are null without a price, `cost` also while unbilled.
+ */
+export const requestCosts = namedQuery<RequestCostListParams, typeof RequestCostRow>(
+  'request_costs',
+  `SELECT
+     r.request_id AS request_id,
+     r.endpoint_id AS endpoint_id,
+     toString(r.ended_at) AS ended_at,
+     r.status_code AS status_code,
+     toString(r.billable_units) AS billable_units,
+     toString(p.unit_price) AS unit_price,
+     p.currency AS currency,
+     toString(r.billable_units * p.unit_price) AS cost
+   FROM
+   (
+     SELECT request_id, endpoint_id, ended_at, status_code, billable_units
+     FROM requests FINAL
+     WHERE ended_at >= {from:DateTime64(3, 'UTC')} AND ended_at < {to:DateTime64(3, 'UTC')}
+       AND (length({endpoint_ids:Array(String)}) = 0 OR has({endpoint_ids:Array(String)}, endpoint_id))
+     ORDER BY endpoint_id, ended_at, request_id
+     LIMIT {limit:UInt32}
+   ) AS r
+   ASOF LEFT JOIN
+   (
+     SELECT endpoint_id, effective_from, unit_price, currency
+     FROM unit_prices FINAL
+     WHERE length({endpoint_ids:Array(String)}) = 0 OR has({endpoint_ids:Array(String)}, endpoint_id)
+   ) AS p
+   ON r.endpoint_id = p.endpoint_id AND r.ended_at >= p.effective_from
+   ORDER BY endpoint_id, r.ended_at, request_id
+   SETTINGS join_use_nulls = 1`,
+  RequestCostRow,
+);
