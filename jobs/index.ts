@@ -1,5 +1,7 @@
 import type { JobDefinition } from '../src/jobs/job.js';
 import { usageJob } from './usage.js';
+import { appsJob } from './apps.js';
+import { analyticsJob } from './analytics.js';
 
 /** Every scheduled job, one file each. */
-export const allJobs: JobDefinition[] = [usageJob];
+export const allJobs: JobDefinition[] = [usageJob, appsJob, analyticsJob];

@@ -6,6 +6,7 @@ import { usageBuckets } from './usage-buckets.js';
 import { usageSummaries } from './usage-summaries.js';
 import { apps } from './apps.js';
 import { appEndpoints } from './app-endpoints.js';
+import { analyticsBuckets } from './analytics-buckets.js';
 import { logs } from './logs.js';
 import { webhookDeliveries } from './webhook-deliveries.js';
 
@@ -22,4 +23,4 @@ export const ingestRejects = defineTable(
 );
 
 /** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
-export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, logs, webhookDeliveries];
+export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, logs, webhookDeliveries];

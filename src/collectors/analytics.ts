@@ -1,0 +1,282 @@
+import { DateTime } from 'luxon';
+import { z } from 'zod';
+import type { JobContext } from '../jobs/job.js';
+import {
+  ANALYTICS_METRIC_NAMES,
+  chunk,
+  isPlatformError,
+  ModelsPage,
+  platformPaths,
+  type AnalyticsMetricName,
+  type PlatformError,
+} from '../platform/index.js';
+import { analyticsBuckets, type AnalyticsBucketRow } from '../store/tables/analytics-buckets.js';
+import { toDateTime64 } from '../store/values.js';
+import { collectorRejects, commitRows, describeZodIssue, listEndpoints, nextVersion, type CollectorRejects } from './endpoints.js';
+import { parseBucket } from './usage.js';
+
+export type AnalyticsKind = 'serverless' | 'models';
+export type AnalyticsTimeframe = 'minute' | 'hour' | 'day';
+
+const PATHS: Record<AnalyticsKind, string> = {
+  serverless: platformPaths.serverlessAnalytics,
+  models: platformPaths.modelsAnalytics,
+};
+
+// Loose envelope; each row is validated on its own.
+const AnalyticsPage = z.looseObject({
+  next_cursor: z.string().nullish(),
+  has_more: z.boolean().nullish(),
+  time_series: z.array(z.looseObject({ bucket: z.unknown(), results: z.array(z.unknown()) })).nullish(),
+  summary: z.array(z.unknown()).nullish(),
+});
+
+// A row: the endpoint id and the metrics the spec names; counts are whole numbers. Other fields pass through
+// (they stay in `raw`).
+const AnalyticsRecord = z.looseObject({
+  endpoint_id: z.string(),
+  ...(Object.fromEntries(
+    ANALYTICS_METRIC_NAMES.map((m) => [m, m.endsWith('_count') ? z.number().int().nonnegative().nullish() : z.number().nullish()]),
+  ) as Record<AnalyticsMetricName, z.ZodOptional<z.ZodNullable<z.ZodNumber>>>),
+});
+type AnalyticsRecord = z.infer<typeof AnalyticsRecord>;
+
+/** Every metric of the spec, requested through `expand` beside the time series. */
+const SERIES_EXPAND = ['time_series', ...ANALYTICS_METRIC_NAMES];
+
+export interface AnalyticsTargets {
+  serverless: string[];
+  models: string[];
+}
+
+/**
+ * The endpoint ids to ask analytics for. Serverless: listEndpoints() (ENDPOINT_IDS, else the apps' endpoints).
+ * Models: the public model endpoints of GET /v1/models (with ENDPOINT_IDS: those of its ids that are models);
+ * each range then keeps only the models the caller used (see collectAnalyticsRange).
+ */
+export async function analyticsTargets(ctx: JobContext, kinds: readonly AnalyticsKind[]): Promise<AnalyticsTargets> {
+  const modelIds = new Set<string>();
+  if (kinds.includes('models')) {
+    for await (const page of ctx.platform.paginate(platformPaths.models, { query: { limit: 100 }, schema: ModelsPage, ctx: ctx.call })) {
+      for (const m of page.models) modelIds.add(m.endpoint_id);
+    }
+  }
+  const configured = ctx.runtime.config.ENDPOINT_IDS;
+  if (configured && configured.length > 0) {
+    const ids = [...new Set(configured)];
+    return {
+      serverless: kinds.includes('serverless') ? ids.filter((id) => !modelIds.has(id)) : [],
+      models: ids.filter((id) => modelIds.has(id)),
+    };
+  }
+  return {
+    serverless: kinds.includes('serverless') ? (await listEndpoints(ctx)).filter((id) => !modelIds.has(id)) : [],
+    models: [...modelIds],
+  };
+}
+
+export interface AnalyticsRange {
+  timezone: string;
+  timeframe: AnalyticsTimeframe;
+  /** Epoch ms, on a bucket boundary of `timeframe` in `timezone`. */
+  startMs: number;
+  /** Epoch ms, exclusive. */
+  endMs: number;
+}
+
+/** Endpoints the platform refused (403: not owned; 404: unknown) during a run, with the error. */
+export type RefusedEndpoints = Map<string, PlatformError>;
+
+export interface AnalyticsRangeResult {
+  rows: number;
+  rejected: number;
+}
+
+/**
+ * Collects one range of analytics in one timezone: the time series of every target endpoint with every metric,
+ * endpoint ids in calls of at most 50. A call the platform refuses (serverless analytics answers 403 unless the
+ * caller owns every endpoint of the call) is split in halves until the refused endpoints stand alone; they are
+ * added to `refused` and skipped, the others are collected. Endpoints already in `refused` are not asked for
+ * again. Resolves once every row is committed.
+ */
+export async function collectAnalyticsRange(
+  ctx: JobContext,
+  range: AnalyticsRange,
+  targets: AnalyticsTargets,
+  refused: RefusedEndpoints,
+): Promise<AnalyticsRangeResult> {
+  const version = nextVersion();
+  const collectedAt = toDateTime64(Date.now());
+  const rejects = collectorRejects('analytics');
+  const rows: AnalyticsBucketRow[] = [];
+  const base = {
+    start: new Date(range.startMs).toISOString(),
+    end: new Date(range.endMs).toISOString(),
+    timezone: range.timezone,
+    timeframe: range.timeframe,
+    bound_to_timeframe: 'true',
+    limit: 1000,
+  };
+
+  const series = async (kind: AnalyticsKind, ids: string[]): Promise<AnalyticsBucketRow[]> => {
+    const out: AnalyticsBucketRow[] = [];
+    for await (const page of ctx.platform.paginate(PATHS[kind], {
+      query: { ...base, endpoint_id: ids, expand: SERIES_EXPAND },
+      schema: AnalyticsPage,
+      ctx: ctx.call,
+    })) {
+      for (const s of page.time_series ?? []) {
+        const bucket = parseBucket(s.bucket, range.timezone);
+        for (const raw of s.results) {
+          if (typeof bucket === 'string') {
+            rejects.add(raw, `bad bucket ${JSON.stringify(s.bucket)}: ${bucket}`);
+            continue;
+          }
+          const parsed = AnalyticsRecord.safeParse(raw);
+          if (!parsed.success) {
+            rejects.add(raw, describeZodIssue(parsed.error));
+            continue;
+          }
+          out.push(toRow(kind, range, bucket, parsed.data, raw, version, collectedAt));
+        }
+      }
+    }
+    return out;
+  };
+
+  const live = (ids: string[]) => ids.filter((id) => !refused.has(id));
+  for (const group of chunk(live(targets.serverless), 50)) {
+    rows.push(...(await skippingRefused(group, refused, (ids) => series('serverless', ids))));
+  }
+  // Models: only those the caller used in the range (the summary says which), not a row per bucket for every
+  // public model.
+  for (const group of chunk(live(targets.models), 50)) {
+    const used = await skippingRefused(group, refused, (ids) => usedModels(ctx, ids, base, rejects));
+    for (const ids of chunk(used, 50)) rows.push(...(await skippingRefused(ids, refused, (g) => series('models', g))));
+  }
+
+  const { written } = await commitRows(ctx, [{ table: analyticsBuckets.name, rows }], rejects, {
+    timezone: range.timezone,
+    start: base.start,
+    end: base.end,
+  });
+  void written;
+  return { rows: rows.length, rejected: rejects.rows.length };
+}
+
+async function usedModels(
+  ctx: JobContext,
+  ids: string[],
+  base: Record<string, string | number>,
+  rejects: CollectorRejects,
+): Promise<string[]> {
+  const used: string[] = [];
+  for await (const page of ctx.platform.paginate(platformPaths.modelsAnalytics, {
+    query: { ...base, endpoint_id: ids, expand: ['summary', 'request_count'] },
+    schema: AnalyticsPage,
+    ctx: ctx.call,
+  })) {
+    for (const raw of page.summary ?? []) {
+      const parsed = AnalyticsRecord.safeParse(raw);
+      if (!parsed.success) {
+        rejects.add(raw, `summary: ${describeZodIssue(parsed.error)}`);
+        continue;
+      }
+      // A row without request_count is kept: better a row of zeros than a model missed.
+      if (parsed.data.request_count !== 0) used.push(parsed.data.endpoint_id);
+    }
+  }
+  return [...new Set(used)];
+}
+
+function isRefusal(err: unknown): err is PlatformError {
+  return isPlatformError(err) && (err.status === 403 || err.status === 404);
+}
+
+/** Runs `fetch` for the group; when the platform refuses it, halves it until the refused ids stand alone. */
+async function skippingRefused<T>(ids: string[], refused: RefusedEndpoints, fetch: (ids: string[]) => Promise<T[]>): Promise<T[]> {
+  if (ids.length === 0) return [];
+  try {
+    return await fetch(ids);
+  } catch (err) {
+    if (!isRefusal(err)) throw err;
+    if (ids.length === 1) {
+      refused.set(ids[0], err);
+      return [];
+    }
+    const mid = Math.ceil(ids.length / 2);
+    const left = await skippingRefused(ids.slice(0, mid), refused, fetch);
+    const right = await skippingRefused(ids.slice(mid), refused, fetch);
+    return [...left, ...right];
+  }
+}
+
+function toRow(
+  kind: AnalyticsKind,
+  range: AnalyticsRange,
+  bucket: { utc: string; offsetMinutes: number },
+  r: AnalyticsRecord,
+  raw: unknown,
+  version: number,
+  collectedAt: string,
+): AnalyticsBucketRow {
+  const metrics = Object.fromEntries(ANALYTICS_METRIC_NAMES.map((m) => [m, r[m] ?? null])) as Record<AnalyticsMetricName, number | null>;
+  return {
+    kind,
+    timezone: range.timezone,
+    timeframe: range.timeframe,
+    bucket: bucket.utc,
+    bucket_offset_minutes: bucket.offsetMinutes,
+    endpoint_id: r.endpoint_id,
+    endpoint_scope: kind === 'models' ? 'model' : r.endpoint_id.split('/').length <= 2 ? 'app' : 'route',
+    ...metrics,
+    raw: JSON.stringify(raw),
+    version,
+    collected_at: collectedAt,
+  };
+}
+
+// ---- windows ------------------------------------------------------------------------------------------------
+
+/** The start of the bucket holding `ms`. */
+export function bucketStart(ms: number, timeframe: AnalyticsTimeframe, timezone: string): number {
+  return DateTime.fromMillis(ms, { zone: timezone }).startOf(timeframe).toMillis();
+}
+
+/** How much one call covers: enough buckets to be worth a call, few enough pages to redo after a failure. */
+const CHUNK: Record<AnalyticsTimeframe, { hours?: number; days?: number; months?: number }> = {
+  minute: { hours: 6 },
+  hour: { days: 1 },
+  day: { months: 1 },
+};
+
+/** Splits [startMs, endMs) into chunks that begin on bucket boundaries. */
+export function rangeChunks(startMs: number, endMs: number, timeframe: AnalyticsTimeframe, timezone: string): Array<{ startMs: number; endMs: number }> {
+  const out: Array<{ startMs: number; endMs: number }> = [];
+  let s = bucketStart(startMs, timeframe, timezone);
+  while (s < endMs) {
+    const next = Math.min(DateTime.fromMillis(s, { zone: timezone }).plus(CHUNK[timeframe]).startOf(timeframe).toMillis(), endMs);
+    out.push({ startMs: s, endMs: next });
+    s = next;
+  }
+  return out;
+}
+
+/** `YYYY-MM-DD` (local midnight in `timezone`) or an ISO 8601 datetime, as epoch ms. */
+export function parseTimeArg(value: string, timezone: string, name: string): number {
+  const ok = /^\d{4}-\d{2}-\d{2}(T.+)?$/.test(value);
+  const dt = ok ? DateTime.fromISO(value, { zone: timezone }) : DateTime.invalid('format');
+  if (!dt.isValid) throw new Error(`${name} must be a date YYYY-MM-DD or an ISO 8601 datetime, got ${JSON.stringify(value)}`);
+  return dt.toMillis();
+}
+
+/** One warning per run naming every endpoint skipped, and why. */
+export function warnRefused(ctx: JobContext, refused: RefusedEndpoints): void {
+  if (refused.size === 0) return;
+  const ids = [...refused.keys()].sort();
+  const statuses = [...new Set([...refused.values()].map((e) => e.status))];
+  ctx.log.warn(
+    { endpoints: ids, statuses },
+    `analytics skipped ${ids.length} endpoint(s) the platform refused (403: not owned by the caller; 404: unknown): ${ids.join(', ')}`,
+  );
+}
