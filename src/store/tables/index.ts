@@ -7,6 +7,8 @@ import { usageSummaries } from './usage-summaries.js';
 import { apps } from './apps.js';
 import { appEndpoints } from './app-endpoints.js';
 import { analyticsBuckets } from './analytics-buckets.js';
+import { requests } from './requests.js';
+import { unitPrices } from './unit-prices.js';
 import { logs } from './logs.js';
 import { webhookDeliveries } from './webhook-deliveries.js';
 
@@ -23,4 +25,4 @@ export const ingestRejects = defineTable(
 );
 
 /** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
-export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, logs, webhookDeliveries];
+export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, logs, webhookDeliveries, requests, unitPrices];
