@@ -85,6 +85,7 @@ export class NdjsonSplitter implements Splitter {
       } else {
         if (this.carryBytes + (nl - start) > this.maxLineBytes) throw tooLong(this.lines, this.maxLineBytes, [...this.carry, chunk.subarray(start, nl)]);
         this.carry.push(chunk.subarray(start, nl));
+        this.carryBytes += nl - start;
         this.emit(this.takeCarry());
       }
       start = nl + 1;

@@ -93,12 +93,14 @@ class LimitError extends Error {
 class RawMeter extends Transform {
   bytes = 0;
   complete = false;
+  /** Set when the limit stopped the body (pipeline may report the abort it caused instead). */
+  limitHit: LimitError | undefined;
   constructor(private readonly limit: number, private readonly hmac: ReturnType<typeof createHmac> | undefined) {
     super();
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.bytes += chunk.length;
-    if (this.bytes > this.limit) return cb(new LimitError('body', this.limit));
+    if (this.bytes > this.limit) return cb((this.limitHit = new LimitError('body', this.limit)));
     this.hmac?.update(chunk);
     cb(null, chunk);
   }
@@ -210,11 +212,13 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
   const bodyHash = createHash('sha256');
   const meter = new RawMeter(opts.maxBodyBytes, hmac);
   let decodedBytes = 0;
+  let decodedLimitHit: LimitError | undefined;
+  let gunzipError: Error | undefined;
 
   const consume = async (source: AsyncIterable<Buffer>) => {
     for await (const chunk of source) {
       decodedBytes += chunk.length;
-      if (decodedBytes > opts.maxBodyBytes) throw new LimitError('decoded', opts.maxBodyBytes);
+      if (decodedBytes > opts.maxBodyBytes) throw (decodedLimitHit = new LimitError('decoded', opts.maxBodyBytes));
       if (oversized || bodyFormatError) continue; // keep reading: the signature covers the whole body
       bodyHash.update(chunk);
       try {
@@ -243,8 +247,13 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
     if (raw) {
       // The request itself stays open when the body is cut short, so the answer (413, 400) still reaches the sender.
       const source = raw.iterator({ destroyOnReturn: false });
-      if (gzip) await pipeline(source, meter, createGunzip(), consume);
-      else await pipeline(source, meter, consume);
+      if (gzip) {
+        const gunzip = createGunzip();
+        gunzip.once('error', (err) => (gunzipError ??= err));
+        await pipeline(source, meter, gunzip, consume);
+      } else {
+        await pipeline(source, meter, consume);
+      }
     }
     opts.metrics.bytes.inc(meter.bytes);
 
@@ -278,7 +287,9 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
     opts.metrics.lines.inc({ outcome: 'accepted' }, accepted);
     opts.metrics.lines.inc({ outcome: 'rejected' }, rejected);
     return { status: 200, body: { ...listed, batch_id: ctx.batchId } };
-  } catch (err) {
+  } catch (caught) {
+    // The stage that stopped the body, rather than the aborts the pipeline then raised in the others.
+    const err: unknown = meter.limitHit ?? decodedLimitHit ?? gunzipError ?? caught;
     if (err instanceof SpoolFullError) return spoolFull(spool, false);
     opts.metrics.bytes.inc(meter.bytes);
     if (err instanceof LimitError) {

@@ -286,6 +286,8 @@ export class Spool {
   private appendListeners: Array<() => void> = [];
   private unreplayedRows = 0;
   private closed = false;
+  /** fdatasync calls made for appends (one per group commit). */
+  syncs = 0;
 
   private constructor(opts: SpoolOptions) {
     this.dir = opts.dir;
@@ -411,6 +413,7 @@ export class Spool {
             rows += p.record.rows.count;
           }
           if (this.sync) await this.active.fh.datasync();
+          this.syncs++;
         } catch (err) {
           // Nothing of this group is acknowledged: cut the file back to its last durable size.
           this.active.size = this.sizes.get(this.active.seq) ?? 0;

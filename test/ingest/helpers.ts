@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { request } from 'undici';
 import { startService, type Service } from '../../src/service.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, type Logger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { logDrainExtension, type LogDrainOptions } from '../../src/ingest/drain.js';
 import type { Spool } from '../../src/ingest/spool.js';
@@ -26,11 +26,12 @@ export async function startDrainService(
   env: Record<string, string | undefined> = {},
   opts: LogDrainOptions = {},
   extra: Extension[] = [],
+  logger?: Logger,
 ): Promise<DrainService> {
   const config = testConfig({ PORT: '0', LOG_DRAIN_SECRET: SECRET, LOG_DRAIN_TOKEN: TOKEN, JOBS_ENABLED: 'false', ...env });
   let started: { spool: Spool; replayer: SpoolReplayer } | undefined;
   const service = await startService(config, {
-    logger: createLogger(config.LOG_LEVEL),
+    logger: logger ?? createLogger(config.LOG_LEVEL),
     registry: createRegistry({ defaultMetrics: false }),
     extensions: [logDrainExtension({ ...opts, onStarted: (d) => (started = d) }), ...extra],
   });

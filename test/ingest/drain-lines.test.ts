@@ -1,0 +1,202 @@
+import { describe, expect, it } from 'vitest';
+import { formatDateTime64, mapLine, parseIsoTimestamp } from '../../src/ingest/drain-lines.js';
+import { BodyFormatError, JsonArraySplitter, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from '../../src/ingest/drain-split.js';
+
+const ctx = { receivedAt: '2026-11-21 12:00:00.000', batchId: '0b8e7a6c-1f7e-4d64-9a54-3c1b7d1f2e11' };
+
+function row(text: string, line = 1): Record<string, unknown> {
+  const r = mapLine(text, line, ctx);
+  if (!r.ok) throw new Error(r.reason);
+  return JSON.parse(r.row) as Record<string, unknown>;
+}
+
+function reject(text: string): { code: string; reason: string } {
+  const r = mapLine(text, 1, ctx);
+  if (r.ok) throw new Error('accepted');
+  return { code: r.code, reason: r.reason };
+}
+
+describe('parseIsoTimestamp', () => {
+  it('reads ISO 8601 date-times as UTC instants', () => {
+    expect(parseIsoTimestamp('2026-11-21T10:00:00Z')).toBe(Date.UTC(2026, 10, 21, 10));
+    expect(parseIsoTimestamp('2026-11-21T10:00:00.123456Z')).toBe(Date.UTC(2026, 10, 21, 10, 0, 0, 123));
+    expect(parseIsoTimestamp('2026-11-21T10:00:00.1Z')).toBe(Date.UTC(2026, 10, 21, 10, 0, 0, 100));
+    expect(parseIsoTimestamp('2026-11-21T12:30:00+02:30')).toBe(Date.UTC(2026, 10, 21, 10));
+    expect(parseIsoTimestamp('2026-11-21T05:00:00-0500')).toBe(Date.UTC(2026, 10, 21, 10));
+    expect(parseIsoTimestamp('2026-11-21 10:00')).toBe(Date.UTC(2026, 10, 21, 10));
+    // No offset: UTC, whatever the receiver's zone.
+    expect(parseIsoTimestamp('2026-11-21T10:00:00')).toBe(Date.UTC(2026, 10, 21, 10));
+  });
+
+  it('refuses what is not one, impossible dates and what DateTime64 cannot hold', () => {
+    for (const text of ['yesterday at noon', '2026-11-21', '2026-02-30T00:00:00Z', '2026-13-01T00:00:00Z', '2026-11-21T24:00:00Z',
+      '1899-12-31T23:59:59Z', '2300-01-01T00:00:00Z', '0099-01-01T00:00:00Z', 'Sat, 21 Nov 2026 10:00:00 GMT', '1700000000']) {
+      expect(parseIsoTimestamp(text), text).toBeUndefined();
+    }
+    expect(parseIsoTimestamp('2024-02-29T00:00:00Z')).toBe(Date.UTC(2024, 1, 29));
+  });
+
+  it('formats DateTime64(3) text', () => {
+    expect(formatDateTime64(Date.UTC(2026, 10, 21, 10, 0, 0, 7))).toBe('2026-11-21 10:00:00.007');
+  });
+});
+
+describe('mapLine', () => {
+  it('maps the svc_* fields to columns and every other key to attributes (values as text)', () => {
+    const r = row(
+      JSON.stringify({
+        timestamp: '2026-11-21T10:00:00.5+01:00',
+        message: 'Request completed in 1.2s',
+        level: 'INFO',
+        svc_app_name: 'flux',
+        svc_app_id: 'app-1',
+        svc_request_id: 'req-1',
+        svc_job_id: 'job-1',
+        svc_endpoint: 'acme/flux',
+        svc_node_id: 'node-7',
+        svc_worker_id: 'runner-3',
+        svc_source: 'runner',
+        svc_isolate_source: 'stderr',
+        svc_region: 'us-east',
+        trace_id: 'abc',
+        count: 3,
+        nested: { a: [1, 'x'] },
+        flag: false,
+        nothing: null,
+        'quote"key': 'v"al',
+      }),
+      7,
+    );
+    expect(r).toEqual({
+      timestamp: '2026-11-21 09:00:00.500',
+      level: 'INFO',
+      app: 'flux',
+      app_id: 'app-1',
+      request_id: 'req-1',
+      job_id: 'job-1',
+      endpoint: 'acme/flux',
+      node: 'node-7',
+      worker: 'runner-3',
+      source: 'runner',
+      isolate_source: 'stderr',
+      message: 'Request completed in 1.2s',
+      attributes: { svc_region: 'us-east', trace_id: 'abc', count: '3', nested: '{"a":[1,"x"]}', flag: 'false', nothing: 'null', 'quote"key': 'v"al' },
+      received_at: ctx.receivedAt,
+      batch_id: ctx.batchId,
+      line: 7,
+    });
+  });
+
+  it('keeps the required fields only, with empty labels, and multi-line messages intact', () => {
+    const r = row(JSON.stringify({ timestamp: '2026-11-21T10:00:00Z', message: 'Traceback:\n  line 1\n\tx = "é"', level: 'ERROR' }));
+    expect(r.message).toBe('Traceback:\n  line 1\n\tx = "é"');
+    expect([r.app, r.request_id, r.worker]).toEqual(['', '', '']);
+    expect(r.attributes).toEqual({});
+    // Non-string message and level are kept as their JSON.
+    expect(row(JSON.stringify({ timestamp: '2026-11-21T10:00:00Z', message: { a: 1 }, level: 30 }))).toMatchObject({ message: '{"a":1}', level: '30' });
+  });
+
+  it('rejects each malformed kind with a reason that starts with its code', () => {
+    const base = { timestamp: '2026-11-21T10:00:00Z', message: 'm', level: 'INFO' };
+    const cases: Array<[string, string]> = [
+      ['{"timestamp": "2026-11-21T10:00:00Z", "mess', 'not_json'],
+      ['', 'not_json'],
+      [JSON.stringify([base.timestamp, base.level, base.message]), 'not_object'],
+      ['"just a string"', 'not_object'],
+      ['null', 'not_object'],
+      [JSON.stringify({ message: 'm', level: 'INFO' }), 'missing_timestamp'],
+      [JSON.stringify({ ...base, timestamp: null }), 'missing_timestamp'],
+      [JSON.stringify({ timestamp: base.timestamp, level: 'INFO' }), 'missing_message'],
+      [JSON.stringify({ timestamp: base.timestamp, message: 'm' }), 'missing_level'],
+      [JSON.stringify({ ...base, timestamp: 'yesterday at noon' }), 'bad_timestamp'],
+      [JSON.stringify({ ...base, timestamp: 1_700_000_000_000 }), 'bad_timestamp'],
+    ];
+    for (const [text, code] of cases) {
+      const r = reject(text);
+      expect(r.code, text).toBe(code);
+      expect(r.reason.startsWith(`${code}: `), r.reason).toBe(true);
+    }
+  });
+
+  it('does not quote the line in a not_json reason', () => {
+    const r = reject('secret-looking text that is not JSON');
+    expect(r.reason).toBe("not_json: Unexpected token 's'");
+  });
+});
+
+function collect(make: (max: number, on: (t: string, n: number) => void) => Splitter, chunks: Array<string | Buffer>, max = 1024) {
+  const out: Array<[number, string]> = [];
+  const s = make(max, (t, n) => out.push([n, t]));
+  for (const c of chunks) s.push(Buffer.isBuffer(c) ? c : Buffer.from(c));
+  s.end();
+  return out;
+}
+
+const ndjson = (max: number, on: (t: string, n: number) => void) => new NdjsonSplitter(max, on);
+const array = (max: number, on: (t: string, n: number) => void) => new JsonArraySplitter(max, on);
+const sniff = (max: number, on: (t: string, n: number) => void) => new SniffingSplitter(max, on);
+
+describe('NDJSON splitting', () => {
+  it('numbers lines across chunk boundaries, drops CR and blank lines, keeps a last line without newline', () => {
+    const text = '{"a":1}\r\n\n  \n{"b":"é"}\n{"c":3}';
+    const expected: Array<[number, string]> = [[1, '{"a":1}'], [4, '{"b":"é"}'], [5, '{"c":3}']];
+    expect(collect(ndjson, [text])).toEqual(expected);
+    // Every split point, including inside the two-byte é.
+    const bytes = Buffer.from(text);
+    for (let i = 1; i < bytes.length; i++) {
+      expect(collect(ndjson, [bytes.subarray(0, i), bytes.subarray(i)]), `split at ${i}`).toEqual(expected);
+    }
+    expect(collect(ndjson, [...bytes].map((b) => Buffer.from([b])))).toEqual(expected);
+  });
+
+  it('stops at a line over the limit, naming it and keeping its start', () => {
+    const long = 'x'.repeat(100);
+    for (const chunks of [[`{"a":1}\n${long}\n`], [`{"a":1}\n${long.slice(0, 60)}`, `${long.slice(60)}\n`], [`{"a":1}\n${long}`]]) {
+      const err = (() => {
+        try {
+          collect(ndjson, chunks, 50);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err).toBeInstanceOf(LineTooLongError);
+      expect((err as LineTooLongError).line).toBe(2);
+      expect((err as LineTooLongError).head.toString().startsWith('xxxx')).toBe(true);
+    }
+    // Exactly at the limit is fine.
+    expect(collect(ndjson, [`${'y'.repeat(50)}\n`], 50)).toEqual([[1, 'y'.repeat(50)]]);
+  });
+});
+
+describe('JSON array splitting', () => {
+  it('hands on each element, with strings, escapes and nesting, across any chunking', () => {
+    const elements = ['{"a":"x,]}"}', '{"b":[1,{"c":"\\"],"}]}', '"str"', '42', '{}'];
+    const text = ` [ ${elements.join(' ,\n')} ] \n`;
+    const got = collect(array, [text]).map(([n, t]) => [n, t.trim()]);
+    expect(got).toEqual(elements.map((e, i) => [i + 1, e]));
+    const bytes = Buffer.from(text);
+    for (let i = 1; i < bytes.length; i++) {
+      expect(collect(array, [bytes.subarray(0, i), bytes.subarray(i)]).map(([n, t]) => [n, t.trim()]), `split at ${i}`).toEqual(got);
+    }
+  });
+
+  it('an empty array has no lines; an empty element and an unterminated one are handed on (and rejected later)', () => {
+    expect(collect(array, ['[]'])).toEqual([]);
+    expect(collect(array, ['[{"a":1},,{"b":2}]']).map(([n, t]) => [n, t])).toEqual([[1, '{"a":1}'], [2, ''], [3, '{"b":2}']]);
+    expect(collect(array, ['[{"a":1}, {"b":"unterminated']).map(([n]) => n)).toEqual([1, 2]);
+  });
+
+  it('refuses a body that is not an array, or data after it', () => {
+    expect(() => collect(array, ['{"a":1}'])).toThrow(BodyFormatError);
+    expect(() => collect(array, ['[1] [2]'])).toThrow(/after the end of the JSON array/);
+  });
+
+  it('stops at an element over the limit', () => {
+    expect(() => collect(array, [`[{"a":"${'x'.repeat(100)}"}]`], 50)).toThrow(LineTooLongError);
+  });
+
+  it('application/json: an array is split by element, anything else is read as NDJSON', () => {
+    expect(collect(sniff, ['\n ', ' [{"a":1},{"b":2}]']).map(([n]) => n)).toEqual([1, 2]);
+    expect(collect(sniff, ['\n', '{"a":1}\n{"b":2}\n'])).toEqual([[2, '{"a":1}'], [3, '{"b":2}']]);
+  });
+});
