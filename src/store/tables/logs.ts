@@ -44,8 +44,9 @@ const LogLineOut = z.object({
   line: chNumber,
 });
 
-const SELECT_LINE = `SELECT toString(timestamp) AS timestamp, level, app, request_id, job_id, endpoint, node, worker, source,
-          isolate_source, message, attributes, toString(batch_id) AS batch_id, line
+// DateTime64 and UUID columns come back as text in JSONEachRow; no aliases that would shadow a column in WHERE.
+const SELECT_LINE = `SELECT timestamp, level, app, request_id, job_id, endpoint, node, worker, source,
+          isolate_source, message, attributes, batch_id, line
    FROM logs`;
 
 /** One app's lines in [from, to), oldest first: a range scan of the primary key (app, timestamp). */
