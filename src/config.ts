@@ -100,6 +100,7 @@ export const ConfigSchema = z.object({
 
   // Prometheus scraping and Tallyhouse's own metrics (issue 6).
   SCRAPE_TARGETS: z.string().optional(), // JSON list; parsed by src/collectors/scrape.ts
+  SVC_METRICS_PATH: z.string().regex(/^\//, 'expected a path starting with /').default('/metrics'), // or /v1/serverless/metrics
   METRICS_RETENTION_DAYS: positiveInt.default(30),
   METRICS_MAX_APPS: positiveInt.default(200),
 

@@ -39,6 +39,11 @@ const commands: Record<string, Command> = {
     usage: 'tallyhouse collect <job> [--from YYYY-MM-DD --to YYYY-MM-DD] [--timezone ZONE]',
     raw: collectCommand,
   },
+  scrape: {
+    summary: 'scrape a Prometheus exposition now (`--target URL`, `--dry-run` prints NDJSON and stores nothing)',
+    usage: 'tallyhouse scrape [--target URL] [--job NAME] [--header "Name: value"]... [--dry-run]',
+    raw: async (argv) => (await import('./collectors/scrape-cli.js')).scrapeCommand(argv),
+  },
   report: {
     summary: 'write a report from the store: `report finance --month YYYY-MM --timezone ZONE [--out file.csv]`',
     usage: 'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]',

@@ -1,18 +1,31 @@
 import type { Extension } from '../extensions.js';
 import type { JobDefinition } from './job.js';
-import { openPlatformSource, type PlatformSource } from './platform-source.js';
+import { openPlatformSource } from './platform-source.js';
 import { Scheduler } from './scheduler.js';
+import { applyMetricsRetention, Scraper } from '../collectors/scraper.js';
+import { scrapeTargets } from '../collectors/scrape.js';
 
 /** Jobs a demo start runs at once, so a newcomer sees data within seconds. */
 const DEMO_STARTUP_JOBS = ['apps', 'usage', 'requests', 'analytics', 'runners', 'events', 'revisions'];
 
-/** Starts the scheduler (and, in demo mode, the simulator it collects from) with the service. */
-export function schedulerExtension(jobs: JobDefinition[], onSource?: (source: PlatformSource) => void): Extension {
+/**
+ * Starts what reads the platform: the job scheduler and the metrics scraper, both on one platform source
+ * (in demo mode the in-process simulator, started here).
+ */
+export function collectorsExtension(jobs: JobDefinition[]): Extension {
   return async (rt) => {
+    const targets = scrapeTargets(rt.config, { baseUrl: rt.config.SVC_BASE_URL, apiKey: rt.config.SVC_API_KEY });
     const source = await openPlatformSource(rt.config, rt.logger);
-    onSource?.(source);
     const scheduler = new Scheduler({ runtime: rt, platform: source.platform, jobs, now: source.now });
-    if (rt.config.JOBS_ENABLED) scheduler.start();
+    const scraper = new Scraper(
+      rt,
+      source.sim && !rt.config.SCRAPE_TARGETS ? scrapeTargets(rt.config, { baseUrl: source.sim.url, apiKey: source.sim.keys.api }) : targets,
+    );
+    await applyMetricsRetention(rt);
+    if (rt.config.JOBS_ENABLED) {
+      scheduler.start();
+      scraper.start();
+    }
     if (source.demo) {
       // One after the other: the apps job discovers the endpoints the later ones read.
       void (async () => {
@@ -20,9 +33,9 @@ export function schedulerExtension(jobs: JobDefinition[], onSource?: (source: Pl
       })();
     }
     return {
-      name: 'scheduler',
+      name: 'collectors',
       async stop() {
-        await scheduler.stop();
+        await Promise.all([scheduler.stop(), scraper.stop()]);
         await source.close();
       },
     };

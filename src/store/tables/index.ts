@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineTable, type TableDef } from './table.js';
+import { metricSeries, metricSamples, scrapes } from './metrics.js';
 import { jobRuns } from './job-runs.js';
 import { checkpoints } from './checkpoints.js';
 import { usageBuckets } from './usage-buckets.js';
@@ -7,6 +8,9 @@ import { usageSummaries } from './usage-summaries.js';
 import { apps } from './apps.js';
 import { appEndpoints } from './app-endpoints.js';
 import { analyticsBuckets } from './analytics-buckets.js';
+import { runnerHistory } from './runner-history.js';
+import { appEvents } from './app-events.js';
+import { appRevisions } from './app-revisions.js';
 import { requests } from './requests.js';
 import { unitPrices } from './unit-prices.js';
 import { logs } from './logs.js';
@@ -25,4 +29,4 @@ export const ingestRejects = defineTable(
 );
 
 /** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
-export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, logs, webhookDeliveries, requests, unitPrices];
+export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, unitPrices, metricSeries, metricSamples, scrapes];

@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import { defineTable } from './table.js';
+
+export const metricSeries = defineTable(
+  'metric_series',
+  z.object({
+    metric: z.string(),
+    fingerprint: z.string().regex(/^\d+$/), // UInt64 as decimal text
+    labels: z.record(z.string(), z.string()),
+    family: z.string(),
+    type: z.string(),
+    help: z.string(),
+    unit: z.string(),
+    last_seen: z.string(),
+  }),
+);
+
+export const metricSamples = defineTable(
+  'metric_samples',
+  z.object({
+    metric: z.string(),
+    fingerprint: z.string().regex(/^\d+$/),
+    ts: z.string(),
+    value: z.union([z.number(), z.enum(['NaN', '+Inf', '-Inf'])]),
+  }),
+);
+
+export const scrapes = defineTable(
+  'scrapes',
+  z.object({
+    scraped_at: z.string(),
+    job: z.string(),
+    instance: z.string(),
+    target: z.string(),
+    up: z.union([z.literal(0), z.literal(1)]),
+    duration_seconds: z.number().nonnegative(),
+    samples: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
+    error: z.string(),
+  }),
+);
