@@ -103,6 +103,23 @@ export const ConfigSchema = z.object({
   SVC_METRICS_PATH: z.string().regex(/^\//, 'expected a path starting with /').default('/metrics'), // or /v1/serverless/metrics
   METRICS_RETENTION_DAYS: positiveInt.default(30),
   METRICS_MAX_APPS: positiveInt.default(200),
+  // Monthly budgets per app, exported as tallyhouse_app_budget for the budget alert: {"app-name": 1500, ...}
+  // in the usage currency (USD unless the platform bills otherwise).
+  APP_BUDGETS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return {};
+      try {
+        const parsed = z.record(z.string(), z.number().nonnegative()).safeParse(JSON.parse(v));
+        if (parsed.success) return parsed.data;
+      } catch {
+        // fall through
+      }
+      ctx.addIssue({ code: 'custom', message: 'expected a JSON object of app name to a non-negative number, e.g. {"my-app": 1500}' });
+      return z.NEVER;
+    }),
+  BUDGET_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'expected a currency code like USD').default('USD'),
 
   // Query API.
   API_TOKENS: csvList.optional(),

@@ -61,6 +61,16 @@ export const jobSuccessAge: BusinessGauge = {
   },
 };
 
+/** The monthly budget per app from APP_BUDGETS, for the alert "month-to-date cost above budget". */
+export const appBudgets: BusinessGauge = {
+  name: 'tallyhouse_app_budget',
+  help: 'Monthly budget per app from APP_BUDGETS, in the currency of the label.',
+  labelNames: ['app', 'currency'],
+  async read(rt) {
+    return Object.entries(rt.config.APP_BUDGETS).map(([app, value]) => ({ labels: { app, currency: rt.config.BUDGET_CURRENCY }, value }));
+  },
+};
+
 /**
  * Registers gauges whose values come from the store, read in the registry's collect callback at most once a
  * minute (a scrape every few seconds costs one query a minute). A failing read keeps the last values and counts
@@ -99,7 +109,7 @@ export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): v
 }
 
 /** Registers the business gauges with the service's registry. */
-export function businessMetricsExtension(gauges: BusinessGauge[] = [monthToDateCost, jobSuccessAge]): Extension {
+export function businessMetricsExtension(gauges: BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets]): Extension {
   return async (rt) => {
     registerBusinessMetrics(rt, gauges);
   };

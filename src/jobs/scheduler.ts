@@ -71,6 +71,11 @@ export class Scheduler {
         help: 'Unix time the job last finished successfully.',
         labelNames: ['job'],
       }),
+      interval: gauge(registry, {
+        name: 'tallyhouse_job_interval_seconds',
+        help: 'Seconds between two scheduled runs of the job (from its cron expression), for staleness alerts.',
+        labelNames: ['job'],
+      }),
       retries: counter(registry, {
         name: 'tallyhouse_job_platform_retries_total',
         help: 'Platform API calls retried by jobs.',
@@ -91,6 +96,8 @@ export class Scheduler {
       const expression = this.cronFor(job);
       const task = cron.schedule(expression, () => void this.run(job.name, 'schedule'), { name: `tallyhouse-${job.name}` });
       this.tasks.push(task);
+      const [next, after] = task.getNextRuns(2);
+      if (next && after) this.metrics.interval.set({ job: job.name }, (after.getTime() - next.getTime()) / 1000);
       this.opts.runtime.logger.info({ job: job.name, cron: expression }, 'job scheduled');
     }
   }
