@@ -1,0 +1,122 @@
+import type { JobContext, JobDefinition } from '../src/jobs/job.js';
+import { commitRows, collectorRejects, listApps, type AppRef } from '../src/collectors/endpoints.js';
+import { parseTimeArg } from '../src/collectors/analytics.js';
+import { PAGE_LIMIT, readEventsOfApps, type AppEventsResult } from '../src/collectors/events.js';
+import { appEvents } from '../src/store/tables/app-events.js';
+
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+/** A first run reads the platform's default window, the last 24 hours. */
+const FIRST_RUN_HOURS = 24;
+/** `end` is sent a little after our clock, so a platform clock slightly ahead of ours loses nothing. */
+const END_MARGIN_MS = 5 * MINUTE_MS;
+const DEFAULT_OVERLAP_MINUTES = 10;
+const WATERMARKS_KEY = 'watermarks';
+
+/**
+ * Operational events per app (deployments, configuration changes, runner lifecycle), newest first. Each app
+ * has a watermark: the newest `created_at` stored. A scheduled run asks for [watermark - overlap, now] and
+ * stops paging at the first older event; events already stored are skipped by id, so three runs store each
+ * event once. --from/--to reads that window for every app (again skipping what is stored).
+ */
+export const eventsJob: JobDefinition = {
+  name: 'events',
+  description: 'operational events per app (deployments, config changes, runner lifecycle), runner states normalised',
+  defaultCron: '*/5 * * * *',
+  scope: 'api',
+  label: 'the events collector',
+  options: {
+    'page-limit': { type: 'string', description: `events per page, 1-${PAGE_LIMIT} (default ${PAGE_LIMIT})` },
+    'overlap-minutes': {
+      type: 'string',
+      description: `minutes before the watermark read again, for events the platform records late (default ${DEFAULT_OVERLAP_MINUTES})`,
+    },
+  },
+  async run(ctx) {
+    const pageLimit = Number(ctx.args['page-limit'] ?? PAGE_LIMIT);
+    if (!Number.isInteger(pageLimit) || pageLimit < 1 || pageLimit > PAGE_LIMIT) throw new Error(`--page-limit must be an integer 1-${PAGE_LIMIT}`);
+    const apps = await listApps(ctx);
+    if (ctx.args.from || ctx.args.to) {
+      if (!ctx.args.from || !ctx.args.to) throw new Error('a backfill needs both --from and --to (YYYY-MM-DD or ISO 8601, --to exclusive)');
+      await backfill(ctx, apps, pageLimit);
+      return;
+    }
+    const overlapMinutes = Number(ctx.args['overlap-minutes'] ?? DEFAULT_OVERLAP_MINUTES);
+    if (!Number.isFinite(overlapMinutes) || overlapMinutes < 0) throw new Error('--overlap-minutes must be a number >= 0');
+    await scheduled(ctx, apps, overlapMinutes * MINUTE_MS, pageLimit);
+  },
+};
+
+type Watermarks = Record<string, string>;
+
+async function readWatermarks(ctx: JobContext): Promise<Watermarks> {
+  const saved = await ctx.checkpoints.get('events', WATERMARKS_KEY);
+  if (!saved) return {};
+  try {
+    const parsed = JSON.parse(saved) as unknown;
+    return parsed && typeof parsed === 'object' ? (parsed as Watermarks) : {};
+  } catch {
+    ctx.log.warn('the events watermarks checkpoint is not JSON; reading the last 24 hours of every app');
+    return {};
+  }
+}
+
+async function scheduled(ctx: JobContext, apps: AppRef[], overlapMs: number, pageLimit: number): Promise<void> {
+  const nowMs = ctx.now().getTime();
+  const watermarks = await readWatermarks(ctx);
+  const rejects = collectorRejects('events');
+  const results = await readEventsOfApps(
+    ctx,
+    apps,
+    (app) => {
+      const mark = watermarks[app.endpoint_id] ? Date.parse(watermarks[app.endpoint_id]) : NaN;
+      return { startMs: Number.isNaN(mark) ? nowMs - FIRST_RUN_HOURS * HOUR_MS : mark - overlapMs, endMs: nowMs + END_MARGIN_MS };
+    },
+    rejects,
+    pageLimit,
+  );
+  await commit(ctx, results, rejects);
+  // Only after the events are committed do the watermarks move.
+  const next: Watermarks = { ...watermarks };
+  for (const r of results) {
+    if (r.error || r.newestMs === null) continue;
+    const before = next[r.app.endpoint_id] ? Date.parse(next[r.app.endpoint_id]) : -Infinity;
+    if (r.newestMs > before) next[r.app.endpoint_id] = new Date(r.newestMs).toISOString();
+  }
+  await ctx.checkpoints.save('events', WATERMARKS_KEY, JSON.stringify(next));
+}
+
+async function commit(ctx: JobContext, results: AppEventsResult[], rejects: ReturnType<typeof collectorRejects>): Promise<number> {
+  const refused = results.filter((r) => r.error);
+  if (refused.length > 0) {
+    const ids = refused.map((r) => r.app.endpoint_id).sort();
+    ctx.log.warn({ apps: ids }, `events skipped ${ids.length} app(s) the platform refused (403/404): ${ids.join(', ')}`);
+  }
+  const rows = results.flatMap((r) => r.rows);
+  await commitRows(ctx, [{ table: appEvents.name, rows }], rejects, { apps: results.length });
+  return rows.length;
+}
+
+async function backfill(ctx: JobContext, apps: AppRef[], pageLimit: number): Promise<void> {
+  const from = parseTimeArg(ctx.args.from!, ctx.args.timezone ?? 'UTC', '--from');
+  const to = parseTimeArg(ctx.args.to!, ctx.args.timezone ?? 'UTC', '--to');
+  if (to <= from) throw new Error(`--to (${ctx.args.to}) must be after --from (${ctx.args.from}); --to is exclusive`);
+  const key = `backfill:${ctx.args.from}:${ctx.args.to}`;
+  const saved = await ctx.checkpoints.get('events', key);
+  // Apps in a fixed order, a batch at a time; the checkpoint is the number of apps done.
+  const ordered = [...apps].sort((a, b) => (a.endpoint_id < b.endpoint_id ? -1 : a.endpoint_id > b.endpoint_id ? 1 : 0));
+  const first = saved && saved !== 'done' && /^\d+$/.test(saved) ? Math.min(Number(saved), ordered.length) : 0;
+  ctx.progress.start(ordered.length, `events ${ctx.args.from}..${ctx.args.to}`, first);
+  const BATCH = 10;
+  for (let i = first; i < ordered.length; i += BATCH) {
+    ctx.signal.throwIfAborted();
+    const batch = ordered.slice(i, i + BATCH);
+    const rejects = collectorRejects('events');
+    const results = await readEventsOfApps(ctx, batch, () => ({ startMs: from, endMs: to }), rejects, pageLimit);
+    const rows = await commit(ctx, results, rejects);
+    const done = i + batch.length;
+    await ctx.checkpoints.save('events', key, done < ordered.length ? String(done) : 'done');
+    ctx.progress.tick(done, `${rows} events`);
+  }
+  ctx.progress.stop();
+}
