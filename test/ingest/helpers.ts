@@ -7,7 +7,11 @@ import { logDrainExtension, type LogDrainOptions } from '../../src/ingest/drain.
 import type { Spool } from '../../src/ingest/spool.js';
 import type { SpoolReplayer } from '../../src/ingest/replayer.js';
 import type { Extension } from '../../src/extensions.js';
-import { testConfig } from '../support/store.js';
+import { testConfig, queryRows } from '../support/store.js';
+import { expect } from 'vitest';
+import type { Runtime } from '../../src/service.js';
+import type { DrainBatch } from '../../src/sim/index.js';
+import { formatDateTime64, LABEL_COLUMNS } from '../../src/ingest/drain-lines.js';
 
 export const SECRET = 's'.repeat(64);
 export const TOKEN = 'drain-token-0123456789';
@@ -79,3 +83,64 @@ export function postSigned(url: string, body: Buffer | string, headers: Record<s
 export function line(fields: Record<string, unknown> = {}): string {
   return JSON.stringify({ timestamp: '2026-11-21T10:00:00.123Z', level: 'INFO', message: 'hello', svc_app_name: 'acme-app', ...fields });
 }
+
+const COLUMNS = ['app', 'app_id', 'request_id', 'job_id', 'endpoint', 'node', 'worker', 'source', 'isolate_source'] as const;
+
+/** A line as the store should hold it, from the simulator's text: one canonical string per line. */
+function expectedRow(text: string, line: number): string {
+  const obj = JSON.parse(text) as Record<string, unknown>;
+  const row: Record<string, unknown> = { timestamp: formatDateTime64(Date.parse(obj.timestamp as string)), level: obj.level, message: obj.message };
+  const attributes: Record<string, string> = {};
+  for (const c of COLUMNS) row[c] = '';
+  for (const [k, v] of Object.entries(obj)) {
+    if (k === 'timestamp' || k === 'level' || k === 'message') continue;
+    const column = (LABEL_COLUMNS as Record<string, string>)[k];
+    if (column) row[column] = v;
+    else attributes[k] = typeof v === 'string' ? v : JSON.stringify(v);
+  }
+  return canonical({ ...row, attributes, line });
+}
+
+function canonical(r: Record<string, unknown>): string {
+  const attributes = Object.entries(r.attributes as Record<string, string>).sort(([a], [b]) => a.localeCompare(b));
+  return JSON.stringify([r.timestamp, r.level, ...COLUMNS.map((c) => r[c]), r.message, attributes, Number(r.line)]);
+}
+
+/** What the simulator sent in acknowledged batches: valid lines as the store should hold them, malformed ones with their kind. */
+export function sentLines(batches: DrainBatch[], opts: { requireAcknowledged?: boolean } = {}) {
+  const valid: string[] = [];
+  const malformed: Array<[string, string]> = [];
+  for (const b of batches) {
+    if (opts.requireAcknowledged !== false) expect(b.acknowledged, `batch ${b.index}: ${b.status} ${b.error}`).toBe(true);
+    if (!b.acknowledged) continue;
+    const bad = new Map(b.malformed.map((m) => [m.line, m.reason]));
+    b.body.split('\n').filter(Boolean).forEach((text, i) => {
+      const reason = bad.get(i);
+      if (reason) malformed.push([text, reason]);
+      else valid.push(expectedRow(text, i + 1));
+    });
+  }
+  return { valid: valid.sort(), malformed: malformed.map((m) => JSON.stringify(m)).sort() };
+}
+
+export async function storedLines(rt: Pick<Runtime, 'store'>, since: string) {
+  const rows = await queryRows<Record<string, unknown>>(
+    rt,
+    `SELECT toString(timestamp) AS timestamp, level, app, app_id, request_id, job_id, endpoint, node, worker, source,
+            isolate_source, message, attributes, line
+     FROM logs WHERE received_at >= {since:DateTime64(3, 'UTC')}`,
+    { since },
+  );
+  const rejects = await queryRows<{ raw: string; reason: string }>(
+    rt,
+    "SELECT raw, reason FROM ingest_rejects WHERE source = 'log_drain' AND rejected_at >= {since:DateTime64(3, 'UTC')}",
+    { since },
+  );
+  return {
+    valid: rows.map(canonical).sort(),
+    // The reason's first word is the kind of problem, named as the simulator names it.
+    malformed: rejects.map((r) => JSON.stringify([r.raw, r.reason.split(':')[0]])).sort(),
+    reasons: rejects.map((r) => r.reason),
+  };
+}
+
