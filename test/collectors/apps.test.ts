@@ -15,7 +15,7 @@ let sim: Sim;
 
 beforeAll(async () => {
   rt = await openTestRuntime();
-  sim = await startSim({ seed: 11, apps: 30, days: 2 });
+  sim = await startSim({ seed: 11, apps: 30, days: 2, slowMs: 200 });
 });
 afterAll(async () => {
   await sim.close();
