@@ -4,6 +4,7 @@ import type { Component, Runtime } from './service.js';
 import { collectorsExtension } from './jobs/extension.js';
 import { apiExtension } from './api/index.js';
 import { analyticsRoutes } from './api/analytics-routes.js';
+import { logsRoutes } from './api/logs-routes.js';
 import { businessMetricsExtension } from './http/business-metrics.js';
 import { allJobs } from '../jobs/index.js';
 
@@ -11,5 +12,5 @@ export type Extension = (rt: Runtime & { app: FastifyInstance }) => Promise<Comp
 
 /** What `serve` runs besides the health routes, in start order (stopped in reverse). */
 export function serviceExtensions(_config: Config): Extension[] {
-  return [businessMetricsExtension(), apiExtension([analyticsRoutes]), collectorsExtension(allJobs)];
+  return [businessMetricsExtension(), apiExtension([analyticsRoutes, logsRoutes]), collectorsExtension(allJobs)];
 }

@@ -1,0 +1,147 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { DateTime } from 'luxon';
+import { z } from 'zod';
+import type { Runtime } from '../service.js';
+import { badParameter, formatParam, listParam, sendTable } from './http.js';
+import type { RouteRegistry } from './routes.js';
+
+const LEVELS = { TRACE: 5, DEBUG: 10, INFO: 20, NOTICE: 25, WARN: 30, WARNING: 30, ERROR: 40, CRITICAL: 50, FATAL: 50 } as const;
+type Level = keyof typeof LEVELS;
+
+// Severity of a stored level, as sent (any case); a level nobody knows counts as INFO.
+const SEVERITY_SQL = `multiIf(${Object.entries(LEVELS)
+  .map(([name, n]) => `upper(level) = '${name}', ${n}`)
+  .join(', ')}, 20)`;
+
+const LogLine = z.object({
+  timestamp: z.string(),
+  level: z.string(),
+  app: z.string(),
+  endpoint: z.string(),
+  request_id: z.string(),
+  job_id: z.string(),
+  node: z.string(),
+  worker: z.string(),
+  source: z.string(),
+  message: z.string(),
+  batch_id: z.string(),
+  line: z.union([z.number(), z.string()]).transform(Number),
+});
+
+const timeParam = (what: string) =>
+  z
+    .string()
+    .max(40, `expected an ISO 8601 date-time (${what})`)
+    .refine((v) => DateTime.fromISO(v, { zone: 'utc' }).isValid && /^\d{4}-/.test(v), `expected an ISO 8601 date-time (${what})`)
+    .transform((v) => DateTime.fromISO(v, { zone: 'utc' }).toUTC());
+
+const LogsQuery = z.strictObject({
+  app: listParam().describe('only these apps (repeatable)'),
+  level: z
+    .string()
+    .transform((v) => v.toUpperCase())
+    .pipe(z.enum(Object.keys(LEVELS) as [Level, ...Level[]], { error: `expected a level: ${Object.keys(LEVELS).join(', ')}` }))
+    .optional()
+    .describe('minimum level'),
+  request_id: z.string().max(200, 'expected at most 200 characters').optional(),
+  contains: z.string().min(1, 'expected at least one character').max(500, 'expected at most 500 characters').optional().describe('case-insensitive text the message contains'),
+  from: timeParam('start, inclusive').optional().describe('default: 24 hours before to'),
+  to: timeParam('end, exclusive').optional().describe('default: now'),
+  limit: z.coerce.number({ error: 'expected a number 1..1000' }).int('expected a whole number 1..1000').min(1, 'expected a number 1..1000').max(1000, 'expected at most 1000').default(100),
+  cursor: z.string().max(500, 'expected a cursor from a previous answer').optional().describe('next_cursor of the previous page'),
+  format: formatParam,
+});
+
+/**
+ * Cursors are the position of the last line served (timestamp, batch, line) and a digest of the filters,
+ * signed with a key of this process: a forged, altered or foreign cursor (or one from before a restart) is a
+ * clear 400, never a query.
+ */
+class CursorCodec {
+  private readonly key = randomBytes(32);
+
+  encode(position: { t: string; b: string; l: number }, filters: string): string {
+    const body = Buffer.from(JSON.stringify({ ...position, f: filters })).toString('base64url');
+    return `${body}.${this.sign(body)}`;
+  }
+
+  decode(cursor: string, filters: string): { t: string; b: string; l: number } {
+    const [body, sig] = cursor.split('.');
+    const bad = () => badParameter('cursor', 'expected the next_cursor of a previous answer with the same filters (cursors end when the service restarts)');
+    if (!body || !sig) throw bad();
+    const expected = Buffer.from(this.sign(body));
+    const given = Buffer.from(sig);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw bad();
+    const parsed = z
+      .object({ t: z.string(), b: z.string().uuid(), l: z.number().int().nonnegative(), f: z.string() })
+      .safeParse(JSON.parse(Buffer.from(body, 'base64url').toString()));
+    if (!parsed.success || parsed.data.f !== filters) throw bad();
+    return parsed.data;
+  }
+
+  private sign(body: string): string {
+    return createHmac('sha256', this.key).update(body).digest('base64url');
+  }
+}
+
+/** GET /logs: search the drained log lines, newest first, in pages of at most 1,000. */
+export function logsRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
+  const cursors = new CursorCodec();
+  registry.get(app, {
+    path: '/logs',
+    summary: 'Log lines by app, minimum level, request id, text and time range; newest first, paged with an opaque cursor',
+    query: LogsQuery,
+    csv: true,
+    handler: async (q, request, reply) => {
+      const to = q.to ?? DateTime.utc();
+      const from = q.from ?? to.minus({ hours: 24 });
+      if (to <= from) throw badParameter('to', 'expected an end after from (to is exclusive)');
+      const filters = createHash('sha256')
+        .update(JSON.stringify([q.app, q.level ?? '', q.request_id ?? '', q.contains ?? '', from.toISO(), to.toISO()]))
+        .digest('base64url');
+      const after = q.cursor ? cursors.decode(q.cursor, filters) : null;
+      const rs = await rt.store.client.query({
+        query: `SELECT toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker, source, message,
+                       toString(batch_id) AS batch_text, line
+                FROM logs
+                WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}
+                  AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))
+                  AND ${SEVERITY_SQL} >= {min_severity:UInt8}
+                  AND ({request_id:String} = '' OR request_id = {request_id:String})
+                  AND ({contains:String} = '' OR positionCaseInsensitiveUTF8(message, {contains:String}) > 0)
+                  AND ({has_cursor:UInt8} = 0 OR (timestamp, batch_id, line) < ({after_t:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32}))
+                ORDER BY timestamp DESC, batch_id DESC, line DESC
+                LIMIT {limit:UInt32}`,
+        query_params: {
+          from: from.toFormat("yyyy-MM-dd HH:mm:ss.SSS"),
+          to: to.toFormat("yyyy-MM-dd HH:mm:ss.SSS"),
+          apps: q.app,
+          min_severity: q.level ? LEVELS[q.level] : 0,
+          request_id: q.request_id ?? '',
+          contains: q.contains ?? '',
+          has_cursor: after ? 1 : 0,
+          after_t: after?.t ?? '1970-01-01 00:00:00.000',
+          after_b: after?.b ?? '00000000-0000-0000-0000-000000000000',
+          after_l: after?.l ?? 0,
+          limit: q.limit + 1,
+        },
+        format: 'JSONEachRow',
+      });
+      const raw = await rs.json<Record<string, unknown>>();
+      const rows = raw.slice(0, q.limit).map((r) => LogLine.parse({ ...r, timestamp: r.ts_text, batch_id: r.batch_text }));
+      const last = rows[rows.length - 1];
+      const nextCursor = raw.length > q.limit && last ? cursors.encode({ t: last.timestamp, b: last.batch_id, l: last.line }, filters) : null;
+      const lines = rows.map((r) => ({ ...r, timestamp: `${r.timestamp.replace(' ', 'T')}Z` }));
+      const columns = ['timestamp', 'level', 'app', 'endpoint', 'request_id', 'job_id', 'node', 'worker', 'source', 'message'];
+      return sendTable(
+        reply,
+        request,
+        q.format,
+        { columns, rows: lines.map((l) => Object.fromEntries(columns.map((c) => [c, (l as Record<string, string | number>)[c]]))) },
+        () => ({ from: from.toISO(), to: to.toISO(), lines, next_cursor: nextCursor, has_more: nextCursor !== null }),
+        'logs.csv',
+      );
+    },
+  });
+}
