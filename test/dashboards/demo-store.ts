@@ -1,0 +1,86 @@
+import { startService, type Service } from '../../src/service.js';
+import { businessMetricsExtension } from '../../src/http/business-metrics.js';
+import { logDrainExtension } from '../../src/ingest/drain.js';
+import type { SpoolReplayer } from '../../src/ingest/replayer.js';
+import { createLogger } from '../../src/log.js';
+import { createRegistry } from '../../src/metrics.js';
+import { startSim, type Sim } from '../../src/sim/index.js';
+import { commandLineTarget } from '../../src/collectors/scrape.js';
+import { Scraper } from '../../src/collectors/scraper.js';
+import { allJobs } from '../../jobs/index.js';
+import { testConfig } from '../support/store.js';
+import { runJob, simClient } from '../support/jobs.js';
+
+const DRAIN_SECRET = 'd'.repeat(64);
+
+export interface DemoStore {
+  service: Service;
+  sim: Sim;
+  /** "now" for the dashboards' time ranges: the wall clock (= the simulator's clock) once the store is filled. */
+  nowMs: number;
+  /** What the simulator pushed through the drain. */
+  drain: { linesSent: number; malformed: number };
+  close(): Promise<void>;
+}
+
+/**
+ * A store filled the way production fills it: every scheduled job run against a small simulator whose "now" is
+ * the wall clock (scrapes and job runs carry real timestamps), the simulator's log drain pushed through the
+ * service's drain endpoint (with some malformed lines, so rejects exist), one failed job run (a revoked key), and a
+ * few scrapes: the platform's exposition, Tallyhouse's own /metrics (the source of the spool panel) and a target
+ * that is down.
+ */
+export async function openDemoStore(): Promise<DemoStore> {
+  const now = new Date();
+  let replayer: SpoolReplayer | undefined;
+  const config = testConfig({ PORT: '0', LOG_DRAIN_SECRET: DRAIN_SECRET, JOBS_ENABLED: 'false', TIMEZONES: 'UTC,America/New_York' });
+  const service = await startService(config, {
+    logger: createLogger(config.LOG_LEVEL),
+    registry: createRegistry({ defaultMetrics: false }),
+    extensions: [businessMetricsExtension(), logDrainExtension({ onStarted: (d) => (replayer = d.replayer) })],
+  });
+  let drain = { linesSent: 0, malformed: 0 };
+  const sim = await startSim({ seed: 11, now, days: 7, apps: 8, drainUrl: `${service.url}/v1/drains/logs`, drainSecret: DRAIN_SECRET });
+  try {
+    for (const job of allJobs) {
+      const run = await runJob(service, sim, job.name);
+      if (run.status !== 'ok') throw new Error(`job ${job.name}: ${run.error}`);
+    }
+    // A run with a key the platform does not know: a failed run, as after a key rotation.
+    const refused = simClient(sim, { api: 'revoked-key', admin: 'revoked-key' });
+    const failed = await runJob(service, sim, 'usage', {}, { platform: refused });
+    await refused.close();
+    if (failed.status !== 'failed') throw new Error('a usage run with a revoked key should fail');
+    const pushed = await sim.drain.push({ from: now.getTime() - 6 * 3_600_000, to: now.getTime(), batchSize: 2000, malformedRate: 0.01 });
+    if (pushed.linesAcknowledged !== pushed.linesSent) throw new Error(`drain: ${pushed.linesAcknowledged} of ${pushed.linesSent} lines acknowledged`);
+    drain = { linesSent: pushed.linesSent, malformed: pushed.malformed.length };
+    await replayer!.whenReplayed();
+    const targets = [commandLineTarget(`${sim.url}/metrics`, 'platform', { authorization: `Key ${sim.keys.api}` }), commandLineTarget(`${service.url}/metrics`, 'tallyhouse')];
+    // A target that is down (nothing listens on port 1).
+    const down = { ...commandLineTarget('http://127.0.0.1:1/metrics', 'gone'), timeoutMs: 1000 };
+    const scraper = new Scraper(service, [...targets, down]);
+    for (let i = 0; i < 3; i++) {
+      for (const t of targets) {
+        const outcome = await scraper.scrape(t);
+        if (!outcome.up) throw new Error(`scrape ${t.url}: ${outcome.error}`);
+      }
+    }
+    if ((await scraper.scrape(down)).up) throw new Error('the scrape of a closed port should fail');
+    await service.writer.flush();
+  } catch (err) {
+    await sim.close();
+    await service.close();
+    throw err;
+  }
+  return {
+    service,
+    sim,
+    // A second on: the time macros cut to whole seconds, and everything above happened within the last one.
+    nowMs: Date.now() + 1000,
+    drain,
+    async close() {
+      await sim.close();
+      await service.close();
+    },
+  };
+}
