@@ -1,0 +1,46 @@
+# syntax=docker/dockerfile:1
+# Tallyhouse's production image: the compiled service, production dependencies only, running as a non-root user.
+# docker compose builds it (docker-compose.yml); on its own: docker build -t tallyhouse .
+ARG NODE_IMAGE=node:20.19.4-bookworm-slim
+
+# ---- build: every dependency, TypeScript compiled to dist/ -------------------------------------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY jobs ./jobs
+RUN npm run build
+
+# ---- deps: production dependencies only ---------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+# chdb's native engine (@chdb/lib-*, about 540 MB) only serves the embedded store, used when CLICKHOUSE_URL is
+# unset; this image always runs against a ClickHouse server, so the engine is left out.
+RUN npm ci --omit=dev --no-audit --no-fund \
+ && rm -rf node_modules/@chdb \
+ && npm cache clean --force
+
+# ---- runtime ------------------------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    DATA_DIR=/var/lib/tallyhouse
+WORKDIR /app
+COPY --chown=root:root package.json ./
+COPY --chown=root:root bin ./bin
+COPY --from=deps --chown=root:root /app/node_modules ./node_modules
+COPY --from=build --chown=root:root /app/dist ./dist
+# src/store/migrate.ts reads ../../sql/ next to itself: from dist/src/store/ that is dist/sql/.
+COPY --chown=root:root sql ./dist/sql
+# DATA_DIR holds the log drain's spool; the code stays root-owned and read-only to the service user.
+RUN mkdir -p /var/lib/tallyhouse && chown node:node /var/lib/tallyhouse
+USER node
+EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["node", "bin/tallyhouse.js"]
+CMD ["serve"]
