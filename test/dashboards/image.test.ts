@@ -1,0 +1,93 @@
+// The production image's layout without Docker: the service compiled by `npm run build`'s tsconfig into dist/,
+// the migrations in dist/sql/, bin/tallyhouse.js, and no embedded engine (the Dockerfile removes chdb's native
+// library; here a module hook makes `chdb` unresolvable). It must migrate and serve against a ClickHouse server.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startClickHouseHttp, type ClickHouseHttp } from '../support/clickhouse-http.js';
+import { freePort } from '../support/prometheus.js';
+import { processDataDir } from '../support/store.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+const NO_CHDB_HOOK = `import { register } from 'node:module';
+register('data:text/javascript,' + encodeURIComponent(\`
+export async function resolve(specifier, context, next) {
+  if (specifier === 'chdb' || specifier.startsWith('chdb/') || specifier.startsWith('@chdb/')) {
+    const err = new Error('Cannot find package ' + specifier + ' (not in the production image)');
+    err.code = 'ERR_MODULE_NOT_FOUND';
+    throw err;
+  }
+  return next(specifier, context);
+}\`));
+`;
+
+/** The image's /app: dist/ (compiled), dist/sql/, bin/, package.json, node_modules (linked). */
+async function imageLayout(): Promise<string> {
+  const app = mkdtempSync(join(tmpdir(), 'tallyhouse-image-'));
+  await promisify(execFile)(join(ROOT, 'node_modules/.bin/tsc'), ['-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(app, 'dist')], { cwd: ROOT });
+  cpSync(join(ROOT, 'sql'), join(app, 'dist/sql'), { recursive: true });
+  cpSync(join(ROOT, 'bin'), join(app, 'bin'), { recursive: true });
+  cpSync(join(ROOT, 'package.json'), join(app, 'package.json'));
+  symlinkSync(join(ROOT, 'node_modules'), join(app, 'node_modules'), 'dir');
+  writeFileSync(join(app, 'no-chdb.mjs'), NO_CHDB_HOOK);
+  return app;
+}
+
+let clickhouse: ClickHouseHttp | undefined;
+let child: ChildProcess | undefined;
+
+afterAll(async () => {
+  child?.kill('SIGKILL');
+  await clickhouse?.close();
+});
+
+describe('the production image layout', () => {
+  // Skipped until src/store/client.ts loads ./embedded.js (and with it chdb) only when CLICKHOUSE_URL is unset:
+  // today it imports it at the top, so the image (no chdb native library) cannot start. See the change proposed
+  // with issue 9 (SESSION_SETTINGS to a chdb-free module, `await import('./embedded.js')` in openEmbeddedStore).
+  it.skip('migrates and serves against a ClickHouse server without the embedded engine, and stops cleanly', async () => {
+    const app = await imageLayout();
+    clickhouse = await startClickHouseHttp({ dataDir: processDataDir() });
+    const port = await freePort();
+    const output: string[] = [];
+    child = spawn(process.execPath, ['--import', './no-chdb.mjs', 'bin/tallyhouse.js', 'serve'], {
+      cwd: app,
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'production',
+        CLICKHOUSE_URL: clickhouse.url,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        DATA_DIR: join(app, 'data'),
+        JOBS_ENABLED: 'false',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (b) => output.push(String(b)));
+    child.stderr!.on('data', (b) => output.push(String(b)));
+    const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+
+    const url = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 40_000;
+    let ready = false;
+    while (!ready && Date.now() < deadline) {
+      ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+      if (!ready) await new Promise((r) => setTimeout(r, 250));
+      if (child.exitCode !== null) break;
+    }
+    expect(ready, output.join('')).toBe(true);
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toContain('tallyhouse_job_interval_seconds');
+    const tables = await (await fetch(`${clickhouse.url}/?query=${encodeURIComponent("SELECT count() FROM system.tables WHERE database = 'tallyhouse'")}`)).text();
+    expect(Number(tables.trim())).toBeGreaterThanOrEqual(17);
+
+    child.kill('SIGTERM');
+    expect(await exited, output.join('')).toBe(0);
+  }, 90_000);
+});
