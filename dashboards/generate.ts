@@ -100,6 +100,8 @@ interface DashboardSpec {
   variables: VariableSpec[];
   /** Panels in rows; each row is laid out left to right and starts below the tallest panel of the row above. */
   rows: PanelSpec[][];
+  /** Annotation queries (columns time, text, tags, title), shown on every time series panel. */
+  annotations?: Array<{ name: string; iconColor: string; sql: string }>;
 }
 
 // ---- model builders ----------------------------------------------------------------------------------------
@@ -303,6 +305,14 @@ function dashboard(d: DashboardSpec): JsonObject {
           name: 'Annotations & Alerts',
           type: 'dashboard',
         },
+        ...(d.annotations ?? []).map((a) => ({
+          name: a.name,
+          datasource: DS,
+          enable: true,
+          hide: false,
+          iconColor: a.iconColor,
+          target: { refId: 'annotation', datasource: DS, editorType: 'sql', format: FORMATS.table, pluginVersion: PLUGIN_VERSION, rawSql: a.sql },
+        })),
       ],
     },
     links: [{ title: 'Tallyhouse', type: 'dashboards', tags: ['tallyhouse'], asDropdown: true, includeVars: false, keepTime: true, icon: 'external link', targetBlank: false, tooltip: '', url: '' }],
@@ -358,6 +368,17 @@ const ENDPOINT_FILTER = `${unlessAll(`endpoint_id IN (${sq('endpoint')})`, 'endp
   AND ${unlessAll(`${appOf('endpoint_id')} IN (${sq('app')})`, 'app')}`;
 /** Per app: the app-level rows (a bare `owner/app` covers all its routes), so nothing is counted twice. */
 const APP_SCOPE_FILTER = `endpoint_scope = 'app' AND ${unlessAll(`${appOf('endpoint_id')} IN (${sq('app')})`, 'app')}`;
+
+/** Deployments (revisions created) of the selected apps, as annotations. */
+const DEPLOYMENTS = {
+  name: 'Deployments',
+  iconColor: 'purple',
+  sql: `SELECT created_at AS time, name AS tags, 'Deployment' AS title,
+  concat(name, ': revision ', revision_id, if(status IS NULL, '', concat(' (', status, ')')), if(deployed_by IS NULL, '', concat(' by ', deployed_by))) AS text
+FROM app_revisions FINAL
+WHERE ${timeFilter('created_at')} AND ${unlessAll(`name IN (${sq('app')})`, 'app')}
+ORDER BY time`,
+};
 
 // ---- Cost --------------------------------------------------------------------------------------------------
 
@@ -623,6 +644,7 @@ const latency: DashboardSpec = {
   description: 'Request latency per endpoint from the analytics collector (platform percentiles per bucket) and the requests collector (exact percentiles over the range).',
   time: { from: 'now-24h', to: 'now' },
   variables: analyticsVariables(),
+  annotations: [DEPLOYMENTS],
   rows: [
     [percentilePanel('duration', 50), percentilePanel('duration', 90), percentilePanel('duration', 99)],
     [percentilePanel('prepare_duration', 50), percentilePanel('prepare_duration', 90), percentilePanel('prepare_duration', 99)],
@@ -709,6 +731,7 @@ const errors: DashboardSpec = {
   description: 'Error-type trends from the analytics collector, status codes from the requests collector, and failed queue webhooks.',
   time: { from: 'now-24h', to: 'now' },
   variables: analyticsVariables(),
+  annotations: [DEPLOYMENTS],
   rows: [
     [
       {
@@ -902,6 +925,7 @@ const runners: DashboardSpec = {
     },
     APP_FROM_APPS,
   ],
+  annotations: [DEPLOYMENTS],
   rows: [
     [
       {
@@ -1054,7 +1078,7 @@ ORDER BY runners DESC, app, reason`,
         type: 'table',
         title: 'Apps (last listing)',
         description: 'Each app as the apps collector last listed it: machine type, runners, queue and scaling settings.',
-        w: 24,
+        w: 14,
         h: 8,
         unit: 'short',
         queries: [
@@ -1073,6 +1097,24 @@ ORDER BY app`,
           { field: 'machine_type', unit: 'string' },
           { field: 'keep_alive', unit: 's' },
           { field: 'request_timeout', unit: 's' },
+        ],
+      },
+      {
+        type: 'table',
+        title: 'Latest revisions',
+        description: 'The 50 most recent revisions of the selected apps (whatever the time range): status, whether it serves now, who deployed it.',
+        w: 10,
+        h: 8,
+        unit: 'string',
+        queries: [
+          {
+            format: 'table',
+            sql: `SELECT created_at, name AS app, revision_id, status, is_current, deployed_by, message
+FROM app_revisions FINAL
+WHERE ${unlessAll(`name IN (${sq('app')})`, 'app')}
+ORDER BY created_at DESC
+LIMIT 50`,
+          },
         ],
       },
     ],

@@ -47,6 +47,12 @@ export function checkModel(model: Model): string[] {
     }
   }
 
+  for (const a of model.annotations?.list ?? []) {
+    if (a.builtIn) continue;
+    if (a.datasource?.type !== PLUGIN_ID || a.datasource?.uid !== DS_REF) problems.push(`${where}: annotation ${a.name} must query ${DS_REF}`);
+    if (a.target?.editorType !== 'sql' || typeof a.target?.rawSql !== 'string') problems.push(`${where}: annotation ${a.name} must be raw SQL`);
+  }
+
   const ids = new Set<number>();
   const cells = new Map<string, string>();
   for (const p of model.panels ?? []) {
@@ -152,6 +158,19 @@ export async function runDashboard(model: Model, store: Store, opts: RunOptions)
   }
 
   const results: QueryResult[] = [];
+  // Annotations run with the dashboard's range; markers are sparse, so only the SQL and its time column count.
+  for (const a of model.annotations?.list ?? []) {
+    if (a.builtIn) continue;
+    const at = `${where}, annotation ${JSON.stringify(a.name)}`;
+    try {
+      const sql = expandSql(a.target.rawSql, variables, rangeCtx);
+      const result = await run(store, sql);
+      results.push({ panel: `annotation ${a.name}`, refId: a.target.refId, sql, rows: result.data.length, columns: result.meta });
+      if (!result.meta.some((c) => c.name === 'time' && TIME.test(c.type))) problems.push(`${at}: needs a time column named time`);
+    } catch (err) {
+      problems.push(`${at}: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
   for (const p of model.panels ?? []) {
     const ctx = { fromMs: opts.fromMs, toMs: opts.toMs, intervalMs: panelIntervalMs(opts.fromMs, opts.toMs, p.maxDataPoints ?? MAX_DATA_POINTS, p.interval) };
     for (const t of p.targets ?? []) {
