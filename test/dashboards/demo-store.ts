@@ -46,6 +46,11 @@ export async function openDemoStore(): Promise<DemoStore> {
       const run = await runJob(service, sim, job.name);
       if (run.status !== 'ok') throw new Error(`job ${job.name}: ${run.error}`);
     }
+    // A scheduled usage run reaches back to the 1st of the month (or 3 days): backfill the simulator's whole
+    // history too, so the cost panels see every day whatever today's date.
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    const backfill = await runJob(service, sim, 'usage', { from: day(now.getTime() - 8 * 86_400_000), to: day(now.getTime() + 2 * 86_400_000) });
+    if (backfill.status !== 'ok') throw new Error(`usage backfill: ${backfill.error}`);
     // A run with a key the platform does not know: a failed run, as after a key rotation.
     const refused = simClient(sim, { api: 'revoked-key', admin: 'revoked-key' });
     const failed = await runJob(service, sim, 'usage', {}, { platform: refused });
