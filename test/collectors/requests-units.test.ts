@@ -4,10 +4,11 @@ import {
   dayChunks,
   isoToDateTime64,
   parseTimeArg,
+  toRequestLine,
   toRequestRow,
 } from '../../src/collectors/requests.js';
 import { parsePrices, PricesFileError } from '../../src/collectors/prices.js';
-import { BILLED_VERSION_BIT, requestVersion } from '../../src/store/tables/requests.js';
+import { BILLED_VERSION_BIT, RequestRow, requestVersion, requests } from '../../src/store/tables/requests.js';
 
 // Pure pieces of the requests collector and the prices file: no store, no simulator.
 
@@ -73,12 +74,28 @@ describe('toRequestRow', () => {
     expect(row).toMatchObject({ ended_at: '2026-11-21 10:00:03.500', billable_units: '0.0000001' });
   });
 
+  it('writes a line with exactly the table columns, which the row schema accepts, escaping what needs it', () => {
+    const r = toRequestLine({ ...item, request_id: 'a"b\\c\n', runner_id: null, odd: 'é"' }, collected);
+    if ('reason' in r) throw new Error(r.reason);
+    const parsed = JSON.parse(r.line) as Record<string, unknown>;
+    expect(Object.keys(parsed)).toEqual(requests.columns);
+    expect(RequestRow.parse(parsed)).toMatchObject({ request_id: 'a"b\\c\n', runner_id: null, raw: '{"odd":"é\\""}' });
+    expect(r.billed).toBe(true);
+  });
+
   it('gives the reason for an item that cannot be stored', () => {
-    expect(toRequestRow({ ...item, ended_at: undefined }, collected)).toMatch(/^ended_at: /);
+    expect(toRequestRow({ ...item, ended_at: undefined }, collected)).toBe('ended_at: expected string, received undefined');
     expect(toRequestRow({ ...item, ended_at: 'yesterday' }, collected)).toBe('ended_at: not an ISO 8601 timestamp: "yesterday"');
-    expect(toRequestRow({ ...item, status_code: '200' }, collected)).toMatch(/^status_code: /);
-    expect(toRequestRow({ ...item, billable_units: 'many' }, collected)).toMatch(/^billable_units: /);
-    expect(toRequestRow('not an object', collected)).toMatch(/^\(item\): /);
+    expect(toRequestRow({ ...item, sent_at: 5 }, collected)).toBe('sent_at: expected string, received number');
+    expect(toRequestRow({ ...item, started_at: 'soon' }, collected)).toBe('started_at: not an ISO 8601 timestamp: "soon"');
+    expect(toRequestRow({ ...item, status_code: '200' }, collected)).toBe('status_code: expected an integer, received string');
+    expect(toRequestRow({ ...item, status_code: 70000 }, collected)).toBe('status_code: out of range: 70000');
+    expect(toRequestRow({ ...item, duration: null }, collected)).toBe('duration: expected a number, received null');
+    expect(toRequestRow({ ...item, runner_id: 7 }, collected)).toBe('runner_id: expected string, received number');
+    expect(toRequestRow({ ...item, billable_units: 'many' }, collected)).toBe('billable_units: expected a number, received string');
+    expect(toRequestRow({ ...item, request_id: undefined }, collected)).toBe('request_id: expected string, received undefined');
+    expect(toRequestRow('not an object', collected)).toBe('(item): expected object, received string');
+    expect(toRequestRow([item], collected)).toBe('(item): expected object, received array');
   });
 });
 

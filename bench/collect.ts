@@ -1,0 +1,247 @@
+// `npm run bench -- collect [--requests N] [--rph R] [--apps A] [--seed S] [--writer-max-rows N]`: requests collected per second from
+// the simulator (started by this bench, in its process) into the embedded store, by the requests job itself (a
+// --from/--to backfill through the Scheduler, with its checkpoints); and, in the same run over the same windows
+// and plan, the same paging without storing (HTTP, JSON, envelope) and paging + per-item validation and mapping
+// without storing. Figures are ratios against the paging baseline of this run (the machine is shared and noisy),
+// taken in turns with it, day by day: store_overhead = 1 - store_rate / paging_rate (goal < 0.30).
+//
+// The collector runs in a child process, so its RSS is Tallyhouse's alone (the collector, the writer and chDB,
+// whose library alone is ~150 MB resident), not the simulator's request caches (~300 MB): peak RSS is sampled
+// every 20 ms over the store pass (goal: flat, under 300 MB); rss_by_decile_mb is the peak in each tenth of it.
+// Prints one JSON line.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startSim } from '../src/sim/index.js';
+import { parseConfig } from '../src/config.js';
+import { createLogger } from '../src/log.js';
+import { createRegistry } from '../src/metrics.js';
+import { openRuntime, closeRuntime } from '../src/service.js';
+import { PlatformClient, chunk } from '../src/platform/index.js';
+import { Scheduler } from '../src/jobs/scheduler.js';
+import { requestsJob, REQUESTS_CONCURRENCY } from '../jobs/requests.js';
+import {
+  coveringEndpointIds,
+  dayChunks,
+  forEachLimited,
+  nextCollected,
+  requestPages,
+  toRequestLine,
+} from '../src/collectors/requests.js';
+import type { JobContext } from '../src/jobs/job.js';
+
+const HOUR = 3_600_000;
+
+interface ChildSpec {
+  writerMaxRows?: string;
+  url: string;
+  apiKey: string;
+  ids: string[];
+  from: string;
+  to: string;
+  warmFrom: string;
+}
+
+if (process.env.BENCH_COLLECT_CHILD) {
+  const result = await child(JSON.parse(process.env.BENCH_COLLECT_CHILD) as ChildSpec);
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+} else {
+  await parent();
+}
+
+async function parent(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      requests: { type: 'string', default: '1000000' },
+      rph: { type: 'string', default: '165' },
+      apps: { type: 'string', default: '60' },
+      seed: { type: 'string', default: '1' },
+      'writer-max-rows': { type: 'string' },
+    },
+  });
+  const target = Number(values.requests);
+  const sim = await startSim({ seed: Number(values.seed), requestsPerHour: Number(values.rph), apps: Number(values.apps), days: 60 });
+  const nowMs = sim.clock.now().getTime();
+  const ids = coveringEndpointIds(sim.truth.apps().filter((a) => a.owned_by_caller).map((a) => a.endpoint_id));
+  // A window of whole days before today holding about `target` requests, estimated from the last full day.
+  const dayStart = Math.floor(nowMs / (24 * HOUR)) * 24 * HOUR;
+  const sample = sim.truth.requests({ from: new Date(dayStart - 24 * HOUR).toISOString(), to: new Date(dayStart).toISOString() });
+  const perHour = sample.reduce((s, r) => s + r.request_count, 0) / 24;
+  // Whole UTC days: the passes alternate day by day.
+  const days = Math.min(58, Math.max(1, Math.round(target / perHour / 24)));
+  const hours = days * 24;
+  const endMs = dayStart;
+  const spec: ChildSpec = {
+    writerMaxRows: values['writer-max-rows'],
+    url: sim.url,
+    apiKey: sim.keys.api,
+    ids,
+    from: new Date(endMs - hours * HOUR).toISOString(),
+    to: new Date(endMs).toISOString(),
+    warmFrom: new Date(endMs - (hours + 6) * HOUR).toISOString(),
+  };
+  // BENCH_CHILD_NODE_ARGS: extra node flags for the collector process only (e.g. --max-old-space-size=256).
+  const extra = (process.env.BENCH_CHILD_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const proc = spawn(process.execPath, [...extra, '--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url)], {
+    env: { ...process.env, BENCH_COLLECT_CHILD: JSON.stringify(spec) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const code = await new Promise<number | null>((resolve) => proc.on('exit', resolve));
+  await sim.close();
+  if (code !== 0) throw new Error(`the collector process exited with ${code}`);
+  const r = JSON.parse(out.trim().split('\n').pop()!) as Record<string, number | number[]>;
+  console.log(JSON.stringify({ bench: 'collect', hours, endpoint_ids: ids.length, ...r }));
+}
+
+async function child(spec: ChildSpec): Promise<Record<string, number | number[]>> {
+  const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
+  const mb = (b: number) => Math.round(b / 1024 / 1024);
+  const dataDir = mkdtempSync(join(tmpdir(), 'th-bench-collect-'));
+  const config = parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'production', WRITER_MAX_ROWS: spec.writerMaxRows });
+  const rt = await openRuntime(config, { logger: createLogger('silent'), registry: createRegistry({ defaultMetrics: false }) });
+  const platform = new PlatformClient({ baseUrl: spec.url, apiKey: spec.apiKey });
+  const from = new Date(spec.from);
+  const to = new Date(spec.to);
+  const pagingCtx = { platform, call: {} } as Pick<JobContext, 'platform' | 'call'>;
+  // The store pass's plan: day chunks x groups of 50 ids, REQUESTS_CONCURRENCY groups at a time.
+  const plan = dayChunks(from, to);
+  const groups = chunk(spec.ids, 50);
+
+  async function pagingPass(map: boolean, window = plan): Promise<{ records: number; seconds: number }> {
+    let records = 0;
+    let bytes = 0;
+    const t0 = process.hrtime.bigint();
+    for (const c of window) {
+      await forEachLimited(groups, REQUESTS_CONCURRENCY, async (g) => {
+        const collected = nextCollected();
+        for await (const items of requestPages(pagingCtx, { endpointIds: g, ...c })) {
+          records += items.length;
+          if (!map) continue;
+          for (const raw of items) {
+            const r = toRequestLine(raw, collected);
+            bytes += 'reason' in r ? 0 : r.line.length;
+          }
+        }
+      });
+    }
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    if (map && bytes === 0) throw new Error('nothing mapped');
+    return { records, seconds };
+  }
+
+  const countRows = async (): Promise<number> => {
+    const rs = await rt.store.client.query({ query: 'SELECT count() AS n FROM requests', format: 'JSONEachRow' });
+    return Number((await rs.json<{ n: string }>())[0].n);
+  };
+  const writerMetric = async (name: string, suffix: string): Promise<number> => {
+    const m = (await rt.registry.getSingleMetric(name)?.get()) as
+      | { values: Array<{ value: number; labels: Record<string, string | number>; metricName?: string }> }
+      | undefined;
+    return (m?.values ?? [])
+      .filter((v) => v.labels.table === 'requests' && (suffix === '' || v.metricName?.endsWith(suffix)))
+      .reduce((s, v) => s + v.value, 0);
+  };
+
+  // One scheduler for every store slice: each slice is one run of the requests job (a --from/--to backfill).
+  const scheduler = new Scheduler({ runtime: rt, platform, jobs: [requestsJob], now: () => to });
+  const rssSamples: Array<[number, number]> = []; // [rows committed so far, rss]
+  let peakHeap = 0;
+  let storing = false;
+  let committedBefore = 0;
+  let committed = 0;
+  const sampler = setInterval(() => {
+    if (!storing) return;
+    const m = process.memoryUsage();
+    rssSamples.push([committed, m.rss]);
+    peakHeap = Math.max(peakHeap, m.heapUsed);
+  }, 20);
+  const progress = setInterval(() => {
+    if (storing) void writerMetric('tallyhouse_writer_rows_written_total', '').then((n) => (committed = n));
+  }, 100);
+
+  async function storePass(window: Array<{ from: Date; to: Date }>): Promise<{ records: number; seconds: number }> {
+    let records = 0;
+    storing = true;
+    const t0 = process.hrtime.bigint();
+    for (const c of window) {
+      const result = await scheduler.run('requests', 'manual', {
+        from: c.from.toISOString(),
+        to: c.to.toISOString(),
+        endpoints: spec.ids.join(','),
+      });
+      if (result.status !== 'ok') throw new Error(`requests job failed: ${result.error}`);
+      records += result.rows;
+    }
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    storing = false;
+    committedBefore += records;
+    committed = committedBefore;
+    return { records, seconds };
+  }
+
+  type Pass = { records: number; seconds: number };
+  const totals: Record<'paging' | 'mapping' | 'store', Pass> = {
+    paging: { records: 0, seconds: 0 },
+    mapping: { records: 0, seconds: 0 },
+    store: { records: 0, seconds: 0 },
+  };
+  const modes = ['paging', 'mapping', 'store'] as const;
+  const idleRss = process.memoryUsage().rss;
+  // Warm-up (JIT, connections) on six hours before the measured window.
+  await pagingPass(true, dayChunks(new Date(spec.warmFrom), from));
+  // The passes take turns day by day, each day in a rotated order, so the machine's drift and the simulator's
+  // request cache weigh on all three alike.
+  const slices = dayChunks(from, to);
+  const storeStartRss = process.memoryUsage().rss;
+  for (let i = 0; i < slices.length; i++) {
+    for (let k = 0; k < modes.length; k++) {
+      const mode = modes[(i + k) % modes.length];
+      gc();
+      const r = mode === 'store' ? await storePass([slices[i]]) : await pagingPass(mode === 'mapping', [slices[i]]);
+      totals[mode].records += r.records;
+      totals[mode].seconds += r.seconds;
+    }
+  }
+  clearInterval(sampler);
+  clearInterval(progress);
+  const stored = await countRows();
+  if (stored !== totals.paging.records || totals.store.records !== totals.paging.records) {
+    throw new Error(`stored ${stored} rows (job counted ${totals.store.records}), paged ${totals.paging.records}`);
+  }
+  const insertSeconds = await writerMetric('tallyhouse_writer_flush_duration_seconds', '_sum');
+  const batches = await writerMetric('tallyhouse_writer_flush_duration_seconds', '_count');
+  await platform.close();
+  await closeRuntime(rt);
+  rmSync(dataDir, { recursive: true, force: true });
+
+  const deciles = new Array<number>(10).fill(0);
+  for (const [n, rss] of rssSamples) {
+    const d = Math.min(9, Math.floor((n / stored) * 10));
+    deciles[d] = Math.max(deciles[d], rss);
+  }
+  const peak = Math.max(...rssSamples.map(([, rss]) => rss));
+  const rate = (p: Pass) => Math.round(p.records / p.seconds);
+  const round3 = (x: number) => Math.round(x * 1000) / 1000;
+  return {
+    requests: stored,
+    paging_per_second: rate(totals.paging),
+    paging_mapping_per_second: rate(totals.mapping),
+    store_per_second: rate(totals.store),
+    store_vs_paging: round3(rate(totals.store) / rate(totals.paging)),
+    store_overhead: round3(1 - rate(totals.store) / rate(totals.paging)),
+    mapping_overhead: round3(1 - rate(totals.mapping) / rate(totals.paging)),
+    store_seconds: round3(totals.store.seconds),
+    store_insert_seconds: round3(insertSeconds),
+    store_batches: batches,
+    rss_idle_mb: mb(idleRss),
+    rss_before_store_mb: mb(storeStartRss),
+    peak_rss_mb: mb(peak),
+    peak_heap_used_mb: mb(peakHeap),
+    rss_by_decile_mb: deciles.map(mb),
+  };
+}
