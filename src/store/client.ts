@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
-import { createEmbeddedConnection, SESSION_SETTINGS } from './embedded.js';
+import { SESSION_SETTINGS } from './settings.js';
 import type { Logger } from '../log.js';
 
 export interface StoreOptions {
@@ -68,6 +68,8 @@ async function openEmbeddedStore(opts: StoreOptions): Promise<Store> {
   }
   mkdirSync(path, { recursive: true });
   embeddedPath = path;
+  // Loaded here, not at the top: the production image has no embedded engine (chdb) and always sets CLICKHOUSE_URL.
+  const { createEmbeddedConnection } = await import('./embedded.js');
   const client = createClient({ connection: createEmbeddedConnection(path) });
   try {
     await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}` });

@@ -46,12 +46,7 @@ export function inlineSettings(sql: string, settings: ClickHouseSettings | undef
   return `${sql.replace(/[\s;]+$/, '')}\n${clause}`;
 }
 
-/** Session-wide settings applied once when the embedded engine opens (the server gets them per request). */
-export const SESSION_SETTINGS: ClickHouseSettings = {
-  date_time_input_format: 'best_effort',
-  output_format_json_quote_decimals: 1,
-  output_format_json_quote_64bit_integers: 1,
-};
+export { SESSION_SETTINGS } from './settings.js';
 
 /** A chDB connection for `createClient({ connection })` whose per-query settings stay per query. */
 export function createEmbeddedConnection(path: string): Connection<Readable> {

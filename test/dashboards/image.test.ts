@@ -47,10 +47,8 @@ afterAll(async () => {
 });
 
 describe('the production image layout', () => {
-  // Skipped until src/store/client.ts loads ./embedded.js (and with it chdb) only when CLICKHOUSE_URL is unset:
-  // today it imports it at the top, so the image (no chdb native library) cannot start. See the change proposed
-  // with issue 9 (SESSION_SETTINGS to a chdb-free module, `await import('./embedded.js')` in openEmbeddedStore).
-  it.skip('migrates and serves against a ClickHouse server without the embedded engine, and stops cleanly', async () => {
+  // src/store/client.ts loads ./embedded.js (and with it chdb) only when CLICKHOUSE_URL is unset.
+  it('migrates and serves against a ClickHouse server without the embedded engine, and stops cleanly', async () => {
     const app = await imageLayout();
     clickhouse = await startClickHouseHttp({ dataDir: processDataDir() });
     const port = await freePort();
