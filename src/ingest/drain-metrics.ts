@@ -52,6 +52,18 @@ export function createDrainMetrics(registry: Registry, spool: () => { bytes: num
       help: 'Lines the store confirmed from the drain spool.',
       registers,
     }),
+    replayBatchSeconds: new Histogram({
+      name: 'tallyhouse_drain_replay_batch_duration_seconds',
+      help: 'Time to move one batch of spool records into the store (read, insert, commit).',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    replayBatchLines: new Histogram({
+      name: 'tallyhouse_drain_replay_batch_lines',
+      help: 'Lines per batch moved from the spool into the store.',
+      buckets: [100, 1000, 5000, 10_000, 25_000, 50_000, 100_000],
+      registers,
+    }),
     replayFailures: new Counter({
       name: 'tallyhouse_drain_replay_failures_total',
       help: 'Failed spool replay inserts, by kind (transient: retried with the same token; data: rows isolated).',

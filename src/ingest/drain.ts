@@ -13,10 +13,10 @@ import type { Logger } from '../log.js';
 import type { Extension } from '../extensions.js';
 import { MAX_REJECT_RAW_BYTES, truncateUtf8, type BatchWriter } from '../store/writer.js';
 import { applyLogRetention } from '../store/tables/logs.js';
-import { formatDateTime64, mapLine, type BatchContext } from './drain-lines.js';
+import { formatDateTime64, LOG_ROW_COLUMNS, mapLine, type BatchContext } from './drain-lines.js';
 import { BodyFormatError, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from './drain-split.js';
 import { createDrainMetrics, type DrainMetrics } from './drain-metrics.js';
-import { Spool, SpoolFullError } from './spool.js';
+import { Spool, SpoolFullError, type RowFormat } from './spool.js';
 import { DataStage, StagingBudget } from './stage.js';
 import { SpoolReplayer } from './replayer.js';
 
@@ -24,6 +24,7 @@ export const DRAIN_PATH = '/v1/drains/logs';
 export const MAX_LINE_BYTES = 1024 * 1024;
 export const MAX_LISTED_ERRORS = 100;
 export const REJECT_SOURCE = 'log_drain';
+const LOG_ROW_FORMAT: RowFormat = { format: 'TabSeparated', columns: LOG_ROW_COLUMNS };
 
 /** How the drain authenticates senders; undefined = the endpoint is off. */
 export interface DrainAuth {
@@ -278,7 +279,7 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
 
     const listed = { accepted, rejected, errors };
     if (accepted === 0 && rejected === 0) return { status: 200, body: { ...listed, batch_id: null } };
-    const record = { id: bodyHash.digest('hex'), receivedAtMs, rows: await rows.finish(), rejects: await rejects.finish() };
+    const record = { id: bodyHash.digest('hex'), receivedAtMs, rowFormat: LOG_ROW_FORMAT, rows: await rows.finish(), rejects: await rejects.finish() };
     const result = await spool.append(record);
     if (result.status === 'duplicate') {
       opts.metrics.duplicates.inc();
@@ -417,6 +418,7 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       logger,
       metrics,
       lingerMs: rt.config.WRITER_FLUSH_INTERVAL_MS,
+      infileDir: spool.stagingDir,
     });
     replayer.start();
     await rt.app.register(drainRoutes, {

@@ -2,20 +2,29 @@
 // saved before the insert, so after a crash the same records go again with the same deduplication token and
 // the store keeps them once. The committed position moves only after the store confirmed the batch.
 import { createHash } from 'node:crypto';
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import type { ClickHouseSettings } from '@clickhouse/client';
 import type { Store } from '../store/client.js';
 import type { BatchWriter } from '../store/writer.js';
 import { REJECTS_TABLE } from '../store/writer.js';
 import { classifyStoreError, describeStoreError } from '../store/errors.js';
 import type { Logger } from '../log.js';
-import { comparePositions, SpoolCorruptError, type Position, type Spool, type SpoolRecord } from './spool.js';
+import { comparePositions, SpoolCorruptError, type Position, type RowFormat, type Spool, type SpoolRecord } from './spool.js';
 import type { DrainMetrics } from './drain-metrics.js';
 
 export const LOGS_TABLE = 'logs';
 
 export interface ReplayerOptions {
   spool: Spool;
-  store: Pick<Store, 'client'>;
+  store: Pick<Store, 'client' | 'mode'>;
+  /**
+   * With the embedded store: a directory for the batch file the store reads itself (INSERT ... FROM INFILE).
+   * chDB parses a file two to three times faster than the same rows passed through the client as a query
+   * string (which it copies into one JavaScript string, then into the statement). Unset: always through the client.
+   */
+  infileDir?: string;
   /** For the rare row the store refuses as data (it goes to ingest_rejects). */
   writer: Pick<BatchWriter, 'reject'>;
   logger?: Logger;
@@ -31,6 +40,9 @@ export interface ReplayerOptions {
 }
 
 class Stopping extends Error {}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const JSON_ROWS: RowFormat = { format: 'JSONEachRow' };
 
 function token(table: string, ids: string): string {
   return createHash('sha256').update(table).update('\n').update(ids).digest('hex');
@@ -110,6 +122,7 @@ export class SpoolReplayer {
 
   private async loop(): Promise<void> {
     while (!this.stopping) {
+      let started = process.hrtime.bigint();
       try {
         const plan = this.spool.inflight;
         let batch: { records: SpoolRecord[]; to: Position };
@@ -118,6 +131,7 @@ export class SpoolReplayer {
           this.o.logger?.info({ records: batch.records.length }, 'replaying the drain batch that was being inserted when the service stopped');
         } else {
           if (!(await this.waitForWork())) break;
+          started = process.hrtime.bigint();
           const read = await this.spool.read(this.spool.committed, { maxRows: this.opts.maxBatchRows, maxBytes: this.opts.maxBatchBytes });
           if (read.records.length === 0) {
             this.firstPendingAt = undefined;
@@ -130,6 +144,8 @@ export class SpoolReplayer {
         await this.spool.commit(batch.to, batch.records);
         const lines = batch.records.reduce((n, r) => n + r.rows, 0);
         this.o.metrics?.replayedLines.inc(lines);
+        this.o.metrics?.replayBatchLines.observe(lines);
+        this.o.metrics?.replayBatchSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
         if (this.failingSince !== undefined) {
           this.o.logger?.info({ outageSeconds: Math.round((Date.now() - this.failingSince) / 1000), spoolBytes: this.spool.bytes }, 'store is back; replaying the drain spool');
           this.failingSince = undefined;
@@ -193,23 +209,34 @@ export class SpoolReplayer {
 
   private async insert(records: SpoolRecord[]): Promise<void> {
     const ids = records.map((r) => r.id).join('\n');
-    const rows = records.filter((r) => r.rowData.length > 0).map((r) => r.rowData);
+    // One insert per row format (in practice there is one: the format of this version's mapLine).
+    const groups = new Map<string, { format: RowFormat; parts: Buffer[] }>();
+    for (const r of records) {
+      if (r.rowData.length === 0) continue;
+      const key = JSON.stringify(r.rowFormat);
+      let group = groups.get(key);
+      if (!group) groups.set(key, (group = { format: r.rowFormat, parts: [] }));
+      group.parts.push(r.rowData);
+    }
+    for (const [key, group] of groups) {
+      const dedupToken = token(groups.size === 1 ? LOGS_TABLE : `${LOGS_TABLE}\n${key}`, ids);
+      await this.insertParts(LOGS_TABLE, group.parts, dedupToken, group.format);
+    }
     const rejects = records.filter((r) => r.rejectData.length > 0).map((r) => r.rejectData);
-    if (rows.length > 0) await this.insertParts(LOGS_TABLE, rows, token(LOGS_TABLE, ids));
-    if (rejects.length > 0) await this.insertParts(REJECTS_TABLE, rejects, token(REJECTS_TABLE, ids));
+    if (rejects.length > 0) await this.insertParts(REJECTS_TABLE, rejects, token(REJECTS_TABLE, ids), JSON_ROWS);
   }
 
   /** Inserts until the store confirms: transient failures are retried with the same token, forever. */
-  private async insertParts(table: string, parts: Buffer[], dedupToken: string): Promise<void> {
+  private async insertParts(table: string, parts: Buffer[], dedupToken: string, format: RowFormat): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.send(table, parts, dedupToken);
+        await this.send(table, parts, dedupToken, format);
         return;
       } catch (err) {
         const kind = classifyStoreError(err);
         this.o.metrics?.replayFailures.inc({ kind });
         if (kind === 'data') {
-          await this.isolate(table, parts, dedupToken, err);
+          await this.isolate(table, parts, dedupToken, format, err);
           return;
         }
         if (this.stopping) throw new Stopping();
@@ -231,7 +258,7 @@ export class SpoolReplayer {
    * The store refused the batch as data (should not happen: rows are built by mapLine). Halve it until the
    * refused rows are alone, with tokens derived from the batch's so a replay repeats the same inserts.
    */
-  private async isolate(table: string, parts: Buffer[], dedupToken: string, err: unknown): Promise<void> {
+  private async isolate(table: string, parts: Buffer[], dedupToken: string, format: RowFormat, err: unknown): Promise<void> {
     const rows = splitRows(parts);
     if (rows.length <= 1) {
       const raw = rows[0]?.toString('utf8') ?? '';
@@ -240,27 +267,50 @@ export class SpoolReplayer {
         return;
       }
       this.o.logger?.warn({ table, err: describeStoreError(err) }, 'the store refused a drain row; kept in ingest_rejects');
-      await this.o.writer.reject([{ source: `writer:${table}`, reason: describeStoreError(err), raw }]);
+      await this.o.writer.reject([{ source: `writer:${table}`, reason: `${describeStoreError(err)} (${format.format} row)`, raw }]);
       return;
     }
     const mid = Math.floor(rows.length / 2);
     const halves = [rows.slice(0, mid), rows.slice(mid)];
     for (const [i, half] of halves.entries()) {
       const withNewlines = half.flatMap((r) => [r, Buffer.from('\n')]);
-      await this.insertParts(table, withNewlines, token(`${dedupToken}/${i}`, String(half.length)));
+      await this.insertParts(table, withNewlines, token(`${dedupToken}/${i}`, String(half.length)), format);
     }
   }
 
-  private async send(table: string, parts: Buffer[], dedupToken: string): Promise<void> {
+  private async send(table: string, parts: Buffer[], dedupToken: string, format: RowFormat): Promise<void> {
+    if (!IDENTIFIER.test(format.format) || !(format.columns ?? []).every((c) => IDENTIFIER.test(c))) {
+      throw new Error(`spool record with an invalid row format ${JSON.stringify(format)}`);
+    }
+    const columns = format.columns ? ` (${format.columns.join(', ')})` : '';
+    const settings: ClickHouseSettings = {
+      insert_deduplication_token: dedupToken,
+      async_insert: 0,
+      // A batch may hold lines of many days (one partition each); the default limit would fail it forever.
+      max_partitions_per_insert_block: '0',
+    };
+    if (this.o.infileDir && this.o.store.mode === 'embedded') {
+      const path = join(this.o.infileDir, `replay-${table}.${format.format.toLowerCase()}`);
+      const fh = await open(path, 'w');
+      try {
+        let written = 0;
+        const total = parts.reduce((n, p) => n + p.length, 0);
+        while (written < total) {
+          const { bytesWritten } = await fh.writev(written === 0 ? parts : [Buffer.concat(parts).subarray(written)], written);
+          written += bytesWritten;
+        }
+      } finally {
+        await fh.close();
+      }
+      // The path is ours (DATA_DIR); quoted as a ClickHouse string literal all the same.
+      const literal = `'${path.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+      await this.o.store.client.command({ query: `INSERT INTO ${table}${columns} FROM INFILE ${literal} FORMAT ${format.format}`, clickhouse_settings: settings });
+      return;
+    }
     const result = await this.o.store.client.exec({
-      query: `INSERT INTO ${table} FORMAT JSONEachRow`,
+      query: `INSERT INTO ${table}${columns} FORMAT ${format.format}`,
       values: Readable.from(parts),
-      clickhouse_settings: {
-        insert_deduplication_token: dedupToken,
-        async_insert: 0,
-        // A batch may hold lines of many days (one partition each); the default limit would fail it forever.
-        max_partitions_per_insert_block: '0',
-      },
+      clickhouse_settings: settings,
     });
     await new Promise<void>((resolve, reject) => {
       result.stream.on('error', reject);

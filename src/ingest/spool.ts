@@ -33,16 +33,24 @@ export interface SpoolRecordInput {
   /** The body's identity (sha256 hex of the decoded body): a redelivered body is not appended twice. */
   id: string;
   receivedAtMs: number;
-  /** `logs` rows. */
+  /** `logs` rows, in this ClickHouse input format (the columns as the writer chose them). */
+  rowFormat: RowFormat;
   rows: StagedData;
   /** `ingest_rejects` rows. */
   rejects: StagedData;
+}
+
+/** How a record's rows are written: the ClickHouse format, and the column list for formats without names. */
+export interface RowFormat {
+  format: string;
+  columns?: readonly string[];
 }
 
 /** A record read back for replay. */
 export interface SpoolRecord {
   id: string;
   receivedAtMs: number;
+  rowFormat: RowFormat;
   rows: number;
   rejects: number;
   /** logs rows, JSONEachRow (every line ends with \n). */
@@ -99,6 +107,8 @@ interface RecordMeta {
   rows: number;
   rowBytes: number;
   rejects: number;
+  /** Row format (absent: JSONEachRow). */
+  fmt?: RowFormat;
 }
 
 interface Pending {
@@ -173,6 +183,7 @@ function encodeHead(record: SpoolRecordInput): { head: Buffer; size: number } {
       rows: record.rows.count,
       rowBytes: record.rows.bytes,
       rejects: record.rejects.count,
+      fmt: record.rowFormat,
     } satisfies RecordMeta),
   );
   const dataBytes = record.rows.bytes + record.rejects.bytes;
@@ -497,19 +508,37 @@ export class Spool {
     const start = { ...pos };
     const records: SpoolRecord[] = [];
     let rows = 0;
-    let bytes = 0;
     const end = limits.until && limits.until.segment === pos.segment ? limits.until.offset : (this.sizes.get(pos.segment) ?? 0);
+    if (pos.offset >= end) return { records, from: start, to: pos };
     const fh = await this.reader(pos.segment);
+    // One read for the whole batch (a record larger than the limit is read alone): a read per record would
+    // wait in the event loop behind the requests once per record.
+    const windowEnd = limits.until ? end : Math.min(end, pos.offset + Math.max(limits.maxBytes, FRAME_BYTES));
+    let window = await readExactly(fh, windowEnd - pos.offset, pos.offset);
+    let windowStart = pos.offset;
     while (pos.offset < end) {
-      const frameBytes = await readExactly(fh, FRAME_BYTES, pos.offset);
+      let at = pos.offset - windowStart;
+      if (at + FRAME_BYTES > window.length) {
+        if (records.length > 0) break;
+        window = await readExactly(fh, Math.min(FRAME_BYTES, end - pos.offset), pos.offset);
+        windowStart = pos.offset;
+        at = 0;
+      }
+      const frameBytes = window.subarray(at, at + FRAME_BYTES);
       const frame = decodeFrame(frameBytes);
       if (typeof frame === 'string') throw new SpoolCorruptError(pos, frame);
       const size = FRAME_BYTES + frame.metaLength + frame.dataLength;
       if (pos.offset + size > end) throw new SpoolCorruptError(pos, 'record runs past the durable end');
-      if (!limits.until && records.length > 0 && (bytes + size > limits.maxBytes || rows >= limits.maxRows)) break;
-      const body = await readExactly(fh, frame.metaLength + frame.dataLength, pos.offset + FRAME_BYTES);
-      if (body.length !== frame.metaLength + frame.dataLength) throw new SpoolCorruptError(pos, 'short read');
-      const meta = parseMeta(frameBytes, body.subarray(0, frame.metaLength), frame);
+      if (!limits.until && records.length > 0 && rows >= limits.maxRows) break;
+      if (at + size > window.length) {
+        if (records.length > 0) break; // the next batch starts with it
+        window = await readExactly(fh, size, pos.offset);
+        windowStart = pos.offset;
+        at = 0;
+        if (window.length !== size) throw new SpoolCorruptError(pos, 'short read');
+      }
+      const body = window.subarray(at + FRAME_BYTES, at + size);
+      const meta = parseMeta(window.subarray(at, at + FRAME_BYTES), body.subarray(0, frame.metaLength), frame);
       if (typeof meta === 'string') throw new SpoolCorruptError(pos, meta);
       const data = body.subarray(frame.metaLength);
       const rowData = data.subarray(0, meta.rowBytes);
@@ -518,9 +547,18 @@ export class Spool {
         throw new SpoolCorruptError(pos, 'data checksum mismatch');
       }
       const next = { segment: pos.segment, offset: pos.offset + size };
-      records.push({ id: meta.id, receivedAtMs: meta.at, rows: meta.rows, rejects: meta.rejects, rowData, rejectData, start: pos, end: next });
+      records.push({
+        id: meta.id,
+        receivedAtMs: meta.at,
+        rowFormat: meta.fmt ?? { format: 'JSONEachRow' },
+        rows: meta.rows,
+        rejects: meta.rejects,
+        rowData,
+        rejectData,
+        start: pos,
+        end: next,
+      });
       rows += meta.rows;
-      bytes += size;
       pos = next;
     }
     return { records, from: start, to: pos };

@@ -1,13 +1,34 @@
 import { describe, expect, it } from 'vitest';
-import { formatDateTime64, mapLine, parseIsoTimestamp } from '../../src/ingest/drain-lines.js';
+import { formatDateTime64, LOG_ROW_COLUMNS, mapLine, parseIsoTimestamp, toDateTime64Text } from '../../src/ingest/drain-lines.js';
 import { BodyFormatError, JsonArraySplitter, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from '../../src/ingest/drain-split.js';
 
 const ctx = { receivedAt: '2026-11-21 12:00:00.000', batchId: '0b8e7a6c-1f7e-4d64-9a54-3c1b7d1f2e11' };
 
+const UNESCAPE: Record<string, string> = { t: '\t', n: '\n', r: '\r', '0': '\0', '\\': '\\', "'": "'" };
+const unescape = (s: string) => s.replace(/\\(.)/g, (_, c: string) => UNESCAPE[c] ?? c);
+
+/** Reads a TabSeparated row back (as ClickHouse would): fields, and the Map literal of `attributes`. */
+function decodeRow(tsv: string): Record<string, unknown> {
+  const fields = tsv.split('\t');
+  expect(fields).toHaveLength(LOG_ROW_COLUMNS.length);
+  const out: Record<string, unknown> = {};
+  LOG_ROW_COLUMNS.forEach((c, i) => (out[c] = unescape(fields[i])));
+  const map = fields[LOG_ROW_COLUMNS.indexOf('attributes')];
+  const attributes: Record<string, string> = {};
+  const pair = /'((?:[^'\\]|\\.)*)':'((?:[^'\\]|\\.)*)'(,|\}$)/gy;
+  pair.lastIndex = 1;
+  expect(map.startsWith('{') && map.endsWith('}')).toBe(true);
+  for (let m = pair.exec(map); m; m = pair.exec(map)) attributes[unescape(m[1])] = unescape(m[2]);
+  out.attributes = attributes;
+  out.line = Number(out.line);
+  return out;
+}
+
 function row(text: string, line = 1): Record<string, unknown> {
   const r = mapLine(text, line, ctx);
   if (!r.ok) throw new Error(r.reason);
-  return JSON.parse(r.row) as Record<string, unknown>;
+  expect(r.row).not.toMatch(/\n/);
+  return decodeRow(r.row);
 }
 
 function reject(text: string): { code: string; reason: string } {
@@ -36,8 +57,13 @@ describe('parseIsoTimestamp', () => {
     expect(parseIsoTimestamp('2024-02-29T00:00:00Z')).toBe(Date.UTC(2024, 1, 29));
   });
 
-  it('formats DateTime64(3) text', () => {
+  it('formats DateTime64(3) text, directly from the platform form', () => {
     expect(formatDateTime64(Date.UTC(2026, 10, 21, 10, 0, 0, 7))).toBe('2026-11-21 10:00:00.007');
+    expect(toDateTime64Text('2026-11-21T10:00:00.123Z')).toBe('2026-11-21 10:00:00.123');
+    expect(toDateTime64Text('2026-11-21T10:00:00.1234567Z')).toBe('2026-11-21 10:00:00.123');
+    expect(toDateTime64Text('2026-11-21T10:00Z')).toBe('2026-11-21 10:00:00.000');
+    expect(toDateTime64Text('2026-11-21T00:30:00+01:00')).toBe('2026-11-20 23:30:00.000');
+    expect(toDateTime64Text('2299-12-31T23:59:59.999Z')).toBe('2299-12-31 23:59:59.999');
   });
 });
 
@@ -87,9 +113,9 @@ describe('mapLine', () => {
     });
   });
 
-  it('keeps the required fields only, with empty labels, and multi-line messages intact', () => {
-    const r = row(JSON.stringify({ timestamp: '2026-11-21T10:00:00Z', message: 'Traceback:\n  line 1\n\tx = "é"', level: 'ERROR' }));
-    expect(r.message).toBe('Traceback:\n  line 1\n\tx = "é"');
+  it('keeps the required fields only, with empty labels, and multi-line messages intact (escaped in the row)', () => {
+    const r = row(JSON.stringify({ timestamp: '2026-11-21T10:00:00Z', message: 'Traceback:\n  line 1\n\tx = "é" \\ \r\0', level: 'ERROR' }));
+    expect(r.message).toBe('Traceback:\n  line 1\n\tx = "é" \\ \r\0');
     expect([r.app, r.request_id, r.worker]).toEqual(['', '', '']);
     expect(r.attributes).toEqual({});
     // Non-string message and level are kept as their JSON.

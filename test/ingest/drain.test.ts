@@ -120,6 +120,42 @@ describe('bodies', () => {
     ]);
   });
 
+  it('stores awkward text exactly: tabs, newlines, backslashes, quotes, NUL, non-ASCII (rows travel as TabSeparated)', async () => {
+    const awkward = ['tab\there', 'new\nline\r\n', 'back\\slash \\t \\n \\\\', "it's \"quoted\"", 'nul\u0000byte', 'é 漢字 🚀', '{\'a\':\'b\'}', '\\N', ''];
+    const lines = awkward.map((text, i) =>
+      JSON.stringify({
+        timestamp: '2026-11-21T10:00:00Z',
+        level: text,
+        message: text,
+        svc_app_name: 'awkward-app',
+        svc_request_id: `awkward ${i} ${text}`,
+        svc_worker_id: text,
+        [`key ${text}`]: text,
+        [`n${i}`]: { nested: text },
+      }),
+    );
+    lines.push(JSON.stringify({ timestamp: '2026-11-21T10:00:00Z', level: 'INFO', message: 'lone \ud800 surrogate', svc_app_name: 'awkward-app' }));
+    const res = await postSigned(d.drainUrl, lines.join('\n'));
+    expect(res.body).toMatchObject({ accepted: lines.length, rejected: 0 });
+    await d.replayer.whenReplayed();
+    const rows = await queryRows<{ level: string; message: string; request_id: string; worker: string; attributes: Record<string, string> }>(
+      d.service,
+      'SELECT level, message, request_id, worker, attributes FROM logs WHERE batch_id = toUUID({b:String}) ORDER BY line',
+      { b: res.body.batch_id },
+    );
+    expect(rows.slice(0, awkward.length)).toEqual(
+      awkward.map((text, i) => ({
+        level: text,
+        message: text,
+        request_id: `awkward ${i} ${text}`,
+        worker: text,
+        attributes: { [`key ${text}`]: text, [`n${i}`]: JSON.stringify({ nested: text }) },
+      })),
+    );
+    // A lone surrogate is not valid UTF-8: it arrives as U+FFFD.
+    expect(rows[awkward.length].message).toBe('lone \ufffd surrogate');
+  });
+
   it('takes a JSON array body (application/json), one line per element', async () => {
     const arr = JSON.stringify([JSON.parse(line({ message: 'arr 1' })), 'nope', JSON.parse(line({ message: 'arr 3' }))]);
     const res = await postSigned(d.drainUrl, arr, { 'content-type': 'application/json; charset=utf-8' });

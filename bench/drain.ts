@@ -1,0 +1,283 @@
+// `npm run bench -- drain [--lines N] [--batch B] [--senders S]`: the log drain end to end. The service (embedded
+// store, log drain) runs as a child process; this process pushes N realistic drain lines (the simulator's
+// shapes: svc_* labels, 10% with extra keys, some multi-line tracebacks) in signed batches of B lines from S
+// concurrent senders over loopback, and measures lines/s until every line is visible in the store. The child
+// then inserts the same NDJSON straight into the store (JSONEachRow into a table of the drain's keys, in
+// batches as large as the spool replayer's) for the store's own rate. Prints one JSON line: both rates,
+// their ratio (goal >= 0.6), answer latency percentiles and the service's peak RSS (goal < 300 MB).
+import { spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
+
+const { values } = parseArgs({
+  options: {
+    role: { type: 'string', default: 'main' },
+    lines: { type: 'string', default: '2000000' },
+    batch: { type: 'string', default: '1000' },
+    senders: { type: 'string', default: '4' },
+    seed: { type: 'string', default: '1' },
+  },
+});
+const LINES = Number(values.lines);
+const BATCH = Number(values.batch);
+const SENDERS = Number(values.senders);
+const SEED = Number(values.seed);
+const SECRET = 'b'.repeat(64);
+const BASELINE_BATCH_LINES = 100_000; // the replayer's largest batch
+
+// ---- realistic lines, deterministic ----------------------------------------------------------------------
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const hex = (r: () => number, n: number) => {
+  let s = '';
+  while (s.length < n) s += Math.floor(r() * 0x100000000).toString(16).padStart(8, '0');
+  return s.slice(0, n);
+};
+const uuid = (r: () => number) => {
+  const h = hex(r, 32);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+};
+
+const APPS = Array.from({ length: 40 }, (_, i) => {
+  const r = mulberry32(1000 + i);
+  const name = ['flux', 'sdxl', 'whisper', 'llama', 'caption', 'upscale', 'tts', 'embed'][i % 8] + `-${i}`;
+  return { name, id: uuid(r), endpoint: `acme/${name}`, nodes: Array.from({ length: 4 }, () => `node-${hex(r, 6)}`), workers: Array.from({ length: 6 }, () => uuid(r)) };
+});
+const TRACEBACK = 'Traceback (most recent call last):\n  File "/app/main.py", line 42, in setup\n    self.pipe = load_pipeline()\nRuntimeError: CUDA error: out of memory';
+
+/** Batch `b` of the run: the same bytes in both processes. */
+function batchBody(b: number, lines: number): string {
+  const r = mulberry32(SEED * 1_000_003 + b);
+  const start = Date.UTC(2026, 10, 21, 0, 0, 0) + b * 40;
+  const out: string[] = [];
+  for (let i = 0; i < lines; i++) {
+    const app = APPS[Math.floor(r() * APPS.length)];
+    const requestId = uuid(r);
+    const onRunner = r() < 0.7;
+    const kind = r();
+    const level = kind < 0.02 ? 'ERROR' : kind < 0.08 ? 'WARNING' : kind < 0.2 ? 'DEBUG' : 'INFO';
+    const message =
+      level === 'ERROR'
+        ? r() < 0.5 ? TRACEBACK : `Request failed with status 500: runtime_error`
+        : level === 'WARNING'
+          ? `Cold start: waited ${(r() * 30).toFixed(3)}s for a runner`
+          : level === 'DEBUG'
+            ? 'Dispatched to runner'
+            : r() < 0.5 ? `Received request ${requestId} for ${app.endpoint}` : `Request completed in ${(r() * 20).toFixed(3)}s`;
+    const obj: Record<string, string> = {
+      timestamp: new Date(start + i * 37 + Math.floor(r() * 30)).toISOString(),
+      message,
+      level,
+      svc_app_name: app.name,
+      svc_app_id: app.id,
+      svc_endpoint: app.endpoint,
+      svc_request_id: requestId,
+      svc_job_id: requestId,
+      svc_source: onRunner ? 'runner' : 'gateway',
+    };
+    if (onRunner) {
+      obj.svc_node_id = app.nodes[Math.floor(r() * app.nodes.length)];
+      obj.svc_worker_id = app.workers[Math.floor(r() * app.workers.length)];
+      obj.svc_isolate_source = level === 'ERROR' ? 'stderr' : 'stdout';
+    }
+    if (r() < 0.1) {
+      obj.svc_region = 'us-east';
+      obj.trace_id = hex(r, 16);
+    }
+    out.push(JSON.stringify(obj));
+  }
+  return `${out.join('\n')}\n`;
+}
+
+const batches = Math.ceil(LINES / BATCH);
+const linesOf = (b: number) => Math.min(BATCH, LINES - b * BATCH);
+
+// ---- the service (child) ---------------------------------------------------------------------------------
+
+async function serve(): Promise<void> {
+  const { parseConfig } = await import('../src/config.js');
+  const { startService } = await import('../src/service.js');
+  const { logDrainExtension } = await import('../src/ingest/drain.js');
+  type Runtime = import('../src/service.js').Runtime;
+  type App = import('fastify').FastifyInstance;
+  const config = parseConfig(process.env);
+  let rtRef: (Runtime & { app: App }) | undefined;
+  const benchRoutes = async (rt: Runtime & { app: App }) => {
+    rtRef = rt;
+    rt.app.get('/bench/count', async () => {
+      const rs = await rt.store.client.query({ query: 'SELECT count() AS n FROM logs', format: 'JSONEachRow' });
+      const [row] = await rs.json<{ n: string }>();
+      return { n: Number(row.n) };
+    });
+    rt.app.get('/bench/memory', async () => {
+      const status = readFileSync('/proc/self/status', 'utf8');
+      const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+      const cpu = process.cpuUsage();
+      return {
+        peak_rss_bytes: kb('VmHWM') * 1024,
+        rss_bytes: kb('VmRSS') * 1024,
+        anon_bytes: kb('RssAnon') * 1024,
+        file_bytes: kb('RssFile') * 1024,
+        heap_bytes: process.memoryUsage().heapUsed,
+        cpu_seconds: (cpu.user + cpu.system) / 1e6,
+      };
+    });
+    rt.app.post('/bench/baseline', async () => {
+      const store = rtRef!.store;
+      await store.client.command({ query: 'DROP TABLE IF EXISTS bench_drain_baseline' });
+      await store.client.command({
+        query: `CREATE TABLE bench_drain_baseline (
+          timestamp DateTime64(3, 'UTC'), message String CODEC(ZSTD(3)), level LowCardinality(String),
+          svc_app_name LowCardinality(String), svc_app_id LowCardinality(String), svc_endpoint LowCardinality(String),
+          svc_request_id String, svc_job_id String, svc_source LowCardinality(String), svc_node_id LowCardinality(String),
+          svc_worker_id String, svc_isolate_source LowCardinality(String))
+          ENGINE = MergeTree PARTITION BY toDate(timestamp) ORDER BY (svc_app_name, timestamp)`,
+      });
+      // The store's best way in: it reads the NDJSON file itself (as the replayer's batch files), same batch sizes.
+      let seconds = 0;
+      const perInsert = Math.max(1, Math.floor(BASELINE_BATCH_LINES / BATCH));
+      const file = join(config.DATA_DIR, 'bench-baseline.ndjson');
+      for (let b = 0; b < batches; b += perInsert) {
+        const parts: string[] = [];
+        for (let k = b; k < Math.min(batches, b + perInsert); k++) parts.push(batchBody(k, linesOf(k)));
+        writeFileSync(file, parts.join(''));
+        const t = process.hrtime.bigint();
+        await store.client.command({
+          query: `INSERT INTO bench_drain_baseline FROM INFILE '${file}' FORMAT JSONEachRow`,
+          clickhouse_settings: { input_format_skip_unknown_fields: 1, date_time_input_format: 'best_effort', async_insert: 0 },
+        });
+        seconds += Number(process.hrtime.bigint() - t) / 1e9;
+      }
+      const rs = await store.client.query({ query: 'SELECT count() AS n FROM bench_drain_baseline', format: 'JSONEachRow' });
+      const [row] = await rs.json<{ n: string }>();
+      return { lines: Number(row.n), seconds };
+    });
+  };
+  const service = await startService(config, { extensions: [logDrainExtension(), benchRoutes] });
+  console.log(JSON.stringify({ url: service.url })); // the log level may hide the service's own line
+  process.once('SIGTERM', () => void service.close().then(() => process.exit(0)));
+}
+
+// ---- the senders (main) ----------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tallyhouse-bench-drain-'));
+  const extraNodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
+  const child = spawn(process.execPath, [...extraNodeArgs, '--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--role', 'serve', '--lines', String(LINES), '--batch', String(BATCH), '--seed', String(SEED)], {
+    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', PORT: '0', DATA_DIR: dataDir, LOG_DRAIN_SECRET: SECRET, SVC_API_KEY: 'bench-not-used-0000', JOBS_ENABLED: 'false' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`service exited (${code}):\n${out}`)));
+  });
+  const pool = new Pool(url, { connections: SENDERS, pipelining: 1 });
+  const get = async <T>(path: string, method: 'GET' | 'POST' = 'GET'): Promise<T> => {
+    const res = await pool.request({ method, path, headersTimeout: 600_000, bodyTimeout: 600_000 });
+    return (await res.body.json()) as T;
+  };
+
+  // Bodies and signatures first: generating them is not what is measured.
+  const bodies: Array<{ body: Buffer; signature: string }> = [];
+  for (let b = 0; b < batches; b++) {
+    const body = Buffer.from(batchBody(b, linesOf(b)));
+    bodies.push({ body, signature: createHmac('sha256', SECRET).update(body).digest('hex') });
+  }
+  const bytes = bodies.reduce((n, b) => n + b.body.length, 0);
+
+  const idle = await get<{ rss_bytes: number; anon_bytes: number; file_bytes: number; cpu_seconds: number }>('/bench/memory');
+  if (process.env.BENCH_DEBUG) console.error('idle', idle);
+  const latenciesMs: number[] = [];
+  const cpu0 = process.cpuUsage();
+  let next = 0;
+  let failures = 0;
+  const t0 = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: SENDERS }, async () => {
+      while (next < bodies.length) {
+        const { body, signature } = bodies[next++];
+        const started = process.hrtime.bigint();
+        const res = await pool.request({
+          method: 'POST',
+          path: '/v1/drains/logs',
+          headers: { 'content-type': 'application/x-ndjson', 'x-svc-signature': signature },
+          body,
+        });
+        await res.body.dump();
+        latenciesMs.push(Number(process.hrtime.bigint() - started) / 1e6);
+        if (res.statusCode !== 200) failures++;
+      }
+    }),
+  );
+  const answeredSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  for (;;) {
+    const { n } = await get<{ n: number }>('/bench/count');
+    if (n >= LINES) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const visibleSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const senderCpu = process.cpuUsage(cpu0);
+  const memory = await get<{ peak_rss_bytes: number; cpu_seconds: number }>('/bench/memory');
+  const metricsText = await (await pool.request({ method: 'GET', path: '/metrics' })).body.text();
+  const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metricsText)?.[1] ?? NaN);
+  const replayBatches = metric('tallyhouse_drain_replay_batch_lines_count');
+  const replaySeconds = metric('tallyhouse_drain_replay_batch_duration_seconds_sum');
+  if (process.env.BENCH_DEBUG) console.error('after', memory);
+  const baseline = await get<{ lines: number; seconds: number }>('/bench/baseline', 'POST');
+  await pool.close();
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  rmSync(dataDir, { recursive: true, force: true });
+
+  latenciesMs.sort((a, b) => a - b);
+  const pct = (p: number) => Math.round(latenciesMs[Math.min(latenciesMs.length - 1, Math.floor((p / 100) * latenciesMs.length))] * 10) / 10;
+  const rate = LINES / visibleSeconds;
+  const storeRate = baseline.lines / baseline.seconds;
+  console.log(
+    JSON.stringify({
+      bench: 'drain',
+      lines: LINES,
+      batch_lines: BATCH,
+      senders: SENDERS,
+      body_mb: Math.round(bytes / 1e6),
+      failed_requests: failures,
+      answered_seconds: Math.round(answeredSeconds * 100) / 100,
+      visible_seconds: Math.round(visibleSeconds * 100) / 100,
+      lines_per_second: Math.round(rate),
+      store_lines_per_second: Math.round(storeRate),
+      ratio: Math.round((rate / storeRate) * 100) / 100,
+      service_cpu_seconds: Math.round((memory.cpu_seconds - idle.cpu_seconds) * 100) / 100,
+      senders_cpu_seconds: Math.round(((senderCpu.user + senderCpu.system) / 1e6) * 100) / 100,
+      replay_batches: replayBatches,
+      replay_lines_per_batch: Math.round(LINES / replayBatches),
+      replay_busy_seconds: Math.round(replaySeconds * 100) / 100,
+      p50_ms: pct(50),
+      p99_ms: pct(99),
+      max_ms: pct(100),
+      peak_rss_mb: Math.round(memory.peak_rss_bytes / 1e6),
+      idle_rss_mb: Math.round(idle.rss_bytes / 1e6),
+    }),
+  );
+}
+
+await (values.role === 'serve' ? serve() : main());
