@@ -100,6 +100,9 @@ export const ConfigSchema = z.object({
 
   // Prometheus scraping and Tallyhouse's own metrics (issue 6).
   SCRAPE_TARGETS: z.string().optional(), // JSON list; parsed by src/collectors/scrape.ts
+  // Also scrape Tallyhouse's own /metrics into the store (job "tallyhouse"), for the pipeline-health dashboard.
+  SCRAPE_SELF: bool.default(true),
+  SCRAPE_SELF_INTERVAL: z.string().regex(/^\d+(ms|s|m)$/, 'expected a duration like 15s or 1m').default('30s'),
   SVC_METRICS_PATH: z.string().regex(/^\//, 'expected a path starting with /').default('/metrics'), // or /v1/serverless/metrics
   METRICS_RETENTION_DAYS: positiveInt.default(30),
   METRICS_MAX_APPS: positiveInt.default(200),

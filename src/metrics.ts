@@ -35,3 +35,12 @@ export function gauge<T extends string>(
 export function histogram<T extends string>(registry: Registry | undefined, cfg: MetricConfig<T> & { buckets: number[] }): Histogram<T> {
   return (registry?.getSingleMetric(cfg.name) as Histogram<T> | undefined) ?? new Histogram<T>({ ...cfg, registers: registry ? [registry] : [] });
 }
+
+let storeGeneration = 0;
+/** Called when a job commits new data: gauges read from the store refresh at their next scrape, not a minute later. */
+export function markStoreChanged(): void {
+  storeGeneration++;
+}
+export function currentStoreGeneration(): number {
+  return storeGeneration;
+}

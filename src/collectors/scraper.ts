@@ -53,16 +53,24 @@ export class Scraper {
   }
 
   start(): void {
-    for (const target of this.targets) {
-      const tick = () => {
-        if (!this.inFlight.has(target.url)) void this.scrape(target);
-      };
-      tick();
-      const timer = setInterval(tick, target.intervalMs);
-      timer.unref();
-      this.timers.push(timer);
-      this.rt.logger.info({ job: target.job, instance: target.instance, intervalMs: target.intervalMs }, 'scrape target scheduled');
-    }
+    for (const target of this.targets) this.schedule(target);
+  }
+
+  /** Adds a target to a running scraper (e.g. the service's own /metrics once it listens). */
+  add(target: ScrapeTarget): void {
+    this.targets.push(target);
+    this.schedule(target);
+  }
+
+  private schedule(target: ScrapeTarget): void {
+    const tick = () => {
+      if (!this.inFlight.has(target.url)) void this.scrape(target);
+    };
+    tick();
+    const timer = setInterval(tick, target.intervalMs);
+    timer.unref();
+    this.timers.push(timer);
+    this.rt.logger.info({ job: target.job, instance: target.instance, intervalMs: target.intervalMs }, 'scrape target scheduled');
   }
 
   async stop(): Promise<void> {

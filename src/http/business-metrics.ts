@@ -2,7 +2,7 @@ import { DateTime } from 'luxon';
 import { z } from 'zod';
 import type { Runtime } from '../service.js';
 import type { Extension } from '../extensions.js';
-import { gauge } from '../metrics.js';
+import { currentStoreGeneration, gauge } from '../metrics.js';
 import { lastSuccessByJob } from '../store/tables/job-runs.js';
 
 const CACHE_MS = 60_000;
@@ -73,7 +73,7 @@ export const appBudgets: BusinessGauge = {
 
 /**
  * Registers gauges whose values come from the store, read in the registry's collect callback at most once a
- * minute (a scrape every few seconds costs one query a minute). A failing read keeps the last values and counts
+ * minute (a scrape every few seconds costs one query a minute), or sooner when a job committed new data. A failing read keeps the last values and counts
  * the failure, so /metrics itself never fails because the store is slow.
  */
 export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): void {
@@ -83,21 +83,22 @@ export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): v
     labelNames: ['metric'],
   });
   for (const g of gauges) {
-    let cached: { at: number; values: Array<{ labels: Record<string, string>; value: number }> } | undefined;
+    let cached: { at: number; generation: number; values: Array<{ labels: Record<string, string>; value: number }> } | undefined;
     let failed = false;
     gauge(rt.registry, {
       name: g.name,
       help: g.help,
       labelNames: g.labelNames,
       async collect() {
-        if (!cached || Date.now() - cached.at >= CACHE_MS) {
+        const generation = currentStoreGeneration();
+        if (!cached || Date.now() - cached.at >= CACHE_MS || cached.generation !== generation) {
           try {
-            cached = { at: Date.now(), values: await g.read(rt) };
+            cached = { at: Date.now(), generation, values: await g.read(rt) };
             failed = false;
           } catch (err) {
             if (!failed) rt.logger.warn({ err, metric: g.name }, 'could not read a business metric from the store');
             failed = true;
-            cached = { at: Date.now() - CACHE_MS + 10_000, values: cached?.values ?? [] };
+            cached = { at: Date.now() - CACHE_MS + 10_000, generation, values: cached?.values ?? [] };
           }
           this.reset();
           for (const v of cached.values) this.set(v.labels, v.value);

@@ -3,7 +3,7 @@ import type { JobDefinition } from './job.js';
 import { openPlatformSource } from './platform-source.js';
 import { Scheduler } from './scheduler.js';
 import { applyMetricsRetention, Scraper } from '../collectors/scraper.js';
-import { scrapeTargets } from '../collectors/scrape.js';
+import { commandLineTarget, durationMs, scrapeTargets } from '../collectors/scrape.js';
 
 /** Jobs a demo start runs at once, so a newcomer sees data within seconds. */
 const DEMO_STARTUP_JOBS = ['apps', 'usage', 'requests', 'analytics', 'runners', 'events', 'revisions'];
@@ -25,6 +25,16 @@ export function collectorsExtension(jobs: JobDefinition[]): Extension {
     if (rt.config.JOBS_ENABLED) {
       scheduler.start();
       scraper.start();
+      if (rt.config.SCRAPE_SELF) {
+        // Tallyhouse's own /metrics, once the service listens (its port may be chosen by the system).
+        rt.app.addHook('onListen', async () => {
+          const address = rt.app.server.address();
+          if (!address || typeof address === 'string') return;
+          const host = ['0.0.0.0', '::', ''].includes(rt.config.HOST) ? '127.0.0.1' : rt.config.HOST;
+          const url = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}/metrics`;
+          scraper.add({ ...commandLineTarget(url, 'tallyhouse'), intervalMs: durationMs(rt.config.SCRAPE_SELF_INTERVAL) });
+        });
+      }
     }
     if (source.demo) {
       // One after the other: the apps job discovers the endpoints the later ones read.

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import cron, { type ScheduledTask } from 'node-cron';
-import { counter, gauge, histogram } from '../metrics.js';
+import { counter, gauge, histogram, markStoreChanged } from '../metrics.js';
 import type { Runtime } from '../service.js';
 import { authFailureMessage, PlatformError, type PlatformClient } from '../platform/index.js';
 import { Checkpoints } from '../store/tables/checkpoints.js';
@@ -195,6 +195,7 @@ export class Scheduler {
     } catch (err) {
       log.error({ err }, 'could not record the job run');
     }
+    if (status === 'ok') markStoreChanged();
     return result;
   }
 

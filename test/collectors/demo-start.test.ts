@@ -17,6 +17,7 @@ describe('npm start on a fresh data directory', () => {
       const [, url] = await serve.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)"/, 30_000);
       await serve.waitFor(/demo mode: no platform key configured/, 30_000);
       await serve.waitFor(/"job":"usage"[^\n]*"msg":"job finished"/, 30_000);
+      await serve.waitFor(/"job":"tallyhouse"[^\n]*"msg":"scrape target scheduled"/, 30_000);
       metrics = await (await fetch(`${url}/metrics`)).text();
     } finally {
       serve.child.kill('SIGTERM');
@@ -38,6 +39,16 @@ describe('npm start on a fresh data directory', () => {
       );
       expect(Number(row.n)).toBeGreaterThan(0);
       expect(Number(row.apps)).toBeGreaterThanOrEqual(50);
+      // The platform's exposition and Tallyhouse's own /metrics were scraped into the store.
+      const scraped = await queryRows<{ job: string; up: number; samples: string }>(
+        rt,
+        'SELECT job, max(up) AS up, max(samples) AS samples FROM scrapes GROUP BY job ORDER BY job',
+      );
+      expect(scraped.map((s) => [s.job, s.up])).toEqual([
+        ['platform', 1],
+        ['tallyhouse', 1],
+      ]);
+      expect(scraped.every((s) => Number(s.samples) > 10)).toBe(true);
     } finally {
       await closeRuntime(rt);
     }
