@@ -1,0 +1,342 @@
+// POST /v1/webhooks/queue: the platform's queue-completion webhooks. Verified as the interface's "Signature
+// verification" says (four X-Svc-Webhook-* headers, a timestamp within 300 s, Ed25519 over
+// "request_id\nuser_id\ntimestamp\nsha256hex(raw body)" with any key of the key set), then stored in
+// webhook_deliveries (one row per request_id after merges: repeats and retries collapse). The answer waits for
+// the store (a 2xx means the delivery is kept); a slow or unavailable store gets a 503 and the platform retries.
+import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { request } from 'undici';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import type { Extension } from '../extensions.js';
+import type { BatchWriter } from '../store/writer.js';
+import { webhookDeliveries, type WebhookDeliveryRow } from '../store/tables/webhook-deliveries.js';
+import { formatDateTime64 } from './drain-lines.js';
+
+export const WEBHOOK_PATH = '/v1/webhooks/queue';
+export const TIMESTAMP_LEEWAY_SECONDS = 300;
+/** Results over 1 MB exist (interface limits); a webhook body larger than this is refused (413). */
+export const MAX_WEBHOOK_BODY_BYTES = 16 * 1024 * 1024;
+
+const HEADERS = {
+  requestId: 'x-svc-webhook-request-id',
+  userId: 'x-svc-webhook-user-id',
+  timestamp: 'x-svc-webhook-timestamp',
+  signature: 'x-svc-webhook-signature',
+} as const;
+
+export type WebhookOutcome =
+  | 'accepted'
+  | 'missing_headers'
+  | 'stale_timestamp'
+  | 'invalid_signature'
+  | 'keys_unavailable'
+  | 'store_unavailable'
+  | 'too_large';
+
+/** The key set's URL: WEBHOOK_JWKS_URL, else SVC_BASE_URL/.well-known/jwks.json. */
+export function jwksUrl(config: Pick<Config, 'WEBHOOK_JWKS_URL' | 'SVC_BASE_URL'>): string {
+  return config.WEBHOOK_JWKS_URL ?? `${config.SVC_BASE_URL.replace(/\/+$/, '')}/.well-known/jwks.json`;
+}
+
+export class KeySetUnavailableError extends Error {
+  constructor(readonly url: string, reason: string) {
+    super(`the webhook key set at ${url} cannot be fetched: ${reason}`);
+    this.name = 'KeySetUnavailableError';
+  }
+}
+
+export interface KeySetOptions {
+  /** How long fetched keys are used (the interface: at most 24 hours). */
+  maxAgeMs?: number;
+  /** A signature no cached key verifies refetches the set, at most this often (a bad request cannot make us hammer it). */
+  minRefetchIntervalMs?: number;
+  timeoutMs?: number;
+  logger?: Logger;
+}
+
+/** The Ed25519 keys of the key set (`{keys: [{kty: OKP, crv: Ed25519, x}]}`), cached, fetched one at a time. */
+export class KeySet {
+  private keys: KeyObject[] | undefined;
+  private fetchedAt = 0;
+  private inflight: Promise<KeyObject[]> | null = null;
+  private readonly maxAgeMs: number;
+  private readonly minRefetchIntervalMs: number;
+  private readonly timeoutMs: number;
+
+  constructor(readonly url: string, private readonly opts: KeySetOptions = {}) {
+    this.maxAgeMs = Math.min(opts.maxAgeMs ?? 24 * 3_600_000, 24 * 3_600_000);
+    this.minRefetchIntervalMs = opts.minRefetchIntervalMs ?? 30_000;
+    this.timeoutMs = opts.timeoutMs ?? 5_000;
+  }
+
+  /** Cached keys while fresh; otherwise fetched (a failed refresh keeps using stale keys rather than none). */
+  async current(): Promise<KeyObject[]> {
+    if (this.keys && Date.now() - this.fetchedAt < this.maxAgeMs) return this.keys;
+    try {
+      return await this.fetch();
+    } catch (err) {
+      if (this.keys) {
+        this.opts.logger?.warn({ url: this.url, err: (err as Error).message }, 'webhook key set refresh failed; using the cached keys');
+        return this.keys;
+      }
+      throw err;
+    }
+  }
+
+  /** After an unknown signature: the set again, unless it was fetched very recently. */
+  async refetch(): Promise<KeyObject[] | undefined> {
+    if (this.keys && Date.now() - this.fetchedAt < this.minRefetchIntervalMs) return undefined;
+    return this.fetch();
+  }
+
+  private fetch(): Promise<KeyObject[]> {
+    this.inflight ??= this.load().finally(() => {
+      this.inflight = null;
+    });
+    return this.inflight;
+  }
+
+  private async load(): Promise<KeyObject[]> {
+    let body: unknown;
+    try {
+      const res = await request(this.url, { headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs, signal: AbortSignal.timeout(this.timeoutMs) });
+      if (res.statusCode !== 200) {
+        await res.body.dump();
+        throw new Error(`HTTP ${res.statusCode}`);
+      }
+      body = await res.body.json();
+    } catch (err) {
+      throw new KeySetUnavailableError(this.url, (err as Error).message);
+    }
+    const entries = (body as { keys?: unknown })?.keys;
+    if (!Array.isArray(entries)) throw new KeySetUnavailableError(this.url, 'the answer has no `keys` array');
+    const keys: KeyObject[] = [];
+    for (const k of entries as Array<Record<string, unknown>>) {
+      if (typeof k?.x !== 'string' || (k.kty !== undefined && k.kty !== 'OKP') || (k.crv !== undefined && k.crv !== 'Ed25519')) continue;
+      try {
+        keys.push(createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: k.x }, format: 'jwk' }));
+      } catch {
+        // not a valid Ed25519 public key: skipped
+      }
+    }
+    if (keys.length === 0) throw new KeySetUnavailableError(this.url, 'no Ed25519 key in the set');
+    this.keys = keys;
+    this.fetchedAt = Date.now();
+    this.opts.logger?.info({ url: this.url, keys: keys.length }, 'webhook key set fetched');
+    return keys;
+  }
+}
+
+export interface SignedDelivery {
+  requestId: string;
+  userId: string;
+  timestamp: number;
+  message: Buffer;
+  signature: Buffer;
+}
+
+/** Steps 2-4 of the verification: headers, timestamp, the signed message. */
+export function readSignedDelivery(
+  headers: Record<string, string | string[] | undefined>,
+  raw: Buffer,
+  nowSeconds: number,
+): SignedDelivery | { outcome: WebhookOutcome; reason: string } {
+  const value = (name: string) => {
+    const v = headers[name];
+    return typeof v === 'string' ? v.trim() : undefined;
+  };
+  const requestId = value(HEADERS.requestId);
+  const userId = value(HEADERS.userId);
+  const timestampText = value(HEADERS.timestamp);
+  const signatureHex = value(HEADERS.signature);
+  const missing = Object.entries(HEADERS)
+    .filter(([, name]) => !value(name))
+    .map(([, name]) => name.replace(/(^|-)(\w)/g, (_m, dash: string, c: string) => dash + c.toUpperCase()));
+  if (missing.length > 0 || !requestId || !userId || !timestampText || !signatureHex) {
+    return { outcome: 'missing_headers', reason: `missing ${missing.join(', ')}` };
+  }
+  if (!/^\d+$/.test(timestampText)) return { outcome: 'stale_timestamp', reason: 'X-Svc-Webhook-Timestamp is not Unix seconds' };
+  const timestamp = Number(timestampText);
+  if (Math.abs(nowSeconds - timestamp) > TIMESTAMP_LEEWAY_SECONDS) {
+    return { outcome: 'stale_timestamp', reason: `X-Svc-Webhook-Timestamp is more than ${TIMESTAMP_LEEWAY_SECONDS} s away from the current time` };
+  }
+  if (!/^[0-9a-fA-F]{128}$/.test(signatureHex)) {
+    return { outcome: 'invalid_signature', reason: 'X-Svc-Webhook-Signature is not a hex Ed25519 signature (128 hex digits)' };
+  }
+  const bodyHash = createHash('sha256').update(raw).digest('hex');
+  return {
+    requestId,
+    userId,
+    timestamp,
+    message: Buffer.from(`${requestId}\n${userId}\n${timestampText}\n${bodyHash}`, 'utf8'),
+    signature: Buffer.from(signatureHex, 'hex'),
+  };
+}
+
+export function verifiesWithAny(delivery: Pick<SignedDelivery, 'message' | 'signature'>, keys: readonly KeyObject[]): boolean {
+  return keys.some((key) => {
+    try {
+      return verify(null, delivery.message, key, delivery.signature);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The stored row of a verified delivery (the body is kept raw; a body that is not JSON keeps empty fields). */
+export function deliveryRow(d: SignedDelivery, raw: Buffer, receivedAtMs: number): WebhookDeliveryRow {
+  const text = raw.toString('utf8');
+  let body: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
+  } catch {
+    // kept raw
+  }
+  const str = (v: unknown) => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));
+  const detail = (body.payload as { detail?: unknown } | null | undefined)?.detail;
+  const errorTypes: string[] = [];
+  if (Array.isArray(detail)) {
+    for (const item of detail) {
+      const type = (item as { type?: unknown } | null)?.type;
+      if (typeof type === 'string' && !errorTypes.includes(type)) errorTypes.push(type);
+    }
+  }
+  return {
+    request_id: d.requestId,
+    gateway_request_id: str(body.gateway_request_id),
+    user_id: d.userId,
+    status: str(body.status),
+    error: str(body.error),
+    error_types: errorTypes,
+    payload_error: str(body.payload_error),
+    signed_at: formatDateTime64(d.timestamp * 1000).slice(0, 19),
+    received_at: formatDateTime64(receivedAtMs),
+    raw: text,
+  };
+}
+
+function createWebhookMetrics(registry: Registry) {
+  return {
+    deliveries: new Counter({
+      name: 'tallyhouse_webhooks_total',
+      help: 'Queue webhooks received, by outcome (accepted: verified and stored; the rest answered 4xx/5xx, nothing stored).',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    seconds: new Histogram({
+      name: 'tallyhouse_webhook_request_duration_seconds',
+      help: 'Time from a webhook request to its answer (verification and the store commit).',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+  };
+}
+
+export interface WebhookRouteOptions {
+  keySet: KeySet;
+  writer: Pick<BatchWriter, 'insert' | 'flush'>;
+  registry: Registry;
+  /** Longest wait for the store before answering 503 (the row stays queued; the retry collapses with it). */
+  storeTimeoutMs?: number;
+  now?: () => number;
+}
+
+const STATUS: Record<WebhookOutcome, number> = {
+  accepted: 200,
+  missing_headers: 401,
+  stale_timestamp: 401,
+  invalid_signature: 401,
+  keys_unavailable: 503,
+  store_unavailable: 503,
+  too_large: 413,
+};
+
+/** The webhook route, as an encapsulated plugin reading the raw body (the signature covers its bytes). */
+export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOptions): Promise<void> {
+  const metrics = createWebhookMetrics(opts.registry);
+  const now = opts.now ?? Date.now;
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_WEBHOOK_BODY_BYTES }, (_req, body, done) => done(null, body));
+  const errorSchema = { type: 'object', properties: { error: { type: 'string' }, message: { type: 'string' } } } as const;
+
+  app.post(
+    WEBHOOK_PATH,
+    {
+      bodyLimit: MAX_WEBHOOK_BODY_BYTES,
+      schema: {
+        response: {
+          200: { type: 'object', properties: { status: { type: 'string' }, request_id: { type: 'string' } } },
+          401: errorSchema,
+          503: errorSchema,
+        },
+      },
+    },
+    async (req: FastifyRequest, reply: FastifyReply) => {
+      const started = process.hrtime.bigint();
+      const finish = (outcome: WebhookOutcome, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
+        metrics.deliveries.inc({ outcome });
+        metrics.seconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+        if (outcome !== 'accepted') req.log.warn({ outcome, reason: body.message }, 'webhook refused');
+        return reply.code(STATUS[outcome]).headers(headers).send(body);
+      };
+      const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+      const signed = readSignedDelivery(req.headers, raw, Math.floor(now() / 1000));
+      if ('outcome' in signed) return finish(signed.outcome, { error: 'Unauthorized', message: signed.reason });
+
+      let verified: boolean;
+      try {
+        verified = verifiesWithAny(signed, await opts.keySet.current());
+        if (!verified) {
+          // Maybe a key the cached set does not have yet (a rotation): fetch the set once more.
+          const fresh = await opts.keySet.refetch();
+          verified = fresh !== undefined && verifiesWithAny(signed, fresh);
+        }
+      } catch (err) {
+        req.log.error({ err: (err as Error).message }, 'webhook key set unavailable');
+        return finish('keys_unavailable', { error: 'Service Unavailable', message: 'the webhook key set cannot be fetched; retry later' }, { 'retry-after': '10' });
+      }
+      if (!verified) {
+        return finish('invalid_signature', { error: 'Unauthorized', message: 'X-Svc-Webhook-Signature does not verify with any key of the key set' });
+      }
+
+      const stored = opts.writer.insert(webhookDeliveries.name, [deliveryRow(signed, raw, now())]);
+      void opts.writer.flush(webhookDeliveries.name).catch(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), opts.storeTimeoutMs ?? 5_000);
+      });
+      try {
+        const result = await Promise.race([stored.then(() => 'stored' as const), timedOut]);
+        if (result === 'timeout') {
+          return finish('store_unavailable', { error: 'Service Unavailable', message: 'the store did not confirm the delivery in time; retry later' }, { 'retry-after': '30' });
+        }
+      } catch (err) {
+        req.log.error({ err: (err as Error).message }, 'webhook delivery could not be stored');
+        return finish('store_unavailable', { error: 'Service Unavailable', message: 'the delivery could not be stored; retry later' }, { 'retry-after': '30' });
+      } finally {
+        clearTimeout(timer);
+      }
+      return finish('accepted', { status: 'ok', request_id: signed.requestId });
+    },
+  );
+}
+
+export interface WebhookExtensionOptions {
+  /** The key set's URL (default: jwksUrl(config)); demo mode passes the simulator's. */
+  jwksUrl?: string;
+  minRefetchIntervalMs?: number;
+  storeTimeoutMs?: number;
+}
+
+/** Serves POST /v1/webhooks/queue. The key set is fetched on the first delivery, not at start-up. */
+export function webhookExtension(options: WebhookExtensionOptions = {}): Extension {
+  return async (rt) => {
+    const logger = rt.logger.child({ component: 'webhooks' });
+    const keySet = new KeySet(options.jwksUrl ?? jwksUrl(rt.config), { minRefetchIntervalMs: options.minRefetchIntervalMs, logger });
+    await rt.app.register(webhookRoutes, { keySet, writer: rt.writer, registry: rt.registry, storeTimeoutMs: options.storeTimeoutMs });
+    logger.info({ path: WEBHOOK_PATH, jwks: keySet.url }, 'webhook receiver ready');
+  };
+}
