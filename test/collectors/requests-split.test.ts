@@ -6,7 +6,9 @@ import { Checkpoints } from '../../src/store/tables/checkpoints.js';
 import { requestCostByEndpoint } from '../../src/store/tables/requests.js';
 import { coveringEndpointIds } from '../../src/collectors/requests.js';
 import { openTestRuntime, closeRuntime } from '../support/store.js';
-import { runJob } from '../support/jobs.js';
+import { runJob, simClient } from '../support/jobs.js';
+import type { PlatformClient, PaginateOptions } from '../../src/platform/index.js';
+import { queryRows } from '../support/store.js';
 
 // Endpoint groups of at most 50 ids, bare ids instead of their routes, watermarks and backfill resume, with the
 // default world of 60 owned apps (so there are more than 50 ids) at a low request rate.
@@ -125,6 +127,55 @@ describe('requests collector: endpoint groups and watermarks', () => {
     const truth = truthCounts(new Date('2026-11-20T00:00:00Z'), new Date('2026-11-21T00:00:00Z'));
     const appTotal = [...truth].filter(([id]) => id === ids[0] || id.startsWith(`${ids[0]}/`)).reduce((s, [, n]) => s + n, 0);
     expect(run.rows).toBe(appTotal);
+  });
+});
+
+describe('requests collector: malformed items', () => {
+  it('puts each malformed item in ingest_rejects with its reason and stores its neighbours', async () => {
+    const real = simClient(sim);
+    // The simulator never serves a malformed item: spoil some of its real pages on the way in.
+    const spoiled = Object.create(real) as PlatformClient;
+    spoiled.paginate = async function* <T>(path: string, opts: PaginateOptions<T>) {
+      let n = 0;
+      for await (const page of real.paginate(path, opts)) {
+        const items = (page as { items: Array<Record<string, unknown>> }).items;
+        for (const item of items) {
+          if (n % 97 === 5) item.ended_at = 'not a time';
+          else if (n % 97 === 50) item.status_code = 'OK';
+          n++;
+        }
+        yield page;
+      }
+    } as PlatformClient['paginate'];
+    const args = { from: '2026-11-17T00:00:00Z', to: '2026-11-20T00:00:00Z', endpoints: '' };
+    const perApp = new Map<string, number>();
+    for (const [id, n] of truthCounts(new Date(args.from), new Date(args.to))) {
+      const bare = id.split('/').slice(0, 2).join('/');
+      perApp.set(bare, (perApp.get(bare) ?? 0) + n);
+    }
+    const app = { endpoint_id: [...perApp].sort((a, b) => b[1] - a[1])[0][0] };
+    args.endpoints = app.endpoint_id;
+    try {
+      const run = await runJob(rt, sim, 'requests', args, { platform: spoiled });
+      expect(run.status, run.error).toBe('ok');
+      const total = [...truthCounts(new Date(args.from), new Date(args.to))]
+        .filter(([id]) => id === app.endpoint_id || id.startsWith(`${app.endpoint_id}/`))
+        .reduce((s, [, n]) => s + n, 0);
+      expect(total).toBeGreaterThan(100);
+      const bad = Math.floor((total - 6) / 97) + 1 + Math.floor((total - 51) / 97) + 1;
+      expect(run.rows).toBe(total - bad);
+      const rejects = await queryRows<{ reason: string; raw: string }>(
+        rt,
+        "SELECT reason, raw FROM ingest_rejects WHERE source = 'collector:requests' ORDER BY reason",
+      );
+      expect(rejects).toHaveLength(bad);
+      expect(new Set(rejects.map((r) => r.reason))).toEqual(
+        new Set(['ended_at: not an ISO 8601 timestamp: "not a time"', 'status_code: expected an integer, received string']),
+      );
+      expect((JSON.parse(rejects[0].raw) as { request_id: string }).request_id).toMatch(/^[0-9a-f-]{36}$/);
+    } finally {
+      await real.close();
+    }
   });
 });
 
