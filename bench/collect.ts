@@ -1,4 +1,4 @@
-// `npm run bench -- collect [--requests N] [--rph R] [--apps A] [--seed S] [--writer-max-rows N]`: requests collected per second from
+// `npm run bench -- collect [--requests N] [--rph R] [--apps A] [--seed S] [--writer-max-rows N] [--same-process]`: requests collected per second from
 // the simulator (started by this bench, in its process) into the embedded store, by the requests job itself (a
 // --from/--to backfill through the Scheduler, with its checkpoints); and, in the same run over the same windows
 // and plan, the same paging without storing (HTTP, JSON, envelope) and paging + per-item validation and mapping
@@ -8,6 +8,7 @@
 // The collector runs in a child process, so its RSS is Tallyhouse's alone (the collector, the writer and chDB,
 // whose library alone is ~150 MB resident), not the simulator's request caches (~300 MB): peak RSS is sampled
 // every 20 ms over the store pass (goal: flat, under 300 MB); rss_by_decile_mb is the peak in each tenth of it.
+// --same-process runs the collector beside the simulator instead (the figures then include the simulator).
 // Prints one JSON line.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -60,6 +61,8 @@ async function parent(): Promise<void> {
       apps: { type: 'string', default: '60' },
       seed: { type: 'string', default: '1' },
       'writer-max-rows': { type: 'string' },
+      // Run the collector in this process too (the simulator's memory and CPU then count in every figure).
+      'same-process': { type: 'boolean', default: false },
     },
   });
   const target = Number(values.requests);
@@ -83,6 +86,12 @@ async function parent(): Promise<void> {
     to: new Date(endMs).toISOString(),
     warmFrom: new Date(endMs - (hours + 6) * HOUR).toISOString(),
   };
+  if (values['same-process']) {
+    const r = await child(spec);
+    await sim.close();
+    console.log(JSON.stringify({ bench: 'collect', same_process: true, hours, endpoint_ids: ids.length, ...r }));
+    return;
+  }
   // BENCH_CHILD_NODE_ARGS: extra node flags for the collector process only (e.g. --max-old-space-size=256).
   const extra = (process.env.BENCH_CHILD_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const proc = spawn(process.execPath, [...extra, '--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url)], {
