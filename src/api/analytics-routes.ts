@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { DateTime, IANAZone } from 'luxon';
 import { z } from 'zod';
 import type { Runtime } from '../service.js';
-import { errorsByBucket, latencyByBucket } from '../store/tables/analytics-buckets.js';
+import { ERROR_METRICS, errorsByBucket, latencyByBucket } from '../store/tables/analytics-buckets.js';
 import { runnerHistoryByBucket } from '../store/tables/runner-history.js';
 import { badParameter, formatParam, listParam, sendTable, type Table } from './http.js';
 import type { RouteRegistry } from './routes.js';
@@ -82,19 +82,7 @@ export function analyticsRoutes(app: FastifyInstance, registry: RouteRegistry, r
         ...row,
         bucket: bucketIso(row.bucket_utc, row.bucket_offset_minutes),
       }));
-      const columns = [
-        'endpoint_id',
-        'endpoint_scope',
-        'bucket',
-        'request_count',
-        'success_count',
-        'user_error_count',
-        'error_count',
-        'startup_error_count',
-        'connection_error_count',
-        'timeout_error_count',
-        'runtime_error_count',
-      ];
+      const columns = ['endpoint_id', 'endpoint_scope', 'bucket', ...ERROR_METRICS];
       const t = table(rows, columns);
       const webhookErrors = await webhookErrorCounts(rt, r.from, r.to);
       return sendTable(reply, request, q.format, t, () => ({ ...r, kind: q.kind, rows: t.rows, webhook_errors: webhookErrors }), 'errors.csv');

@@ -186,18 +186,7 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
       range_start: range.from,
       range_end: range.to,
       ...k,
-      unit: 'second',
-      quantity: '0',
-      unit_price: '0',
-      percent_discount: null,
-      cost_subtotal: null,
-      cost_discount: null,
-      cost_total: '0',
-      currency: '',
-      raw: '',
-      version,
-      is_deleted: 1 as const,
-      collected_at: collectedAt,
+      ...tombstoneColumns(version, collectedAt),
     }));
 
   const writer = ctx.runtime.writer;
@@ -259,6 +248,13 @@ function tombstoneBucket(
     environment: k.environment,
     machine_type: k.machine_type,
     is_surge: k.is_surge,
+    ...tombstoneColumns(version, collectedAt),
+  };
+}
+
+/** The value columns of a tombstone: the row vanished from the platform's answer at this version. */
+function tombstoneColumns(version: number, collectedAt: string) {
+  return {
     unit: 'second',
     quantity: '0',
     unit_price: '0',
@@ -269,7 +265,7 @@ function tombstoneBucket(
     currency: '',
     raw: '',
     version,
-    is_deleted: 1,
+    is_deleted: 1 as const,
     collected_at: collectedAt,
   };
 }

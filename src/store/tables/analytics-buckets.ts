@@ -73,7 +73,8 @@ export const latencyByBucket = namedQuery(
   }),
 );
 
-const ERROR_METRICS = [
+/** The outcome and error-type counts, in the order /errors answers them. */
+export const ERROR_METRICS = [
   'request_count',
   'success_count',
   'user_error_count',
