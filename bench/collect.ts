@@ -9,7 +9,9 @@
 // whose library alone is ~150 MB resident), not the simulator's request caches (~300 MB): peak RSS is sampled
 // every 20 ms over the store pass (goal: flat, under 300 MB); rss_by_decile_mb is the peak in each tenth of it.
 // --same-process runs the collector beside the simulator instead (the figures then include the simulator).
-// Prints one JSON line.
+// cpu_us_per_request is the collector process's CPU (its thread and chDB's) per request in each pass: on this
+// two-core machine the simulator, the collector and chDB share the cores, so the wall-clock ratios also measure
+// chDB's insert and merge threads taking CPU from the simulator. Prints one JSON line.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -103,11 +105,11 @@ async function parent(): Promise<void> {
   const code = await new Promise<number | null>((resolve) => proc.on('exit', resolve));
   await sim.close();
   if (code !== 0) throw new Error(`the collector process exited with ${code}`);
-  const r = JSON.parse(out.trim().split('\n').pop()!) as Record<string, number | number[]>;
+  const r = JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>;
   console.log(JSON.stringify({ bench: 'collect', hours, endpoint_ids: ids.length, ...r }));
 }
 
-async function child(spec: ChildSpec): Promise<Record<string, number | number[]>> {
+async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
   const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
   const mb = (b: number) => Math.round(b / 1024 / 1024);
   const dataDir = mkdtempSync(join(tmpdir(), 'th-bench-collect-'));
@@ -193,11 +195,11 @@ async function child(spec: ChildSpec): Promise<Record<string, number | number[]>
     return { records, seconds };
   }
 
-  type Pass = { records: number; seconds: number };
+  type Pass = { records: number; seconds: number; cpuMicros: number };
   const totals: Record<'paging' | 'mapping' | 'store', Pass> = {
-    paging: { records: 0, seconds: 0 },
-    mapping: { records: 0, seconds: 0 },
-    store: { records: 0, seconds: 0 },
+    paging: { records: 0, seconds: 0, cpuMicros: 0 },
+    mapping: { records: 0, seconds: 0, cpuMicros: 0 },
+    store: { records: 0, seconds: 0, cpuMicros: 0 },
   };
   const modes = ['paging', 'mapping', 'store'] as const;
   const idleRss = process.memoryUsage().rss;
@@ -211,9 +213,13 @@ async function child(spec: ChildSpec): Promise<Record<string, number | number[]>
     for (let k = 0; k < modes.length; k++) {
       const mode = modes[(i + k) % modes.length];
       gc();
+      // CPU of this process: the collector's thread and chDB's (insert, merges), not the simulator's.
+      const cpu0 = process.cpuUsage();
       const r = mode === 'store' ? await storePass([slices[i]]) : await pagingPass(mode === 'mapping', [slices[i]]);
+      const cpu = process.cpuUsage(cpu0);
       totals[mode].records += r.records;
       totals[mode].seconds += r.seconds;
+      totals[mode].cpuMicros += cpu.user + cpu.system;
     }
   }
   clearInterval(sampler);
@@ -244,6 +250,11 @@ async function child(spec: ChildSpec): Promise<Record<string, number | number[]>
     store_vs_paging: round3(rate(totals.store) / rate(totals.paging)),
     store_overhead: round3(1 - rate(totals.store) / rate(totals.paging)),
     mapping_overhead: round3(1 - rate(totals.mapping) / rate(totals.paging)),
+    cpu_us_per_request: {
+      paging: round3(totals.paging.cpuMicros / totals.paging.records),
+      mapping: round3(totals.mapping.cpuMicros / totals.mapping.records),
+      store: round3(totals.store.cpuMicros / totals.store.records),
+    },
     store_seconds: round3(totals.store.seconds),
     store_insert_seconds: round3(insertSeconds),
     store_batches: batches,
