@@ -13,8 +13,9 @@ import type { Logger } from '../log.js';
 import type { Extension } from '../extensions.js';
 import { MAX_REJECT_RAW_BYTES, truncateUtf8, type BatchWriter } from '../store/writer.js';
 import { applyLogRetention } from '../store/tables/logs.js';
-import { formatDateTime64, LOG_ROW_COLUMNS, mapLine, type BatchContext } from './drain-lines.js';
-import { BodyFormatError, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from './drain-split.js';
+import { formatDateTime64, LOG_ROW_COLUMNS, type BatchContext } from './drain-lines.js';
+import { MAX_LISTED_ERRORS, REJECT_SOURCE, type ParseSummary } from './drain-parse.js';
+import { ParsePool } from './parse-pool.js';
 import { createDrainMetrics, type DrainMetrics } from './drain-metrics.js';
 import { Spool, SpoolFullError, type RowFormat } from './spool.js';
 import { DataStage, StagingBudget } from './stage.js';
@@ -22,8 +23,7 @@ import { SpoolReplayer } from './replayer.js';
 
 export const DRAIN_PATH = '/v1/drains/logs';
 export const MAX_LINE_BYTES = 1024 * 1024;
-export const MAX_LISTED_ERRORS = 100;
-export const REJECT_SOURCE = 'log_drain';
+export { MAX_LISTED_ERRORS, REJECT_SOURCE };
 const LOG_ROW_FORMAT: RowFormat = { format: 'TabSeparated', columns: LOG_ROW_COLUMNS };
 
 /** How the drain authenticates senders; undefined = the endpoint is off. */
@@ -68,6 +68,7 @@ export interface DrainRouteOptions {
   /** Rows of one request kept in memory before they spill to a staging file. */
   stageMemoryBytes?: number;
   budget: StagingBudget;
+  parsers: ParsePool;
 }
 
 interface Answer {
@@ -180,33 +181,10 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
   const stageMemory = opts.stageMemoryBytes ?? 4 * 1024 * 1024;
   const rows = new DataStage(opts.budget, stageMemory, () => spool.stagingPath());
   const rejects = new DataStage(opts.budget, stageMemory, () => spool.stagingPath());
-  const errors: Array<{ line: number; reason: string }> = [];
-  let accepted = 0;
-  let rejected = 0;
-  let oversized: LineTooLongError | undefined;
-  let bodyFormatError: string | undefined;
-
-  const onLine = (text: string, line: number) => {
-    const outcome = mapLine(text, line, ctx);
-    if (outcome.ok) {
-      rows.add(outcome.row);
-      accepted++;
-      return;
-    }
-    rejected++;
-    if (errors.length < MAX_LISTED_ERRORS) errors.push({ line, reason: outcome.reason });
-    rejects.add(
-      JSON.stringify({
-        rejected_at: ctx.receivedAt,
-        source: REJECT_SOURCE,
-        reason: outcome.reason,
-        raw: truncateUtf8(text, MAX_REJECT_RAW_BYTES),
-        line,
-        batch_id: ctx.batchId,
-      }),
-    );
-  };
-  const splitter: Splitter = type === 'application/json' ? new SniffingSplitter(maxLineBytes, onLine) : new NdjsonSplitter(maxLineBytes, onLine);
+  const session = opts.parsers.open(
+    { json: type === 'application/json', ctx, maxLineBytes },
+    { onRows: (buf, count) => rows.addSealed(buf, count), onRejects: (buf, count) => rejects.addSealed(buf, count) },
+  );
   const hmac = authn.signature ? createHmac('sha256', auth.secret!) : undefined;
   let signatureOk: boolean | undefined;
   const signatureMatches = (): boolean => (signatureOk ??= !hmac || timingSafeEqual(hmac.digest(), authn.signature!));
@@ -215,32 +193,18 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
   let decodedBytes = 0;
   let decodedLimitHit: LimitError | undefined;
   let gunzipError: Error | undefined;
+  let summary: ParseSummary | undefined;
 
   const consume = async (source: AsyncIterable<Buffer>) => {
     for await (const chunk of source) {
       decodedBytes += chunk.length;
       if (decodedBytes > opts.maxBodyBytes) throw (decodedLimitHit = new LimitError('decoded', opts.maxBodyBytes));
-      if (oversized || bodyFormatError) continue; // keep reading: the signature covers the whole body
       bodyHash.update(chunk);
-      try {
-        splitter.push(chunk);
-      } catch (err) {
-        if (err instanceof LineTooLongError) oversized = err;
-        else if (err instanceof BodyFormatError) bodyFormatError = err.message;
-        else throw err;
-        continue;
-      }
+      await session.push(chunk);
       if (rows.shouldSpill) await rows.spill();
       if (rejects.shouldSpill) await rejects.spill();
     }
-    if (!oversized && !bodyFormatError) {
-      try {
-        splitter.end();
-      } catch (err) {
-        if (err instanceof BodyFormatError) bodyFormatError = err.message;
-        else throw err;
-      }
-    }
+    summary = await session.end();
   };
 
   try {
@@ -255,27 +219,30 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
       } else {
         await pipeline(source, meter, consume);
       }
+    } else {
+      summary = await session.end();
     }
     opts.metrics.bytes.inc(meter.bytes);
 
     if (!signatureMatches()) return signatureMismatch();
-    if (oversized) {
+    const { accepted, rejected, errors, failure } = summary!;
+    if (failure?.kind === 'line_too_long') {
       // The one line an operator will want to see: kept (its start) in ingest_rejects; nothing else is stored.
-      const message = `line ${oversized.line} is longer than the ${maxLineBytes}-byte line limit; nothing of this request was stored`;
+      const message = `line ${failure.line} is longer than the ${maxLineBytes}-byte line limit; nothing of this request was stored`;
       opts.writer
         .reject([
           {
             source: REJECT_SOURCE,
             reason: `line_too_long: longer than the ${maxLineBytes}-byte line limit; the request was refused (413)`,
-            raw: truncateUtf8(oversized.head.toString('utf8'), MAX_REJECT_RAW_BYTES),
-            line: oversized.line,
+            raw: truncateUtf8(failure.head.toString('utf8'), MAX_REJECT_RAW_BYTES),
+            line: failure.line,
             batch_id: ctx.batchId,
           },
         ])
         .catch(() => undefined);
-      return { status: 413, body: { error: 'Payload Too Large', message, line: oversized.line } };
+      return { status: 413, body: { error: 'Payload Too Large', message, line: failure.line } };
     }
-    if (bodyFormatError) return answer(400, 'Bad Request', `${bodyFormatError}; nothing of this request was stored`);
+    if (failure?.kind === 'format') return answer(400, 'Bad Request', `${failure.message}; nothing of this request was stored`);
 
     const listed = { accepted, rejected, errors };
     if (accepted === 0 && rejected === 0) return { status: 200, body: { ...listed, batch_id: null } };
@@ -306,6 +273,7 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
     if (isClientGone(err)) return { status: 499, body: { error: 'Client Closed Request', message: 'the sender closed the connection' }, close: true };
     throw err;
   } finally {
+    session.abort();
     await Promise.all([rows.release(), rejects.release()]);
   }
 }
@@ -390,6 +358,8 @@ export interface LogDrainOptions {
   /** Rows per request kept in memory before spilling (default 4 MiB); all requests together: stagingBudgetBytes. */
   stageMemoryBytes?: number;
   stagingBudgetBytes?: number;
+  /** Parser worker threads (default: one per core beyond the first, at most 4; 0 = parse on the request thread). */
+  parserThreads?: number;
   /** Called with the replayer once started (tests and benchmarks wait on whenReplayed()). */
   onStarted?: (drain: { spool: Spool; replayer: SpoolReplayer; auth: DrainAuth | undefined }) => void;
 }
@@ -421,6 +391,7 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       infileDir: spool.stagingDir,
     });
     replayer.start();
+    const parsers = new ParsePool(options.parserThreads, logger);
     await rt.app.register(drainRoutes, {
       auth,
       spool,
@@ -429,11 +400,13 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       maxBodyBytes: rt.config.LOG_DRAIN_MAX_BODY_BYTES,
       stageMemoryBytes: options.stageMemoryBytes,
       budget: new StagingBudget(options.stagingBudgetBytes ?? 64 * 1024 * 1024),
+      parsers,
     });
     options.onStarted?.({ spool, replayer, auth });
     return {
       name: 'log-drain',
       async stop() {
+        await parsers.close();
         await replayer.stop();
         await spool.close();
         if (spool.bytes > 0) logger.info({ bytes: spool.bytes, lines: spool.pendingRows }, 'log drain spool kept for the next start');

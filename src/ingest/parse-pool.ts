@@ -1,0 +1,218 @@
+// Where drain bodies are parsed: in worker threads (default: one per spare core), so that JSON parsing and row
+// building, the bulk of the per-line work, leave the event loop free for requests, the spool and the store.
+// With `threads: 0` (or when a worker cannot start) bodies are parsed on the request's thread.
+//
+// Protocol (one request = one id, its messages in order on one worker):
+//   main -> worker: begin {json, ctx, maxLineBytes}, chunk {buf} (each acknowledged), end | abort
+//   worker -> main: rows {buf, count}, rejects {buf, count}, ack, done {summary} | error {message}
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '../log.js';
+import type { BatchContext } from './drain-lines.js';
+import { BatchParser, type ParseOptions, type ParseSink, type ParseSummary } from './drain-parse.js';
+
+export type ToWorker =
+  | { t: 'begin'; id: number; json: boolean; ctx: BatchContext; maxLineBytes: number }
+  | { t: 'chunk'; id: number; buf: Uint8Array }
+  | { t: 'end'; id: number }
+  | { t: 'abort'; id: number };
+
+export type FromWorker =
+  | { t: 'rows' | 'rejects'; id: number; buf: Uint8Array; count: number }
+  | { t: 'ack'; id: number }
+  | { t: 'done'; id: number; summary: ParseSummary }
+  | { t: 'error'; id: number; message: string };
+
+/** One body being parsed. push() resolves when more may be sent; end() once every row was handed to the sink. */
+export interface ParseSession {
+  push(chunk: Buffer): Promise<void>;
+  end(): Promise<ParseSummary>;
+  abort(): void;
+}
+
+/** Chunks a request may have queued at its worker before push() waits (bounded memory per request). */
+const MAX_CHUNKS_IN_FLIGHT = 8;
+
+const TS_BOOTSTRAP = `
+const { createRequire } = require('node:module');
+const { pathToFileURL } = require('node:url');
+const { join, dirname } = require('node:path');
+const { workerData } = require('node:worker_threads');
+const api = pathToFileURL(join(dirname(createRequire(workerData.base).resolve('tsx')), 'esm/api/index.mjs')).href;
+import(api)
+  .then((tsx) => tsx.tsImport(workerData.entry, workerData.base))
+  .catch((err) => setImmediate(() => { throw err; }));
+`;
+
+const asBuffer = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+
+function inlineSession(opts: ParseOptions, sink: ParseSink): ParseSession {
+  const parser = new BatchParser(opts, sink);
+  return {
+    push: async (chunk) => parser.push(chunk),
+    end: async () => parser.end(),
+    abort: () => undefined,
+  };
+}
+
+interface RemoteSession {
+  sink: ParseSink;
+  inFlight: number;
+  waiting: (() => void) | null;
+  done: ((s: ParseSummary) => void) | null;
+  failed: ((e: Error) => void) | null;
+  error: Error | undefined;
+}
+
+class ParserThread {
+  readonly sessions = new Map<number, RemoteSession>();
+  private worker: Worker;
+  /** Whether the worker came up (one that never does is not replaced forever). */
+  online = false;
+
+  constructor(private readonly onExit: (thread: ParserThread, err: Error) => void) {
+    this.worker = import.meta.url.endsWith('.ts')
+      ? // Sources run through tsx (tests, `npm start` without a build): the worker loads its TypeScript with tsx too
+        // (a worker does not inherit the loader hooks of its parent, nor take --import in its execArgv on Node 20).
+        new Worker(TS_BOOTSTRAP, { eval: true, workerData: { base: import.meta.url, entry: new URL('./drain-worker.ts', import.meta.url).href } })
+      : new Worker(new URL('./drain-worker.js', import.meta.url));
+    this.worker.unref();
+    this.worker.once('online', () => (this.online = true));
+    this.worker.on('message', (m: FromWorker) => this.receive(m));
+    this.worker.on('error', (err) => this.fail(err));
+    this.worker.on('exit', (code) => this.fail(new Error(`parser worker exited (${code})`)));
+  }
+
+  post(m: ToWorker, transfer: ArrayBuffer[] = []): void {
+    this.worker.postMessage(m, transfer);
+  }
+
+  async terminate(): Promise<void> {
+    this.worker.removeAllListeners('exit');
+    await this.worker.terminate();
+  }
+
+  private receive(m: FromWorker): void {
+    const s = this.sessions.get(m.id);
+    if (!s) return;
+    switch (m.t) {
+      case 'rows':
+        s.sink.onRows(asBuffer(m.buf), m.count);
+        return;
+      case 'rejects':
+        s.sink.onRejects(asBuffer(m.buf), m.count);
+        return;
+      case 'ack': {
+        s.inFlight--;
+        const w = s.waiting;
+        s.waiting = null;
+        w?.();
+        return;
+      }
+      case 'done': {
+        this.sessions.delete(m.id);
+        const failure = m.summary.failure;
+        if (failure?.kind === 'line_too_long') failure.head = asBuffer(failure.head);
+        s.done?.(m.summary);
+        return;
+      }
+      case 'error':
+        this.sessions.delete(m.id);
+        this.settleWithError(s, new Error(`drain parser failed: ${m.message}`));
+        return;
+    }
+  }
+
+  private settleWithError(s: RemoteSession, err: Error): void {
+    s.error = err;
+    const w = s.waiting;
+    s.waiting = null;
+    w?.();
+    s.failed?.(err);
+  }
+
+  private fail(err: Error): void {
+    for (const s of this.sessions.values()) this.settleWithError(s, err);
+    this.sessions.clear();
+    this.onExit(this, err);
+  }
+}
+
+export class ParsePool {
+  private threads: ParserThread[] = [];
+  private nextId = 1;
+  private closed = false;
+  private failedStarts = 0;
+
+  /** `threads` parser workers (default: one per core beyond the first, at most 4; 0 = parse inline). */
+  constructor(threads = Math.max(1, Math.min(4, availableParallelism() - 1)), private readonly logger?: Logger) {
+    for (let i = 0; i < threads; i++) this.spawn();
+  }
+
+  get size(): number {
+    return this.threads.length;
+  }
+
+  private spawn(): void {
+    try {
+      this.threads.push(new ParserThread((thread, err) => this.replace(thread, err)));
+    } catch (err) {
+      this.logger?.error({ err: (err as Error).message }, 'drain parser worker could not start; parsing on the request thread');
+    }
+  }
+
+  private replace(thread: ParserThread, err: Error): void {
+    this.threads = this.threads.filter((t) => t !== thread);
+    if (this.closed) return;
+    this.failedStarts = thread.online ? 0 : this.failedStarts + 1;
+    if (this.failedStarts >= 3) {
+      this.logger?.error({ err: err.message }, 'drain parser workers do not start; parsing on the request thread from now on');
+      return;
+    }
+    this.logger?.error({ err: err.message }, 'drain parser worker failed; its requests are answered 500 and a new worker starts');
+    this.spawn();
+  }
+
+  open(opts: ParseOptions, sink: ParseSink): ParseSession {
+    if (this.threads.length === 0) return inlineSession(opts, sink);
+    // The thread with the fewest bodies in progress.
+    const thread = this.threads.reduce((a, b) => (b.sessions.size < a.sessions.size ? b : a));
+    const id = this.nextId++;
+    const s: RemoteSession = { sink, inFlight: 0, waiting: null, done: null, failed: null, error: undefined };
+    thread.sessions.set(id, s);
+    thread.post({ t: 'begin', id, json: opts.json, ctx: opts.ctx, maxLineBytes: opts.maxLineBytes });
+    let ended = false;
+    return {
+      async push(chunk) {
+        if (s.error) throw s.error;
+        s.inFlight++;
+        thread.post({ t: 'chunk', id, buf: chunk });
+        if (s.inFlight >= MAX_CHUNKS_IN_FLIGHT) {
+          await new Promise<void>((resolve) => (s.waiting = resolve));
+          if (s.error) throw s.error;
+        }
+      },
+      end() {
+        ended = true;
+        if (s.error) return Promise.reject(s.error);
+        return new Promise<ParseSummary>((resolve, reject) => {
+          s.done = resolve;
+          s.failed = reject;
+          thread.post({ t: 'end', id });
+        });
+      },
+      abort() {
+        if (ended || !thread.sessions.has(id)) return;
+        thread.sessions.delete(id);
+        thread.post({ t: 'abort', id });
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const threads = this.threads;
+    this.threads = [];
+    await Promise.all(threads.map((t) => t.terminate()));
+  }
+}
