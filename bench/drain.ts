@@ -10,6 +10,7 @@ import { createHmac } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
@@ -21,6 +22,11 @@ const { values } = parseArgs({
     batch: { type: 'string', default: '1000' },
     senders: { type: 'string', default: '4' },
     seed: { type: 'string', default: '1' },
+    'parser-threads': { type: 'string' },
+    'replay-batch-mb': { type: 'string' },
+    // embedded (default): the service's own chDB; http: a ClickHouse HTTP endpoint (chDB) in this process, so the
+    // service's memory is the drain's alone (the endpoint is a test double: slower than a real server).
+    store: { type: 'string', default: 'embedded' },
   },
 });
 const LINES = Number(values.lines);
@@ -137,38 +143,52 @@ async function serve(): Promise<void> {
         cpu_seconds: (cpu.user + cpu.system) / 1e6,
       };
     });
-    rt.app.post('/bench/baseline', async () => {
+    // The store on its own, the same NDJSON, the replayer's batch size, into a table of the drain's keys, two ways:
+    // `file` = it reads the NDJSON file itself (INSERT FROM INFILE: its fastest way in, what the replayer uses);
+    // `client` = the rows passed through @clickhouse/client as the query's data (the usual path).
+    rt.app.post<{ Querystring: { via: 'file' | 'client' } }>('/bench/baseline', async (req) => {
       const store = rtRef!.store;
-      await store.client.command({ query: 'DROP TABLE IF EXISTS bench_drain_baseline' });
+      const table = `bench_drain_baseline_${req.query.via}`;
+      await store.client.command({ query: `DROP TABLE IF EXISTS ${table}` });
       await store.client.command({
-        query: `CREATE TABLE bench_drain_baseline (
+        query: `CREATE TABLE ${table} (
           timestamp DateTime64(3, 'UTC'), message String CODEC(ZSTD(3)), level LowCardinality(String),
           svc_app_name LowCardinality(String), svc_app_id LowCardinality(String), svc_endpoint LowCardinality(String),
           svc_request_id String, svc_job_id String, svc_source LowCardinality(String), svc_node_id LowCardinality(String),
           svc_worker_id String, svc_isolate_source LowCardinality(String))
           ENGINE = MergeTree PARTITION BY toDate(timestamp) ORDER BY (svc_app_name, timestamp)`,
       });
-      // The store's best way in: it reads the NDJSON file itself (as the replayer's batch files), same batch sizes.
+      const settings = { input_format_skip_unknown_fields: 1, date_time_input_format: 'best_effort', async_insert: 0 } as const;
       let seconds = 0;
       const perInsert = Math.max(1, Math.floor(BASELINE_BATCH_LINES / BATCH));
       const file = join(config.DATA_DIR, 'bench-baseline.ndjson');
       for (let b = 0; b < batches; b += perInsert) {
         const parts: string[] = [];
         for (let k = b; k < Math.min(batches, b + perInsert); k++) parts.push(batchBody(k, linesOf(k)));
-        writeFileSync(file, parts.join(''));
+        const body = parts.join('');
+        if (req.query.via === 'file') writeFileSync(file, body);
         const t = process.hrtime.bigint();
-        await store.client.command({
-          query: `INSERT INTO bench_drain_baseline FROM INFILE '${file}' FORMAT JSONEachRow`,
-          clickhouse_settings: { input_format_skip_unknown_fields: 1, date_time_input_format: 'best_effort', async_insert: 0 },
-        });
+        if (req.query.via === 'file') {
+          await store.client.command({ query: `INSERT INTO ${table} FROM INFILE '${file}' FORMAT JSONEachRow`, clickhouse_settings: settings });
+        } else {
+          const result = await store.client.exec({ query: `INSERT INTO ${table} FORMAT JSONEachRow`, values: Readable.from([Buffer.from(body)]), clickhouse_settings: settings });
+          await new Promise<void>((resolve, reject) => {
+            result.stream.on('error', reject).on('end', resolve).resume();
+          });
+        }
         seconds += Number(process.hrtime.bigint() - t) / 1e9;
       }
-      const rs = await store.client.query({ query: 'SELECT count() AS n FROM bench_drain_baseline', format: 'JSONEachRow' });
+      const rs = await store.client.query({ query: `SELECT count() AS n FROM ${table}`, format: 'JSONEachRow' });
       const [row] = await rs.json<{ n: string }>();
+      await store.client.command({ query: `DROP TABLE ${table}` });
       return { lines: Number(row.n), seconds };
     });
   };
-  const service = await startService(config, { extensions: [logDrainExtension(), benchRoutes] });
+  const drain = logDrainExtension({
+    parserThreads: values['parser-threads'] === undefined ? undefined : Number(values['parser-threads']),
+    replayMaxBatchBytes: values['replay-batch-mb'] === undefined ? undefined : Number(values['replay-batch-mb']) * 1024 * 1024,
+  });
+  const service = await startService(config, { extensions: [drain, benchRoutes] });
   console.log(JSON.stringify({ url: service.url })); // the log level may hide the service's own line
   process.once('SIGTERM', () => void service.close().then(() => process.exit(0)));
 }
@@ -177,9 +197,15 @@ async function serve(): Promise<void> {
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tallyhouse-bench-drain-'));
+  let clickhouse: { url: string; close(): Promise<void> } | undefined;
+  if (values.store === 'http') {
+    const { startClickHouseHttp } = await import('../test/support/clickhouse-http.js');
+    clickhouse = await startClickHouseHttp({ dataDir: mkdtempSync(join(tmpdir(), 'tallyhouse-bench-drain-ch-')) });
+  }
   const extraNodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
-  const child = spawn(process.execPath, [...extraNodeArgs, '--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--role', 'serve', '--lines', String(LINES), '--batch', String(BATCH), '--seed', String(SEED)], {
-    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', PORT: '0', DATA_DIR: dataDir, LOG_DRAIN_SECRET: SECRET, SVC_API_KEY: 'bench-not-used-0000', JOBS_ENABLED: 'false' },
+  const passOn = (['parser-threads', 'replay-batch-mb'] as const).flatMap((k) => (values[k] === undefined ? [] : [`--${k}`, String(values[k])]));
+  const child = spawn(process.execPath, [...extraNodeArgs, '--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--role', 'serve', '--lines', String(LINES), '--batch', String(BATCH), '--seed', String(SEED), ...passOn], {
+    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', PORT: '0', DATA_DIR: dataDir, CLICKHOUSE_URL: clickhouse?.url, LOG_DRAIN_SECRET: SECRET, SVC_API_KEY: 'bench-not-used-0000', JOBS_ENABLED: 'false' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
@@ -207,6 +233,20 @@ async function main(): Promise<void> {
 
   const idle = await get<{ rss_bytes: number; anon_bytes: number; file_bytes: number; cpu_seconds: number }>('/bench/memory');
   if (process.env.BENCH_DEBUG) console.error('idle', idle);
+  // The service's memory, sampled while it works: resident (VmRSS) and its private part (RssAnon; the rest is
+  // mostly the mapped code of the embedded ClickHouse library).
+  let peakRss = 0;
+  let peakAnon = 0;
+  const sampleMemory = () => {
+    try {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      peakRss = Math.max(peakRss, Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0) * 1024);
+      peakAnon = Math.max(peakAnon, Number(/^RssAnon:\s+(\d+)/m.exec(status)?.[1] ?? 0) * 1024);
+    } catch {
+      // not Linux, or the child is gone
+    }
+  };
+  const sampler = setInterval(sampleMemory, 20);
   const latenciesMs: number[] = [];
   const cpu0 = process.cpuUsage();
   let next = 0;
@@ -237,16 +277,22 @@ async function main(): Promise<void> {
   }
   const visibleSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const senderCpu = process.cpuUsage(cpu0);
+  clearInterval(sampler);
+  sampleMemory();
   const memory = await get<{ peak_rss_bytes: number; cpu_seconds: number }>('/bench/memory');
   const metricsText = await (await pool.request({ method: 'GET', path: '/metrics' })).body.text();
   const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metricsText)?.[1] ?? NaN);
   const replayBatches = metric('tallyhouse_drain_replay_batch_lines_count');
   const replaySeconds = metric('tallyhouse_drain_replay_batch_duration_seconds_sum');
   if (process.env.BENCH_DEBUG) console.error('after', memory);
-  const baseline = await get<{ lines: number; seconds: number }>('/bench/baseline', 'POST');
+  // The baselines need the embedded engine in the service (an INFILE is read by the process that runs chDB).
+  const embedded = values.store !== 'http';
+  const baseline = embedded ? await get<{ lines: number; seconds: number }>('/bench/baseline?via=file', 'POST') : { lines: NaN, seconds: NaN };
+  const clientBaseline = await get<{ lines: number; seconds: number }>('/bench/baseline?via=client', 'POST');
   await pool.close();
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
+  await clickhouse?.close();
   rmSync(dataDir, { recursive: true, force: true });
 
   latenciesMs.sort((a, b) => a - b);
@@ -256,6 +302,7 @@ async function main(): Promise<void> {
   console.log(
     JSON.stringify({
       bench: 'drain',
+      store: values.store,
       lines: LINES,
       batch_lines: BATCH,
       senders: SENDERS,
@@ -266,6 +313,8 @@ async function main(): Promise<void> {
       lines_per_second: Math.round(rate),
       store_lines_per_second: Math.round(storeRate),
       ratio: Math.round((rate / storeRate) * 100) / 100,
+      store_client_path_lines_per_second: Math.round(clientBaseline.lines / clientBaseline.seconds),
+      ratio_vs_client_path: Math.round((rate / (clientBaseline.lines / clientBaseline.seconds)) * 100) / 100,
       service_cpu_seconds: Math.round((memory.cpu_seconds - idle.cpu_seconds) * 100) / 100,
       senders_cpu_seconds: Math.round(((senderCpu.user + senderCpu.system) / 1e6) * 100) / 100,
       replay_batches: replayBatches,
@@ -275,7 +324,10 @@ async function main(): Promise<void> {
       p99_ms: pct(99),
       max_ms: pct(100),
       peak_rss_mb: Math.round(memory.peak_rss_bytes / 1e6),
+      peak_rss_sampled_mb: Math.round(peakRss / 1e6),
+      peak_anon_mb: Math.round(peakAnon / 1e6),
       idle_rss_mb: Math.round(idle.rss_bytes / 1e6),
+      idle_anon_mb: Math.round(idle.anon_bytes / 1e6),
     }),
   );
 }

@@ -360,6 +360,9 @@ export interface LogDrainOptions {
   stagingBudgetBytes?: number;
   /** Parser worker threads (default: one per core beyond the first, at most 4; 0 = parse on the request thread). */
   parserThreads?: number;
+  /** Largest replay batch (default 100,000 rows / 16 MiB): bigger batches, fewer parts; smaller, less memory. */
+  replayMaxBatchRows?: number;
+  replayMaxBatchBytes?: number;
   /** Called with the replayer once started (tests and benchmarks wait on whenReplayed()). */
   onStarted?: (drain: { spool: Spool; replayer: SpoolReplayer; auth: DrainAuth | undefined }) => void;
 }
@@ -388,6 +391,8 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       logger,
       metrics,
       lingerMs: rt.config.WRITER_FLUSH_INTERVAL_MS,
+      maxBatchRows: options.replayMaxBatchRows,
+      maxBatchBytes: options.replayMaxBatchBytes,
       infileDir: spool.stagingDir,
     });
     replayer.start();
