@@ -3,6 +3,8 @@ import type { JobContext, JobDefinition } from '../src/jobs/job.js';
 import { chunk } from '../src/platform/index.js';
 import { listEndpoints } from '../src/collectors/endpoints.js';
 import { PricesFileError, readPricesFile, syncUnitPrices } from '../src/collectors/prices.js';
+import { maintainRequestRollup, rollupReady } from '../src/collectors/requests-rollup.js';
+import { refreshRequestDays } from '../src/store/tables/requests-daily.js';
 import {
   collectRequestWindow,
   coveringEndpointIds,
@@ -40,11 +42,13 @@ export const requestsJob: JobDefinition = {
     // A bad prices file must not stop request collection (costs are computed when read): collect, then fail
     // the run with the file's error so job_runs and the log name the entry and field.
     let pricesError: PricesFileError | undefined;
+    let pricesChanged = false;
     const pricesFile = ctx.runtime.config.PRICES_FILE;
     if (pricesFile) {
       try {
         const result = await syncUnitPrices(ctx.runtime, await readPricesFile(pricesFile), pricesFile);
-        if (result.added + result.corrected > 0) ctx.log.info({ ...result }, 'unit prices loaded');
+        pricesChanged = result.added + result.corrected > 0;
+        if (pricesChanged) ctx.log.info({ ...result }, 'unit prices loaded');
       } catch (err) {
         if (!(err instanceof PricesFileError)) throw err;
         pricesError = err;
@@ -55,9 +59,12 @@ export const requestsJob: JobDefinition = {
     const ids = coveringEndpointIds(
       ctx.args.endpoints ? ctx.args.endpoints.split(',') : await listEndpoints(ctx),
     );
+    let touched: { from: Date; to: Date } | null = null;
     if (ids.length === 0) ctx.log.warn('no endpoints to collect requests for');
     else if (ctx.args.from || ctx.args.to) await backfill(ctx, ids);
-    else await scheduled(ctx, ids);
+    else touched = await scheduled(ctx, ids);
+    // Per-day totals for the query API: the days this run wrote (a backfill refreshes its chunks as it goes).
+    await maintainRequestRollup(ctx, touched, { rebuild: pricesChanged });
 
     if (pricesError) throw pricesError;
   },
@@ -89,7 +96,7 @@ function parseWatermarks(value: string | undefined): Record<string, string> {
  * without one. Endpoints with the same start are paged together, 50 ids a call; after each day chunk of a group
  * is committed, the group's watermarks move to the chunk's end (never backwards) and the whole map is saved.
  */
-async function scheduled(ctx: JobContext, ids: string[]): Promise<void> {
+async function scheduled(ctx: JobContext, ids: string[]): Promise<{ from: Date; to: Date } | null> {
   const nowMs = ctx.now().getTime();
   const recollectMs = ctx.runtime.config.REQUESTS_RECOLLECT_HOURS * HOUR_MS;
   const firstStartMs = nowMs - lookbackMs(ctx);
@@ -121,6 +128,8 @@ async function scheduled(ctx: JobContext, ids: string[]): Promise<void> {
       await save();
     }
   });
+  if (groups.length === 0) return null;
+  return { from: new Date(Math.min(...groups.map((g) => g.startMs))), to: new Date(nowMs) };
 }
 
 /** --from/--to: day chunks (in --timezone, default UTC), every endpoint group per chunk, then a checkpoint. */
@@ -150,6 +159,9 @@ async function backfill(ctx: JobContext, ids: string[]): Promise<void> {
     await forEachLimited(groups, REQUESTS_CONCURRENCY, async (g) => {
       count += (await collectRequestWindow(ctx, { endpointIds: g, ...chunks[i] })).requests;
     });
+    for (const timezone of ctx.runtime.config.TIMEZONES) {
+      if (await rollupReady(ctx, timezone)) await refreshRequestDays(ctx.runtime.store, timezone, chunks[i].from, chunks[i].to);
+    }
     await ctx.checkpoints.save(JOB, key, i + 1 < chunks.length ? chunks[i + 1].from.toISOString() : 'done');
     ctx.progress.tick(i + 1, `${chunks[i].from.toISOString().slice(0, 10)}: ${count} requests`);
   }

@@ -12,6 +12,7 @@ import { runnerHistory } from './runner-history.js';
 import { appEvents } from './app-events.js';
 import { appRevisions } from './app-revisions.js';
 import { requests } from './requests.js';
+import { requestsDaily } from './requests-daily.js';
 import { unitPrices } from './unit-prices.js';
 import { logs } from './logs.js';
 import { webhookDeliveries } from './webhook-deliveries.js';
@@ -29,4 +30,4 @@ export const ingestRejects = defineTable(
 );
 
 /** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
-export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, unitPrices, metricSeries, metricSamples, scrapes];
+export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, requestsDaily, unitPrices, metricSeries, metricSamples, scrapes];
