@@ -1,0 +1,169 @@
+// `npm run bench -- query [--apps 500] [--days 365] [--requests 10000000] [--calls 200] [--fresh]`
+//
+// Seeds a store through the collectors from the in-process simulator (a year of daily usage for 500 apps and
+// ~10M requests, kept under .bench-query/ and reused by later runs unless --fresh), then times the query API
+// over HTTP: /cost, /reports/finance and /cost/requests, `--calls` calls each with varying ranges and groupings,
+// and the same /cost/requests questions answered from the raw `requests` table (a zone outside TIMEZONES
+// bypasses the daily rollup) for comparison. Goals: p99 < 250 ms for /cost and /reports/finance, < 500 ms for
+// /cost/requests. Prints one JSON line.
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { DateTime } from 'luxon';
+import { startSim } from '../src/sim/index.js';
+import { parseConfig } from '../src/config.js';
+import { createLogger } from '../src/log.js';
+import { createRegistry } from '../src/metrics.js';
+import { startService, type Service } from '../src/service.js';
+import { apiExtension } from '../src/api/index.js';
+import { requestCostRoutes } from '../src/api/request-cost-routes.js';
+import { PlatformClient } from '../src/platform/index.js';
+import { Scheduler } from '../src/jobs/scheduler.js';
+import { allJobs } from '../jobs/index.js';
+import { consoleProgress } from '../src/jobs/progress.js';
+
+const { values } = parseArgs({
+  options: {
+    apps: { type: 'string', default: '500' },
+    days: { type: 'string', default: '365' },
+    requests: { type: 'string', default: '10000000' },
+    calls: { type: 'string', default: '200' },
+    fresh: { type: 'boolean', default: false },
+  },
+});
+const apps = Number(values.apps);
+const days = Number(values.days);
+const targetRequests = Number(values.requests);
+const calls = Number(values.calls);
+const NOW = '2026-11-21T12:00:00Z';
+const dataDir = join(process.cwd(), '.bench-query', `apps${apps}-days${days}-req${targetRequests}`);
+if (values.fresh) rmSync(dataDir, { recursive: true, force: true });
+mkdirSync(dataDir, { recursive: true });
+const marker = join(dataDir, 'seeded.json');
+const now = DateTime.fromISO(NOW, { zone: 'utc' });
+
+const config = parseConfig({ DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn', TIMEZONES: 'UTC', JOBS_ENABLED: 'false' });
+const service = await startService(config, {
+  logger: createLogger('warn'),
+  registry: createRegistry({ defaultMetrics: false }),
+  extensions: [apiExtension([requestCostRoutes])],
+});
+
+let seeded: { requests: number; usage_rows: number; seed_seconds: number };
+if (existsSync(marker)) {
+  seeded = JSON.parse(readFileSync(marker, 'utf8'));
+} else {
+  seeded = await seed(service);
+  writeFileSync(marker, JSON.stringify(seeded));
+}
+
+const months = Array.from({ length: 12 }, (_, i) => now.startOf('month').minus({ months: i + 1 }));
+const endpoints = (
+  await (await service.store.client.query({ query: 'SELECT DISTINCT endpoint_id FROM requests_daily LIMIT 2000', format: 'JSONEachRow' })).json<{
+    endpoint_id: string;
+  }>()
+).map((r) => r.endpoint_id);
+
+const costPaths = (i: number) => {
+  const m = months[i % 12];
+  const from = m.toISODate();
+  const to = m.plus({ months: 1 }).toISODate();
+  return [
+    `/cost?from=${from}&to=${to}&group_by=app`,
+    `/cost?from=${from}&to=${to}&group_by=day`,
+    `/cost?from=${now.minus({ days: 365 }).toISODate()}&to=${now.toISODate()}&group_by=machine_type,month`,
+    `/cost?from=${from}&to=${to}&group_by=app,surge&search=api`,
+  ][i % 4];
+};
+const financePaths = (i: number) => `/reports/finance?month=${months[i % 12].toFormat('yyyy-MM')}&timezone=UTC`;
+const requestPaths = (timezone: string) => (i: number) => {
+  const m = months[i % 12];
+  const from = m.toISODate();
+  const to = m.plus({ months: 1 }).toISODate();
+  const endpoint = encodeURIComponent(endpoints[i % Math.max(1, endpoints.length)] ?? 'none');
+  return [
+    `/cost/requests?from=${from}&to=${to}&timezone=${timezone}`,
+    `/cost/requests?from=${now.minus({ days: 365 }).toISODate()}&to=${now.toISODate()}&timezone=${timezone}&endpoint_id=${endpoint}&group_by=day`,
+    `/cost/requests?from=${m.plus({ days: 7 }).toISODate()}&to=${m.plus({ days: 14 }).toISODate()}&timezone=${timezone}&group_by=day`,
+  ][i % 3];
+};
+
+const result = {
+  bench: 'query',
+  apps,
+  days,
+  requests: seeded.requests,
+  usage_rows: seeded.usage_rows,
+  seed_seconds: seeded.seed_seconds,
+  calls,
+  cost: await time(costPaths),
+  finance: await time(financePaths),
+  cost_requests: await time(requestPaths('UTC'), 'rollup'),
+  cost_requests_raw: await time(requestPaths('Etc/UTC'), 'requests'),
+  goals_ms: { cost_p99: 250, finance_p99: 250, cost_requests_p99: 500 },
+};
+const r = result as typeof result & { cost_requests_raw_over_rollup_p50: number };
+r.cost_requests_raw_over_rollup_p50 = round(result.cost_requests_raw.p50_ms / result.cost_requests.p50_ms);
+await service.close();
+process.stdout.write(`${JSON.stringify(r)}\n`);
+
+async function time(path: (i: number) => string, source?: string) {
+  const samples: number[] = [];
+  for (let i = 0; i < calls + 5; i++) {
+    const started = performance.now();
+    const res = await fetch(`${service.url}/api/v1${path(i)}`);
+    const body = await res.text();
+    const ms = performance.now() - started;
+    if (res.status !== 200) throw new Error(`${path(i)} answered ${res.status}: ${body.slice(0, 300)}`);
+    if (source && JSON.parse(body).source !== source) throw new Error(`${path(i)} was answered from ${JSON.parse(body).source}, not ${source}`);
+    if (i >= 5) samples.push(ms); // the first calls warm caches
+  }
+  samples.sort((a, b) => a - b);
+  const pick = (p: number) => round(samples[Math.min(samples.length - 1, Math.ceil(p * samples.length) - 1)]);
+  return { p50_ms: pick(0.5), p99_ms: pick(0.99), max_ms: round(samples[samples.length - 1]) };
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10;
+}
+
+async function seed(svc: Service) {
+  const started = performance.now();
+  // Requests per endpoint-hour so the whole history holds about the target (the simulator's daily curve and
+  // dormant days make the mean about three quarters of the nominal rate).
+  const probe = await startSim({ seed: 1, now: NOW, days, apps });
+  const endpointCount = probe.truth.apps().filter((a) => a.owned_by_caller).reduce((s, a) => s + a.endpoints.length, 0);
+  await probe.close();
+  const requestsPerHour = targetRequests / (endpointCount * days * 24 * 0.75);
+  const sim = await startSim({ seed: 1, now: NOW, days: days + 1, apps, requestsPerHour });
+  const platform = new PlatformClient({ baseUrl: sim.url, apiKey: sim.keys.api, adminKey: sim.keys.admin, connections: 8 });
+  const scheduler = new Scheduler({ runtime: svc, platform, jobs: allJobs, now: () => sim.clock.now() });
+  const from = now.minus({ days }).toISODate()!;
+  const to = now.plus({ days: 1 }).toISODate()!;
+  for (const [job, args] of [
+    ['apps', {}],
+    ['usage', { from, to, timezone: 'UTC' }],
+    ['requests', { from, to }],
+  ] as const) {
+    process.stderr.write(`seeding: ${job}\n`);
+    const run = await scheduler.run(job, 'manual', args, consoleProgress());
+    if (run.status !== 'ok') throw new Error(`seeding ${job} failed: ${run.error}`);
+  }
+  // The daily rollup of the requests (built on the first scheduled run; a backfill only refreshes it).
+  const { maintainRequestRollup } = await import('../src/collectors/requests-rollup.js');
+  const { Checkpoints } = await import('../src/store/tables/checkpoints.js');
+  await maintainRequestRollup(
+    { runtime: svc, checkpoints: new Checkpoints(svc.store, svc.writer), log: svc.logger, now: () => sim.clock.now() },
+    null,
+    { rebuild: true },
+  );
+  await platform.close();
+  await sim.close();
+  const count = async (sql: string) =>
+    Number((await (await svc.store.client.query({ query: sql, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
+  return {
+    requests: await count('SELECT count() AS n FROM requests FINAL'),
+    usage_rows: await count("SELECT count() AS n FROM usage_buckets FINAL WHERE timezone = 'UTC'"),
+    seed_seconds: Math.round((performance.now() - started) / 1000),
+  };
+}
