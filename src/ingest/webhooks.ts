@@ -65,10 +65,15 @@ export class KeySet {
   private readonly minRefetchIntervalMs: number;
   private readonly timeoutMs: number;
 
-  constructor(readonly url: string, private readonly opts: KeySetOptions = {}) {
+  /** `url` may be a function: resolved at each fetch (demo mode learns the simulator's address after start-up). */
+  constructor(private readonly source: string | (() => string), private readonly opts: KeySetOptions = {}) {
     this.maxAgeMs = Math.min(opts.maxAgeMs ?? 24 * 3_600_000, 24 * 3_600_000);
     this.minRefetchIntervalMs = opts.minRefetchIntervalMs ?? 30_000;
     this.timeoutMs = opts.timeoutMs ?? 5_000;
+  }
+
+  get url(): string {
+    return typeof this.source === 'string' ? this.source : this.source();
   }
 
   /** Cached keys while fresh; otherwise fetched (a failed refresh keeps using stale keys rather than none). */
@@ -100,18 +105,19 @@ export class KeySet {
 
   private async load(): Promise<KeyObject[]> {
     let body: unknown;
+    const url = this.url;
     try {
-      const res = await request(this.url, { headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs, signal: AbortSignal.timeout(this.timeoutMs) });
+      const res = await request(url, { headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs, signal: AbortSignal.timeout(this.timeoutMs) });
       if (res.statusCode !== 200) {
         await res.body.dump();
         throw new Error(`HTTP ${res.statusCode}`);
       }
       body = await res.body.json();
     } catch (err) {
-      throw new KeySetUnavailableError(this.url, (err as Error).message);
+      throw new KeySetUnavailableError(url, (err as Error).message);
     }
     const entries = (body as { keys?: unknown })?.keys;
-    if (!Array.isArray(entries)) throw new KeySetUnavailableError(this.url, 'the answer has no `keys` array');
+    if (!Array.isArray(entries)) throw new KeySetUnavailableError(url, 'the answer has no `keys` array');
     const keys: KeyObject[] = [];
     for (const k of entries as Array<Record<string, unknown>>) {
       if (typeof k?.x !== 'string' || (k.kty !== undefined && k.kty !== 'OKP') || (k.crv !== undefined && k.crv !== 'Ed25519')) continue;
@@ -121,10 +127,10 @@ export class KeySet {
         // not a valid Ed25519 public key: skipped
       }
     }
-    if (keys.length === 0) throw new KeySetUnavailableError(this.url, 'no Ed25519 key in the set');
+    if (keys.length === 0) throw new KeySetUnavailableError(url, 'no Ed25519 key in the set');
     this.keys = keys;
     this.fetchedAt = Date.now();
-    this.opts.logger?.info({ url: this.url, keys: keys.length }, 'webhook key set fetched');
+    this.opts.logger?.info({ url, keys: keys.length }, 'webhook key set fetched');
     return keys;
   }
 }
@@ -325,8 +331,8 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
 }
 
 export interface WebhookExtensionOptions {
-  /** The key set's URL (default: jwksUrl(config)); demo mode passes the simulator's. */
-  jwksUrl?: string;
+  /** The key set's URL (default: jwksUrl(config)); demo mode passes the simulator's (a function: read when fetched). */
+  jwksUrl?: string | (() => string);
   minRefetchIntervalMs?: number;
   storeTimeoutMs?: number;
 }
@@ -337,6 +343,6 @@ export function webhookExtension(options: WebhookExtensionOptions = {}): Extensi
     const logger = rt.logger.child({ component: 'webhooks' });
     const keySet = new KeySet(options.jwksUrl ?? jwksUrl(rt.config), { minRefetchIntervalMs: options.minRefetchIntervalMs, logger });
     await rt.app.register(webhookRoutes, { keySet, writer: rt.writer, registry: rt.registry, storeTimeoutMs: options.storeTimeoutMs });
-    logger.info({ path: WEBHOOK_PATH, jwks: keySet.url }, 'webhook receiver ready');
+    logger.info({ path: WEBHOOK_PATH }, 'webhook receiver ready');
   };
 }
