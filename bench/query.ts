@@ -129,12 +129,16 @@ function round(n: number): number {
 
 async function seed(svc: Service) {
   const started = performance.now();
-  // Requests per endpoint-hour so the whole history holds about the target (the simulator's daily curve and
-  // dormant days make the mean about three quarters of the nominal rate).
-  const probe = await startSim({ seed: 1, now: NOW, days, apps });
-  const endpointCount = probe.truth.apps().filter((a) => a.owned_by_caller).reduce((s, a) => s + a.endpoints.length, 0);
+  // Requests per endpoint-hour so the whole history holds about the target: measured on a probe world at the
+  // default rate over its last two weeks (the daily curve and dormant days set the real mean), then scaled.
+  const PROBE_RATE = 20;
+  const probe = await startSim({ seed: 1, now: NOW, days, apps, requestsPerHour: PROBE_RATE });
+  const probeDays = Math.min(14, days);
+  const probeCount = probe.truth
+    .requests({ from: now.minus({ days: probeDays }).toISODate()!, to: now.toISODate()! })
+    .reduce((s, r) => s + r.request_count, 0);
   await probe.close();
-  const requestsPerHour = targetRequests / (endpointCount * days * 24 * 0.75);
+  const requestsPerHour = (PROBE_RATE * targetRequests) / ((probeCount / probeDays) * days);
   const sim = await startSim({ seed: 1, now: NOW, days: days + 1, apps, requestsPerHour });
   const platform = new PlatformClient({ baseUrl: sim.url, apiKey: sim.keys.api, adminKey: sim.keys.admin, connections: 8 });
   const scheduler = new Scheduler({ runtime: svc, platform, jobs: allJobs, now: () => sim.clock.now() });
