@@ -5,6 +5,14 @@ import { Scheduler } from './scheduler.js';
 import { applyMetricsRetention, Scraper } from '../collectors/scraper.js';
 import { commandLineTarget, durationMs, scrapeTargets } from '../collectors/scrape.js';
 
+/** Shared by the demo-mode wiring of the collectors, the log drain and the webhook receiver. */
+export interface DemoWiring {
+  /** The drain secret the simulator signs with and the drain verifies. */
+  drainSecret?: string;
+  /** Set once the simulator runs: where its key set is. */
+  simUrl?: string;
+}
+
 /** Jobs a demo start runs at once, so a newcomer sees data within seconds. */
 const DEMO_STARTUP_JOBS = ['apps', 'usage', 'requests', 'analytics', 'runners', 'events', 'revisions'];
 
@@ -12,10 +20,19 @@ const DEMO_STARTUP_JOBS = ['apps', 'usage', 'requests', 'analytics', 'runners', 
  * Starts what reads the platform: the job scheduler and the metrics scraper, both on one platform source
  * (in demo mode the in-process simulator, started here).
  */
-export function collectorsExtension(jobs: JobDefinition[]): Extension {
+export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}): Extension {
   return async (rt) => {
     const targets = scrapeTargets(rt.config, { baseUrl: rt.config.SVC_BASE_URL, apiKey: rt.config.SVC_API_KEY });
-    const source = await openPlatformSource(rt.config, rt.logger);
+    const source = await openPlatformSource(rt.config, rt.logger, { drainSecret: demo.drainSecret });
+    if (source.sim) {
+      demo.simUrl = source.sim.url;
+      const sim = source.sim;
+      // The simulator pushes its log lines and queue webhooks to this service once it listens.
+      rt.app.addHook('onListen', async () => {
+        const address = rt.app.server.address();
+        if (address && typeof address !== 'string') sim.pushTo(`http://127.0.0.1:${address.port}`);
+      });
+    }
     const scheduler = new Scheduler({ runtime: rt, platform: source.platform, jobs, now: source.now });
     const scraper = new Scraper(
       rt,

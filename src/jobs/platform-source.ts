@@ -9,12 +9,17 @@ export interface PlatformSource {
   /** The clock jobs see. */
   now: () => Date;
   demo: boolean;
-  /** Base URL and keys of the in-process simulator in demo mode (the log drain's demo secret too). */
-  sim?: { url: string; keys: { api: string; admin: string } };
+  /** The in-process simulator in demo mode: where it is, its keys, and where it should push drain lines and webhooks. */
+  sim?: { url: string; keys: { api: string; admin: string }; pushTo(serviceUrl: string): void };
   close(): Promise<void>;
 }
 
-export async function openPlatformSource(config: Config, logger: Logger): Promise<PlatformSource> {
+export interface PlatformSourceOptions {
+  /** Demo mode: the log drain's secret, so the simulator signs what the service verifies. */
+  drainSecret?: string;
+}
+
+export async function openPlatformSource(config: Config, logger: Logger, opts: PlatformSourceOptions = {}): Promise<PlatformSource> {
   if (!isDemoMode(config)) {
     const platform = new PlatformClient({
       baseUrl: config.SVC_BASE_URL,
@@ -26,7 +31,7 @@ export async function openPlatformSource(config: Config, logger: Logger): Promis
   }
   // Demo mode: a simulated platform in this process, its clock following real time.
   const { startSim } = await import('../sim/index.js');
-  const sim = await startSim({ now: new Date(), realtime: true, host: '127.0.0.1', port: 0 });
+  const sim = await startSim({ now: new Date(), realtime: true, host: '127.0.0.1', port: 0, drainSecret: opts.drainSecret });
   logger.warn(
     { simulator: sim.url },
     'demo mode: no platform key configured (SVC_API_KEY / SVC_ADMIN_KEY), so Tallyhouse collects from its built-in platform simulator. To use a real account set SVC_BASE_URL, SVC_API_KEY and SVC_ADMIN_KEY (an ADMIN-scope key for usage).',
@@ -41,7 +46,14 @@ export async function openPlatformSource(config: Config, logger: Logger): Promis
     platform,
     now: () => sim.clock.now(),
     demo: true,
-    sim: { url: sim.url, keys: sim.keys },
+    sim: {
+      url: sim.url,
+      keys: sim.keys,
+      pushTo(serviceUrl) {
+        sim.drain.setUrl(`${serviceUrl}/v1/drains/logs`);
+        sim.webhooks.setUrl(`${serviceUrl}/v1/webhooks/queue`);
+      },
+    },
     async close() {
       await platform.close();
       await sim.close();

@@ -94,6 +94,11 @@ export class Drain {
     return this.defaults.url;
   }
 
+  /** Where clock-driven batches go from now on (a receiver that learns its port after the simulator started). */
+  setUrl(url: string | undefined): void {
+    this.defaults.url = url;
+  }
+
   get disabled(): boolean {
     return this.record.disabled;
   }

@@ -80,6 +80,8 @@ export interface Sim {
     deliver(opts: { requestId: string; url?: string; body?: unknown }): Promise<WebhookDelivery>;
     sent(): WebhookDelivery[];
     rotate(): void;
+    /** Where clock-driven deliveries go from now on (set after start when the receiver's port is known). */
+    setUrl(url: string | undefined): void;
     /** Resolves when all deliveries (retries, repeats) have settled. */
     idle(): Promise<void>;
   };
@@ -88,6 +90,8 @@ export interface Sim {
     push(opts?: DrainPushOptions): Promise<DrainPushResult>;
     idle(): Promise<void>;
     enable(): void;
+    /** Where clock-driven batches go from now on. */
+    setUrl(url: string | undefined): void;
     readonly disabled: boolean;
   };
   close(): Promise<void>;
@@ -174,6 +178,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
       deliver: (o) => webhooks.deliver(o),
       sent: () => webhooks.sent(),
       rotate: () => webhooks.rotate(),
+      setUrl: (url) => webhooks.setUrl(url),
       idle: () => webhooks.idle(),
     },
     drain: {
@@ -181,6 +186,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
       push: (o) => drain.push(o),
       idle: () => drain.idle(),
       enable: () => drain.enable(),
+      setUrl: (url) => drain.setUrl(url),
       get disabled() {
         return drain.disabled;
       },

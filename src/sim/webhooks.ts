@@ -89,6 +89,11 @@ export class Webhooks {
     return this.opts.url;
   }
 
+  /** Where clock-driven deliveries go from now on. */
+  setUrl(url: string | undefined): void {
+    this.opts.url = url;
+  }
+
   /** The served key set: both keys, so a receiver keeps verifying across a rotation. */
   jwks(): { keys: Array<{ kty: 'OKP'; crv: 'Ed25519'; x: string; kid: string; use: 'sig'; alg: 'EdDSA' }> } {
     return { keys: this.keys.map((k) => ({ kty: 'OKP', crv: 'Ed25519', x: k.x, kid: k.kid, use: 'sig', alg: 'EdDSA' })) };

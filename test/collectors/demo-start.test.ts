@@ -18,6 +18,9 @@ describe('npm start on a fresh data directory', () => {
       await serve.waitFor(/demo mode: no platform key configured/, 30_000);
       await serve.waitFor(/"job":"usage"[^\n]*"msg":"job finished"/, 30_000);
       await serve.waitFor(/"job":"tallyhouse"[^\n]*"msg":"scrape target scheduled"/, 30_000);
+      // The simulator pushes its log lines and webhooks to the service as its clock runs (every few seconds).
+      await serve.waitFor(/"url":"\/v1\/drains\/logs"[\s\S]*"url":"\/v1\/webhooks\/queue"|"url":"\/v1\/webhooks\/queue"[\s\S]*"url":"\/v1\/drains\/logs"/, 30_000);
+      await new Promise((r) => setTimeout(r, 1_000));
       metrics = await (await fetch(`${url}/metrics`)).text();
     } finally {
       serve.child.kill('SIGTERM');
@@ -49,6 +52,13 @@ describe('npm start on a fresh data directory', () => {
         ['tallyhouse', 1],
       ]);
       expect(scraped.every((s) => Number(s.samples) > 10)).toBe(true);
+      // Drain lines (signed with the demo secret) and verified webhooks landed.
+      const [pushed] = await queryRows<{ lines: string; webhooks: string }>(
+        rt,
+        'SELECT (SELECT count() FROM logs) AS lines, (SELECT count() FROM webhook_deliveries) AS webhooks',
+      );
+      expect(Number(pushed.lines)).toBeGreaterThan(0);
+      expect(Number(pushed.webhooks)).toBeGreaterThan(0);
     } finally {
       await closeRuntime(rt);
     }
