@@ -1,6 +1,7 @@
 import { startService, type Service } from '../../src/service.js';
 import { businessMetricsExtension } from '../../src/http/business-metrics.js';
 import { logDrainExtension } from '../../src/ingest/drain.js';
+import { webhookExtension } from '../../src/ingest/webhooks.js';
 import type { SpoolReplayer } from '../../src/ingest/replayer.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
@@ -37,10 +38,16 @@ export async function openDemoStore(): Promise<DemoStore> {
   const service = await startService(config, {
     logger: createLogger(config.LOG_LEVEL),
     registry: createRegistry({ defaultMetrics: false }),
-    extensions: [businessMetricsExtension(), logDrainExtension({ onStarted: (d) => (replayer = d.replayer) })],
+    extensions: [
+      businessMetricsExtension(),
+      logDrainExtension({ onStarted: (d) => (replayer = d.replayer) }),
+      webhookExtension({ jwksUrl: () => `${simUrl}/.well-known/jwks.json` }),
+    ],
   });
   let drain = { linesSent: 0, malformed: 0 };
+  let simUrl = '';
   const sim = await startSim({ seed: 11, now, days: 7, apps: 8, drainUrl: `${service.url}/v1/drains/logs`, drainSecret: DRAIN_SECRET });
+  simUrl = sim.url;
   try {
     for (const job of allJobs) {
       const run = await runJob(service, sim, job.name);
@@ -60,6 +67,17 @@ export async function openDemoStore(): Promise<DemoStore> {
     if (pushed.linesAcknowledged !== pushed.linesSent) throw new Error(`drain: ${pushed.linesAcknowledged} of ${pushed.linesSent} lines acknowledged`);
     drain = { linesSent: pushed.linesSent, malformed: pushed.malformed.length };
     await replayer!.whenReplayed();
+    // Queue webhooks of failed requests (their error types feed the Errors dashboard), verified by the receiver.
+    const failedRequests = sim.truth
+      .apps()
+      .filter((a) => a.owned_by_caller)
+      .flatMap((a) => sim.truth.requestList({ endpointId: a.endpoint_id, from: new Date(now.getTime() - 86_400_000).toISOString(), to: now.toISOString() }))
+      .filter((r) => r.status_code >= 400)
+      .slice(0, 20);
+    for (const r of failedRequests) {
+      const d = await sim.webhooks.deliver({ requestId: r.request_id, url: `${service.url}/v1/webhooks/queue` });
+      if (d.outcome !== 'delivered') throw new Error(`webhook ${r.request_id}: ${d.outcome}`);
+    }
     const targets = [commandLineTarget(`${sim.url}/metrics`, 'platform', { authorization: `Key ${sim.keys.api}` }), commandLineTarget(`${service.url}/metrics`, 'tallyhouse')];
     // A target that is down (nothing listens on port 1).
     const down = { ...commandLineTarget('http://127.0.0.1:1/metrics', 'gone'), timeoutMs: 1000 };
