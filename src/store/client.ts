@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { SESSION_SETTINGS } from './settings.js';
 import type { Logger } from '../log.js';
 
@@ -106,6 +106,9 @@ async function openServerStore(opts: StoreOptions, url: string): Promise<Store> 
     password: opts.password,
     request_timeout: 60_000,
     clickhouse_settings: SESSION_SETTINGS,
+    // The client's own logger prints multi-line errors to stderr on every failed attempt; failures reach our
+    // logs through their callers (the writer logs each retry once, with the table and attempt).
+    log: { level: ClickHouseLogLevel.OFF },
   };
   const bootstrap = createClient({ ...common, database: 'default' });
   const deadline = Date.now() + (opts.connectTimeoutMs ?? 30_000);
