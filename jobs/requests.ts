@@ -157,7 +157,9 @@ async function backfill(ctx: JobContext, ids: string[]): Promise<void> {
     ctx.signal.throwIfAborted();
     let count = 0;
     await forEachLimited(groups, REQUESTS_CONCURRENCY, async (g) => {
-      count += (await collectRequestWindow(ctx, { endpointIds: g, ...chunks[i] })).requests;
+      // Not `count += await ...`: that reads count before the await and loses the other groups' additions.
+      const { requests: received } = await collectRequestWindow(ctx, { endpointIds: g, ...chunks[i] });
+      count += received;
     });
     for (const timezone of ctx.runtime.config.TIMEZONES) {
       if (await rollupReady(ctx, timezone)) await refreshRequestDays(ctx.runtime.store, timezone, chunks[i].from, chunks[i].to);
