@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Config } from './config.js';
@@ -67,6 +68,7 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
     maxRows: config.WRITER_MAX_ROWS,
     maxBytes: config.WRITER_MAX_BYTES,
     flushIntervalMs: config.WRITER_FLUSH_INTERVAL_MS,
+    infileDir: join(config.DATA_DIR, 'tmp', 'writer'),
     logger: logger.child({ component: 'writer' }),
     registry,
   });

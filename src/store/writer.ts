@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Registry } from 'prom-client';
+import type { ClickHouseSettings } from '@clickhouse/client';
 import { counter, gauge, histogram } from '../metrics.js';
 import type { Store } from './client.js';
 import type { Logger } from '../log.js';
@@ -17,6 +21,12 @@ export interface WriterOptions {
   maxBufferedBytes?: number;
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+  /**
+   * Embedded store only: a directory for batch files the engine reads itself (`INSERT ... FROM INFILE`), which
+   * chDB parses several times faster than rows handed through the client, and without copying the batch into
+   * the statement text. Unset: every batch goes through the client.
+   */
+  infileDir?: string;
   logger?: Logger;
   registry?: Registry;
 }
@@ -85,6 +95,8 @@ export class BatchWriter {
   private spaceWaiters: Array<() => void> = [];
   private closed = false;
   private readonly metrics: ReturnType<typeof createWriterMetrics>;
+  private readonly infileDir: string | undefined;
+  private infileSeq = 0;
 
   constructor(private readonly store: Store, opts: WriterOptions = {}) {
     this.maxRows = opts.maxRows ?? 50_000;
@@ -94,6 +106,8 @@ export class BatchWriter {
     this.backoffBaseMs = opts.backoffBaseMs ?? 200;
     this.backoffMaxMs = opts.backoffMaxMs ?? 10_000;
     this.logger = opts.logger;
+    this.infileDir = store.mode === 'embedded' ? opts.infileDir : undefined;
+    if (this.infileDir) mkdirSync(this.infileDir, { recursive: true });
     this.metrics = createWriterMetrics(opts.registry);
     this.timer = setInterval(() => this.flushDue(), Math.max(10, Math.floor(this.flushIntervalMs / 2)));
     this.timer.unref();
@@ -302,13 +316,23 @@ export class BatchWriter {
   }
 
   private async send(table: string, body: string, token: string): Promise<void> {
+    const settings: ClickHouseSettings = { insert_deduplication_token: token, async_insert: 0 };
+    if (this.infileDir) {
+      const path = join(this.infileDir, `${table}-${process.pid}-${++this.infileSeq}.jsonl`);
+      await writeFile(path, body);
+      try {
+        // The path is ours (under DATA_DIR), quoted as a ClickHouse string literal all the same.
+        const literal = `'${path.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+        await this.store.client.command({ query: `INSERT INTO ${table} FROM INFILE ${literal} FORMAT JSONEachRow`, clickhouse_settings: settings });
+      } finally {
+        await rm(path, { force: true });
+      }
+      return;
+    }
     const result = await this.store.client.exec({
       query: `INSERT INTO ${table} FORMAT JSONEachRow`,
       values: Readable.from([Buffer.from(body)]),
-      clickhouse_settings: {
-        insert_deduplication_token: token,
-        async_insert: 0,
-      },
+      clickhouse_settings: settings,
     });
     await new Promise<void>((resolve, reject) => {
       result.stream.on('error', reject);

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { openStore, type Store } from '../../src/store/client.js';
 import { migrate } from '../../src/store/migrate.js';
-import { BatchWriter } from '../../src/store/writer.js';
+import { BatchWriter, type WriterOptions } from '../../src/store/writer.js';
+import { join } from 'node:path';
+import { readdirSync } from 'node:fs';
 import { processDataDir, queryRows } from '../support/store.js';
 import { startClickHouseHttp, type ClickHouseHttp } from '../support/clickhouse-http.js';
 
@@ -43,15 +45,21 @@ afterAll(async () => {
   await http.close();
 });
 
-const backends: Array<[string, () => Promise<Store>]> = [
-  ['embedded chDB', () => openStore({ dataDir: processDataDir(), database: 'writer_embedded' })],
+const backends: Array<[string, () => Promise<Store>, WriterOptions]> = [
+  ['embedded chDB (rows through the client)', () => openStore({ dataDir: processDataDir(), database: 'writer_embedded' }), {}],
+  [
+    'embedded chDB (batch files, INSERT FROM INFILE)',
+    () => openStore({ dataDir: processDataDir(), database: 'writer_infile' }),
+    { infileDir: join(processDataDir(), 'tmp', 'writer-test') },
+  ],
   [
     'ClickHouse over HTTP',
     () => openStore({ url: http.url, dataDir: processDataDir(), database: 'writer_http', connectTimeoutMs: 5_000 }),
+    {},
   ],
 ];
 
-describe.each(backends)('batch writer on %s', (_name, open) => {
+describe.each(backends)('batch writer on %s', (_name, open, writerOpts) => {
   let store: Store;
   beforeAll(async () => {
     store = await open();
@@ -66,7 +74,7 @@ describe.each(backends)('batch writer on %s', (_name, open) => {
   it('flushes at the row limit, on the interval and on close, and resolves once rows are stored', async () => {
     await store.client.command({ query: 'TRUNCATE TABLE writer_probe' });
     const registry = new Registry();
-    const writer = new BatchWriter(store, { maxRows: 100, flushIntervalMs: 60_000, registry });
+    const writer = new BatchWriter(store, { ...writerOpts, maxRows: 100, flushIntervalMs: 60_000, registry });
     // 250 rows at a 100-row limit: two batches go at once, 50 rows wait for close().
     const results = await Promise.all([writer.insert('writer_probe', rows(0, 200))]);
     expect(results[0]).toEqual({ written: 200, rejected: 0 });
@@ -83,7 +91,7 @@ describe.each(backends)('batch writer on %s', (_name, open) => {
 
   it('flushes on the interval without being asked', async () => {
     await store.client.command({ query: 'TRUNCATE TABLE writer_probe' });
-    const writer = new BatchWriter(store, { maxRows: 10_000, flushIntervalMs: 30 });
+    const writer = new BatchWriter(store, { ...writerOpts, maxRows: 10_000, flushIntervalMs: 30 });
     const done = writer.insert('writer_probe', rows(0, 7));
     await expect(done).resolves.toEqual({ written: 7, rejected: 0 });
     expect((await counts(store)).rows).toBe(7);
@@ -93,7 +101,7 @@ describe.each(backends)('batch writer on %s', (_name, open) => {
   it('isolates a bad row into ingest_rejects and stores its neighbours', async () => {
     await store.client.command({ query: 'TRUNCATE TABLE writer_probe' });
     await store.client.command({ query: "DELETE FROM ingest_rejects WHERE source = 'writer:writer_probe'" }).catch(() => undefined);
-    const writer = new BatchWriter(store, { maxRows: 1000, flushIntervalMs: 60_000 });
+    const writer = new BatchWriter(store, { ...writerOpts, maxRows: 1000, flushIntervalMs: 60_000 });
     const batch: object[] = rows(0, 9);
     batch.splice(4, 0, { id: 'not-a-number', name: 'bad', amount: '1', at: '2026-11-01T00:00:00Z' });
     const pending = writer.insert('writer_probe', batch);
@@ -108,12 +116,14 @@ describe.each(backends)('batch writer on %s', (_name, open) => {
     expect(rejects).toHaveLength(1);
     expect(JSON.parse(rejects[0].raw)).toMatchObject({ id: 'not-a-number', name: 'bad' });
     expect(rejects[0].reason).toMatch(/ClickHouse \w+ \(code \d+\)/);
+    // Batch files are removed once read, whatever the outcome.
+    if (writerOpts.infileDir) expect(readdirSync(writerOpts.infileDir)).toEqual([]);
   });
 
   it('a batch sent twice with its token is stored once', async () => {
     await store.client.command({ query: 'TRUNCATE TABLE writer_probe' });
-    const w1 = new BatchWriter(store, { flushIntervalMs: 60_000 });
-    const w2 = new BatchWriter(store, { flushIntervalMs: 60_000 });
+    const w1 = new BatchWriter(store, { ...writerOpts, flushIntervalMs: 60_000 });
+    const w2 = new BatchWriter(store, { ...writerOpts, flushIntervalMs: 60_000 });
     const insertAndFlush = async (w: BatchWriter, r: object[]) => {
       const p = w.insert('writer_probe', r);
       await w.flush();
