@@ -2,14 +2,11 @@
 // saved before the insert, so after a crash the same records go again with the same deduplication token and
 // the store keeps them once. The committed position moves only after the store confirmed the batch.
 import { createHash } from 'node:crypto';
-import { open } from 'node:fs/promises';
-import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import type { ClickHouseSettings } from '@clickhouse/client';
 import type { Store } from '../store/client.js';
 import type { BatchWriter } from '../store/writer.js';
 import { REJECTS_TABLE } from '../store/writer.js';
 import { classifyStoreError, describeStoreError } from '../store/errors.js';
+import { insertEncoded } from '../store/insert.js';
 import type { Logger } from '../log.js';
 import { comparePositions, SpoolCorruptError, type Position, type RowFormat, type Spool, type SpoolRecord } from './spool.js';
 import type { DrainMetrics } from './drain-metrics.js';
@@ -41,7 +38,6 @@ export interface ReplayerOptions {
 
 class Stopping extends Error {}
 
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const JSON_ROWS: RowFormat = { format: 'JSONEachRow' };
 
 function token(table: string, ids: string): string {
@@ -67,6 +63,7 @@ export class SpoolReplayer {
   private readonly opts: Required<Pick<ReplayerOptions, 'lingerMs' | 'minBatchRows' | 'maxBatchRows' | 'maxBatchBytes' | 'backoffBaseMs' | 'backoffMaxMs'>>;
   private running: Promise<void> | null = null;
   private stopping = false;
+  private fileSeq = 0;
   /** Ends the current sleep (stop). */
   private interrupt: (() => void) | null = null;
   /** Ends the current sleep when it waits for appends. */
@@ -278,44 +275,21 @@ export class SpoolReplayer {
     }
   }
 
-  private async send(table: string, parts: Buffer[], dedupToken: string, format: RowFormat): Promise<void> {
-    if (!IDENTIFIER.test(format.format) || !(format.columns ?? []).every((c) => IDENTIFIER.test(c))) {
-      throw new Error(`spool record with an invalid row format ${JSON.stringify(format)}`);
-    }
-    const columns = format.columns ? ` (${format.columns.join(', ')})` : '';
-    const settings: ClickHouseSettings = {
-      insert_deduplication_token: dedupToken,
-      async_insert: 0,
-      // A batch may hold lines of many days (one partition each); the default limit would fail it forever.
-      max_partitions_per_insert_block: '0',
-    };
-    if (this.o.infileDir && this.o.store.mode === 'embedded') {
-      const path = join(this.o.infileDir, `replay-${table}.${format.format.toLowerCase()}`);
-      const fh = await open(path, 'w');
-      try {
-        let written = 0;
-        const total = parts.reduce((n, p) => n + p.length, 0);
-        while (written < total) {
-          const { bytesWritten } = await fh.writev(written === 0 ? parts : [Buffer.concat(parts).subarray(written)], written);
-          written += bytesWritten;
-        }
-      } finally {
-        await fh.close();
-      }
-      // The path is ours (DATA_DIR); quoted as a ClickHouse string literal all the same.
-      const literal = `'${path.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-      await this.o.store.client.command({ query: `INSERT INTO ${table}${columns} FROM INFILE ${literal} FORMAT ${format.format}`, clickhouse_settings: settings });
-      return;
-    }
-    const result = await this.o.store.client.exec({
-      query: `INSERT INTO ${table}${columns} FORMAT ${format.format}`,
-      values: Readable.from(parts),
-      clickhouse_settings: settings,
-    });
-    await new Promise<void>((resolve, reject) => {
-      result.stream.on('error', reject);
-      result.stream.on('end', resolve);
-      result.stream.resume();
+  private send(table: string, parts: Buffer[], dedupToken: string, format: RowFormat): Promise<void> {
+    return insertEncoded(this.o.store, {
+      table,
+      columns: format.columns,
+      format: format.format,
+      parts,
+      settings: {
+        insert_deduplication_token: dedupToken,
+        async_insert: 0,
+        // A batch may hold lines of many days (one partition each); the default limit would fail it forever.
+        max_partitions_per_insert_block: '0',
+      },
+      infileDir: this.o.infileDir,
+      fileTag: `replay-${++this.fileSeq}`,
     });
   }
+
 }

@@ -1,14 +1,11 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import type { Registry } from 'prom-client';
-import type { ClickHouseSettings } from '@clickhouse/client';
 import { counter, gauge, histogram } from '../metrics.js';
 import type { Store } from './client.js';
 import type { Logger } from '../log.js';
 import { classifyStoreError, describeStoreError } from './errors.js';
+import { insertEncoded } from './insert.js';
 
 export interface WriterOptions {
   /** Flush a table's buffer when it holds this many rows... */
@@ -315,29 +312,14 @@ export class BatchWriter {
     if (entry.pendingLines === 0) queueMicrotask(() => entry.resolve({ written: entry.written, rejected: entry.rejected }));
   }
 
-  private async send(table: string, body: string, token: string): Promise<void> {
-    const settings: ClickHouseSettings = { insert_deduplication_token: token, async_insert: 0 };
-    if (this.infileDir) {
-      const path = join(this.infileDir, `${table}-${process.pid}-${++this.infileSeq}.jsonl`);
-      await writeFile(path, body);
-      try {
-        // The path is ours (under DATA_DIR), quoted as a ClickHouse string literal all the same.
-        const literal = `'${path.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-        await this.store.client.command({ query: `INSERT INTO ${table} FROM INFILE ${literal} FORMAT JSONEachRow`, clickhouse_settings: settings });
-      } finally {
-        await rm(path, { force: true });
-      }
-      return;
-    }
-    const result = await this.store.client.exec({
-      query: `INSERT INTO ${table} FORMAT JSONEachRow`,
-      values: Readable.from([Buffer.from(body)]),
-      clickhouse_settings: settings,
-    });
-    await new Promise<void>((resolve, reject) => {
-      result.stream.on('error', reject);
-      result.stream.on('end', resolve);
-      result.stream.resume();
+  private send(table: string, body: string, token: string): Promise<void> {
+    return insertEncoded(this.store, {
+      table,
+      format: 'JSONEachRow',
+      parts: [body],
+      settings: { insert_deduplication_token: token, async_insert: 0 },
+      infileDir: this.infileDir,
+      fileTag: String(++this.infileSeq),
     });
   }
 }
