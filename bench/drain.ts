@@ -14,6 +14,7 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { mulberry32 } from '../src/sim/prng.js';
 
 const { values } = parseArgs({
   options: {
@@ -38,16 +39,6 @@ const BASELINE_BATCH_LINES = 100_000; // the replayer's largest batch
 
 // ---- realistic lines, deterministic ----------------------------------------------------------------------
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const hex = (r: () => number, n: number) => {
   let s = '';

@@ -12,6 +12,7 @@
 
 import { createRequire } from 'node:module';
 import { parseExposition, type Sample } from '../src/promtext/index.js';
+import { mulberry32 } from '../src/sim/prng.js';
 
 interface FlatSample {
   name: string;
@@ -21,16 +22,6 @@ interface FlatSample {
 
 // ------------------------------------------------------------------ exposition generator
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // Bounds as OpenMetrics-style clients print them (client_python, Prometheus 3 normalisation), so
 // that le values need no normalisation and the package's raw strings compare equal to ours.

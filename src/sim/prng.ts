@@ -43,6 +43,12 @@ export function unit(h: number): number {
   return (h >>> 0) / 4294967296;
 }
 
+/** A mulberry32 stream as a function, for generators outside the simulator (benchmarks, property tests). */
+export function mulberry32(seed: number): () => number {
+  const rng = new Rng(seed);
+  return () => rng.next();
+}
+
 /** mulberry32: small, fast and good enough for a simulator. */
 export class Rng {
   private state: number;

@@ -1,19 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { parseExposition, type Sample } from '../../src/promtext/index.js';
+import { mulberry32 } from '../../src/sim/prng.js';
 
 // The parser reuses what the previous line had (names, values, the text of leading labels, label
 // object factories). Whatever order lines come in, each sample must read exactly as it reads alone.
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const NAMES = ['a', 'a_bucket', 'a_sum', 'b_total', 'c'];
 const LABEL_NAMES = ['le', 'x', 'y', 'instance', 'z_long_label_name'];

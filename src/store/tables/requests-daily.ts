@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { DateTime } from 'luxon';
 import type { Store } from '../client.js';
-import { defineTable, namedQuery, chDecimal, chNumber } from './table.js';
+import { defineTable, namedQuery, chNumber } from './table.js';
+import { CostRow } from './requests.js';
 import { toDateTime64 } from '../values.js';
 
 export const RequestsDailyRow = z.object({
@@ -67,16 +68,7 @@ export const requestsExtent = namedQuery(
   z.object({ first: z.string(), last: z.string(), n: chNumber }),
 );
 
-const DailyCostRow = z.object({
-  endpoint_id: z.string(),
-  request_count: chNumber,
-  billed_requests: chNumber,
-  unbilled_requests: chNumber,
-  billable_units: chDecimal,
-  unpriced_requests: chNumber,
-  cost: chDecimal.nullable(),
-  currency: z.string().nullable(),
-});
+const DailyCostRow = CostRow;
 
 const GROUPINGS = { endpoint: 'endpoint_id', endpoint_day: 'endpoint_id, day' } as const;
 

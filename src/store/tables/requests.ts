@@ -53,7 +53,8 @@ export interface RequestCostParams extends Record<string, unknown> {
   timezone: string;
 }
 
-const CostRow = z.object({
+/** Cost of requests per endpoint (and day): also the row shape of the requests_daily rollup queries. */
+export const CostRow = z.object({
   endpoint_id: z.string(),
   request_count: chNumber,
   /** Requests whose billable units are known. */

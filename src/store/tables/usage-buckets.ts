@@ -4,12 +4,8 @@ import type { Store } from '../client.js';
 
 const decimalText = z.string().regex(/^-?\d+(\.\d+)?$/);
 
-export const UsageBucketRow = z.object({
-  timezone: z.string(),
-  timeframe: z.string(),
-  bucket: z.string(), // DateTime64(3) UTC text
-  bucket_offset_minutes: z.number().int(),
-  bucket_date: z.string(), // YYYY-MM-DD, local to `timezone`
+/** The columns of one usage row as the platform delivered it, shared by the time series and the summaries. */
+export const usageValueColumns = {
   app: z.string(),
   environment: z.string(),
   machine_type: z.string(),
@@ -26,6 +22,15 @@ export const UsageBucketRow = z.object({
   version: z.number().int().nonnegative(),
   is_deleted: z.union([z.literal(0), z.literal(1)]),
   collected_at: z.string(),
+};
+
+export const UsageBucketRow = z.object({
+  timezone: z.string(),
+  timeframe: z.string(),
+  bucket: z.string(), // DateTime64(3) UTC text
+  bucket_offset_minutes: z.number().int(),
+  bucket_date: z.string(), // YYYY-MM-DD, local to `timezone`
+  ...usageValueColumns,
 });
 export type UsageBucketRow = z.input<typeof UsageBucketRow>;
 
