@@ -3,7 +3,7 @@ import type { JobContext, JobDefinition } from '../src/jobs/job.js';
 import { chunk } from '../src/platform/index.js';
 import { listEndpoints } from '../src/collectors/endpoints.js';
 import { PricesFileError, readPricesFile, syncUnitPrices } from '../src/collectors/prices.js';
-import { maintainRequestRollup, rollupReady } from '../src/collectors/requests-rollup.js';
+import { maintainRequestRollup, markRollupStale, rollupReady } from '../src/collectors/requests-rollup.js';
 import { refreshRequestDays } from '../src/store/tables/requests-daily.js';
 import {
   collectRequestWindow,
@@ -48,6 +48,9 @@ export const requestsJob: JobDefinition = {
       try {
         const result = await syncUnitPrices(ctx.runtime, await readPricesFile(pricesFile), pricesFile);
         pricesChanged = result.added + result.corrected > 0;
+        // Persisted at once: a run that fails (or dies) before the rollup is maintained must not leave days
+        // priced at the old prices behind for good.
+        if (pricesChanged) await markRollupStale(ctx);
         if (pricesChanged) ctx.log.info({ ...result }, 'unit prices loaded');
       } catch (err) {
         if (!(err instanceof PricesFileError)) throw err;

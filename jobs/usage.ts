@@ -1,5 +1,5 @@
 import type { JobDefinition, JobContext } from '../src/jobs/job.js';
-import { collectUsageChunk, monthChunks, scheduledWindow } from '../src/collectors/usage.js';
+import { collectUsageChunk, monthChunks, parseLocalDate, scheduledWindow } from '../src/collectors/usage.js';
 
 /**
  * Serverless usage (admin scope): the daily time series and the platform's summary, per configured
@@ -30,7 +30,7 @@ export const usageJob: JobDefinition = {
       const key = `scheduled:${timezone}`;
       // Reach back to where the last successful run got to, so missed runs leave no gap.
       const through = await ctx.checkpoints.get('usage', key);
-      const from = through && through < window.from ? through : window.from;
+      const from = through && through < window.from ? parseLocalDate(through, timezone, 'checkpoint').startOf('month').toISODate()! : window.from;
       for (const c of monthChunks(from, window.to, timezone)) {
         ctx.signal.throwIfAborted();
         await collectUsageChunk(ctx, { timezone, ...c, apps });

@@ -4,6 +4,13 @@ import { refreshRequestDays, requestsExtent } from '../store/tables/requests-dai
 
 export const ROLLUP_JOB = 'requests';
 export const rollupKey = (timezone: string) => `rollup:${timezone}`;
+/** Rollup checkpoint value meaning "prices changed since the last build: rebuild before reading it". */
+export const ROLLUP_STALE = 'stale';
+
+/** Marks every zone's rollup stale (before anything else can fail), so the next maintenance rebuilds it. */
+export async function markRollupStale(ctx: Pick<JobContext, 'runtime' | 'checkpoints'>): Promise<void> {
+  for (const timezone of ctx.runtime.config.TIMEZONES) await ctx.checkpoints.save(ROLLUP_JOB, rollupKey(timezone), ROLLUP_STALE);
+}
 
 /**
  * Keeps `requests_daily` in step with `requests` for every zone in TIMEZONES: the days a run touched, plus
@@ -20,7 +27,7 @@ export async function maintainRequestRollup(
   const now = ctx.now();
   for (const timezone of config.TIMEZONES) {
     const through = await ctx.checkpoints.get(ROLLUP_JOB, rollupKey(timezone));
-    if (!through || opts.rebuild) {
+    if (!through || through === ROLLUP_STALE || opts.rebuild) {
       const [extent] = await requestsExtent(store, {});
       if (extent && extent.n > 0) {
         let start = DateTime.fromSQL(extent.first, { zone: 'utc' });
@@ -43,5 +50,6 @@ export async function maintainRequestRollup(
 
 /** Whether the rollup of a zone exists (built at least once): the query API reads it then, else the raw table. */
 export async function rollupReady(ctx: Pick<JobContext, 'checkpoints'>, timezone: string): Promise<boolean> {
-  return (await ctx.checkpoints.get(ROLLUP_JOB, rollupKey(timezone))) !== undefined;
+  const through = await ctx.checkpoints.get(ROLLUP_JOB, rollupKey(timezone));
+  return through !== undefined && through !== ROLLUP_STALE;
 }

@@ -59,10 +59,14 @@ export function monthChunks(from: string, to: string, timezone: string): Array<{
   return chunks;
 }
 
-/** The window a scheduled run collects: the current month plus the last `recollectDays` days. */
+/**
+ * The window a scheduled run collects: from the 1st of the month `recollectDays` days ago, to today. Whole
+ * months, because the summary the finance report reconciles with is [month start, end): a month that just ended
+ * is collected again (summary included) while its last days still change.
+ */
 export function scheduledWindow(now: Date, timezone: string, recollectDays: number): { from: string; to: string } {
   const today = DateTime.fromJSDate(now, { zone: timezone }).startOf('day');
-  const from = DateTime.min(today.startOf('month'), today.minus({ days: recollectDays }));
+  const from = today.minus({ days: recollectDays }).startOf('month');
   return { from: from.toISODate()!, to: today.plus({ days: 1 }).toISODate()! };
 }
 
@@ -93,6 +97,10 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
   const rejects: RejectRow[] = [];
   const buckets: UsageBucketRow[] = [];
   const summaries: UsageSummaryRow[] = [];
+  // A row refused this time is not taken for gone: its stored version stays until a collection reads it.
+  const bucketsWithRejects = new Set<string>();
+  let unreadableBucket = false;
+  let summaryRejected = false;
 
   for (const apps of appGroups) {
     const base = {
@@ -111,12 +119,14 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
       for (const series of page.time_series ?? []) {
         const bucket = parseBucket(series.bucket, timezone);
         if (typeof bucket === 'string') {
+          unreadableBucket = true;
           for (const raw of series.results) rejects.push(usageReject(raw, `bad bucket ${JSON.stringify(series.bucket)}: ${bucket}`));
           continue;
         }
         for (const raw of series.results) {
           const parsed = UsageRow.safeParse(raw);
           if (!parsed.success) {
+            bucketsWithRejects.add(bucket.utc);
             rejects.push(usageReject(raw, describeZodIssue(parsed.error)));
             continue;
           }
@@ -143,6 +153,7 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
       for (const raw of page.summary ?? []) {
         const parsed = UsageRow.safeParse(raw);
         if (!parsed.success) {
+          summaryRejected = true;
           rejects.push(usageReject(raw, describeZodIssue(parsed.error)));
           continue;
         }
@@ -169,8 +180,8 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
     to: toDateTime64(end.toJSDate()),
     apps: appFilter,
   });
-  const bucketTombstones: UsageBucketRow[] = liveBuckets
-    .filter((k) => !seenBuckets.has(keyOf({ ...k, bucket: k.bucket_text })))
+  const bucketTombstones: UsageBucketRow[] = (unreadableBucket ? [] : liveBuckets)
+    .filter((k) => !bucketsWithRejects.has(k.bucket_text) && !seenBuckets.has(keyOf({ ...k, bucket: k.bucket_text })))
     .map((k) => tombstoneBucket(k, timezone, version, collectedAt));
   const seenSummaries = new Set(summaries.map(keyOf));
   const liveSummaries = await liveUsageSummaryKeys(ctx.runtime.store, {
@@ -179,7 +190,7 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
     end: range.to,
     apps: appFilter,
   });
-  const summaryTombstones: UsageSummaryRow[] = liveSummaries
+  const summaryTombstones: UsageSummaryRow[] = (summaryRejected ? [] : liveSummaries)
     .filter((k) => !seenSummaries.has(keyOf(k)))
     .map((k) => ({
       timezone,
