@@ -42,23 +42,50 @@ const DATA_ERROR_CODES = new Set([
   130, // CANNOT_READ_ARRAY_FROM_TEXT
   131, // TOO_LARGE_STRING_SIZE
   190, // SIZES_OF_ARRAYS_DONT_MATCH
+  321, // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE
   349, // CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN
-  377, // CANNOT_PARSE_DOMAIN_VALUE_FROM_STRING
+  376, // CANNOT_PARSE_UUID
+  377, // ILLEGAL_SYNTAX_FOR_DATA_TYPE
   407, // DECIMAL_OVERFLOW
-  441, // CANNOT_PARSE_UUID
-  457, // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE
+  441, // CANNOT_PARSE_DOMAIN_VALUE_FROM_STRING
+  467, // CANNOT_PARSE_BOOL
   691, // UNKNOWN_ELEMENT_OF_ENUM
 ]);
 
-export type StoreErrorKind = 'data' | 'transient';
+/**
+ * Codes that no retry and no bisection will fix: the statement or the store's setup is wrong (a table or
+ * database missing, a read-only or unauthorised user). The batch fails back to its callers, so a job fails
+ * with the reason instead of retrying forever; nothing is dead-lettered row by row.
+ */
+const PERMANENT_ERROR_CODES = new Set([
+  60, // UNKNOWN_TABLE
+  62, // SYNTAX_ERROR
+  81, // UNKNOWN_DATABASE
+  164, // READONLY
+  497, // ACCESS_DENIED
+]);
+
+export type StoreErrorKind = 'data' | 'permanent' | 'transient';
 
 export function classifyStoreError(err: unknown): StoreErrorKind {
   if (isClickHouseError(err)) {
     const code = Number(err.code);
-    return DATA_ERROR_CODES.has(code) ? 'data' : 'transient';
+    if (DATA_ERROR_CODES.has(code)) return 'data';
+    if (PERMANENT_ERROR_CODES.has(code)) return 'permanent';
+    return 'transient';
   }
   return 'transient';
 }
+
+/** The code and type of a store error without its message (which may quote row data): what logs carry. */
+export function storeErrorCode(err: unknown): string {
+  if (isClickHouseError(err)) return `ClickHouse ${err.type ?? 'error'} (code ${err.code})`;
+  const code = (err as { code?: unknown } | null)?.code;
+  return code ? String(code) : err instanceof Error ? err.name : 'error';
+}
+
+/** For tests: every classified code, so a test can check them against the engine's names. */
+export const CLASSIFIED_CODES = { data: [...DATA_ERROR_CODES], permanent: [...PERMANENT_ERROR_CODES] };
 
 /** A short description for logs and ingest_rejects: the ClickHouse code and type, or the network error code. */
 export function describeStoreError(err: unknown): string {

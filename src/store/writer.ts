@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client';
 import { counter, gauge, histogram } from '../metrics.js';
 import type { Store } from './client.js';
 import type { Logger } from '../log.js';
-import { classifyStoreError, describeStoreError } from './errors.js';
+import { classifyStoreError, describeStoreError, storeErrorCode } from './errors.js';
 import { insertEncoded } from './insert.js';
 
 export interface WriterOptions {
@@ -234,7 +234,8 @@ export class BatchWriter {
     try {
       await this.writeLines(table, lines);
     } catch (err) {
-      // Only a programming error gets here (writeLines retries or dead-letters everything else).
+      // A store that refuses the statement itself (a missing table, a read-only user: 'permanent' errors) or a
+      // programming error: the callers learn it; transient failures are retried and bad rows dead-lettered.
       for (const e of entries) e.reject(err);
     } finally {
       this.bufferedBytes -= bytes;
@@ -270,11 +271,16 @@ export class BatchWriter {
         if (kind === 'transient') {
           const delayMs = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** Math.min(attempt - 1, 16));
           this.logger?.warn(
-            { table, rows: lines.length, attempt, delayMs, err: describeStoreError(err) },
+            { table, rows: lines.length, attempt, delayMs, err: storeErrorCode(err) },
             'store write failed; retrying with the same deduplication token',
           );
           await sleep(delayMs * (0.5 + Math.random() / 2));
           continue;
+        }
+        if (kind === 'permanent') {
+          // Retrying cannot help and the rows are not at fault: fail the batch back to its callers.
+          this.logger?.error({ table, rows: lines.length, err: storeErrorCode(err) }, 'store refused the batch; it is not retried');
+          throw err;
         }
         if (lines.length > 1) {
           const mid = Math.floor(lines.length / 2);
@@ -290,7 +296,7 @@ export class BatchWriter {
 
   private async deadLetter(table: string, line: Line, err: unknown): Promise<void> {
     this.metrics.rowsRejected.inc({ table });
-    this.logger?.warn({ table, err: describeStoreError(err) }, 'row refused by the store; kept in ingest_rejects');
+    this.logger?.warn({ table, err: storeErrorCode(err) }, 'row refused by the store; kept in ingest_rejects');
     if (table === REJECTS_TABLE) {
       // The dead-letter table itself refused a row: nothing left to put it in but the log.
       this.logger?.error({ table, bytes: line.text.length }, 'ingest_rejects refused a row; it is lost');

@@ -3,6 +3,7 @@ import { Registry } from 'prom-client';
 import { openStore, type Store } from '../../src/store/client.js';
 import { migrate } from '../../src/store/migrate.js';
 import { BatchWriter, type WriterOptions } from '../../src/store/writer.js';
+import { classifyStoreError, CLASSIFIED_CODES } from '../../src/store/errors.js';
 import { join } from 'node:path';
 import { readdirSync } from 'node:fs';
 import { processDataDir, queryRows } from '../support/store.js';
@@ -120,6 +121,14 @@ describe.each(backends)('batch writer on %s', (_name, open, writerOpts) => {
     if (writerOpts.infileDir) expect(readdirSync(writerOpts.infileDir)).toEqual([]);
   });
 
+  it('a statement the store refuses outright (no such table) fails back to the caller instead of retrying', async () => {
+    const writer = new BatchWriter(store, { ...writerOpts, flushIntervalMs: 10 });
+    const err = await writer.insert('no_such_table', rows(0, 3)).catch((e: unknown) => e);
+    expect(classifyStoreError(err)).toBe('permanent');
+    expect((err as { code: string }).code).toBe('60');
+    await writer.close();
+  });
+
   it('a batch sent twice with its token is stored once', async () => {
     await store.client.command({ query: 'TRUNCATE TABLE writer_probe' });
     const w1 = new BatchWriter(store, { ...writerOpts, flushIntervalMs: 60_000 });
@@ -167,5 +176,23 @@ describe('batch writer during a store outage', () => {
     await writer.insert('writer_probe', rows(1500, 10));
     await writer.close();
     expect(await counts(store)).toMatchObject({ rows: 1510, distinctIds: 1510 });
+  });
+});
+
+describe('store error classification', () => {
+  it("names the codes it classifies as the engine does", async () => {
+    const store = await openStore({ dataDir: processDataDir(), database: 'writer_codes' });
+    const names = await queryRows<{ code: number; name: string }>(
+      { store },
+      'SELECT arrayJoin({codes:Array(Int32)}) AS code, errorCodeToName(code) AS name',
+      { codes: [...CLASSIFIED_CODES.data, ...CLASSIFIED_CODES.permanent] },
+    );
+    const byCode = Object.fromEntries(names.map((n) => [n.code, n.name]));
+    expect(CLASSIFIED_CODES.permanent.map((c) => byCode[c])).toEqual(['UNKNOWN_TABLE', 'SYNTAX_ERROR', 'UNKNOWN_DATABASE', 'READONLY', 'ACCESS_DENIED']);
+    // Every data code is about the data itself: parsing, types, values, columns.
+    for (const code of CLASSIFIED_CODES.data) {
+      expect(byCode[code], String(code)).toMatch(/^(CANNOT_|TYPE_MISMATCH|THERE_IS_NO_COLUMN|NO_SUCH_COLUMN_IN_TABLE|ATTEMPT_TO_READ_AFTER_EOF|ILLEGAL_|ARGUMENT_OUT_OF_BOUND|INCORRECT_DATA|TOO_LARGE_STRING_SIZE|SIZES_OF_ARRAYS_DONT_MATCH|VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE|DECIMAL_OVERFLOW|UNKNOWN_ELEMENT_OF_ENUM)/);
+    }
+    await store.close();
   });
 });
