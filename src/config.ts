@@ -126,6 +126,8 @@ export const ConfigSchema = z.object({
 
   // Query API.
   API_TOKENS: csvList.optional(),
+  // When set, GET /metrics (which carries per-app cost) needs `Authorization: Bearer <METRICS_TOKEN>`.
+  METRICS_TOKEN: z.string().min(16, 'expected a token of at least 16 characters').optional(),
 });
 
 export type Config = Readonly<z.output<typeof ConfigSchema>>;

@@ -92,7 +92,13 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     forceCloseConnections: 'idle',
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
-  await app.register(healthRoutes, { store: rt.store, registry: rt.registry });
+  await app.register(healthRoutes, { store: rt.store, registry: rt.registry, metricsToken: config.METRICS_TOKEN });
+  if (!config.METRICS_TOKEN && !/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(config.HOST)) {
+    rt.logger.warn(
+      { host: config.HOST },
+      'GET /metrics (which includes month-to-date cost per app) answers anyone who can reach this address; set METRICS_TOKEN to require a bearer token',
+    );
+  }
   const components: Component[] = [];
   for (const extend of opts.extensions ?? []) {
     const component = await extend({ ...rt, app });

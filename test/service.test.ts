@@ -98,6 +98,27 @@ describe('the service process', () => {
   });
 });
 
+describe('/metrics with METRICS_TOKEN', () => {
+  it('answers only the bearer of the token', async () => {
+    const token = 'metrics-token-0123456789';
+    const service = await startService(testConfig({ PORT: '0', METRICS_TOKEN: token }), {
+      logger: createLogger('silent'),
+      registry: createRegistry(),
+    });
+    try {
+      const anonymous = await fetch(`${service.url}/metrics`);
+      expect(anonymous.status).toBe(401);
+      expect(await anonymous.text()).toContain('METRICS_TOKEN');
+      expect((await fetch(`${service.url}/metrics`, { headers: { authorization: 'Bearer wrong-token-000000' } })).status).toBe(401);
+      const ok = await fetch(`${service.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toContain('process_cpu_user_seconds_total');
+    } finally {
+      await service.close();
+    }
+  });
+});
+
 describe('shutdown', () => {
   it('rows handed to the writer just before close are in the store after a restart', async () => {
     const config = testConfig({ PORT: '0', WRITER_FLUSH_INTERVAL_MS: '60000' });

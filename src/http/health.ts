@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Store } from '../store/client.js';
@@ -7,6 +8,8 @@ import { describeStoreError } from '../store/errors.js';
 export interface HealthOptions {
   store: Store;
   registry: Registry;
+  /** When set, /metrics answers only `Authorization: Bearer <token>` (it carries per-app cost). */
+  metricsToken?: string;
 }
 
 /** /healthz (the process answers), /readyz (the store answers and is migrated), /metrics (Prometheus). */
@@ -29,7 +32,15 @@ export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): P
     return { status: 'ready' };
   });
 
-  app.get('/metrics', { logLevel: 'warn' }, async (_req, reply) => {
+  const expected = opts.metricsToken ? createHash('sha256').update(opts.metricsToken).digest() : null;
+  app.get('/metrics', { logLevel: 'warn' }, async (req, reply) => {
+    if (expected) {
+      const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
+      const given = m ? createHash('sha256').update(m[1].trim()).digest() : null;
+      if (!given || !timingSafeEqual(given, expected)) {
+        return reply.code(401).send({ error: { type: 'authorization_error', message: 'GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>"' } });
+      }
+    }
     const body = await opts.registry.metrics();
     return reply.type(opts.registry.contentType).send(body);
   });

@@ -49,7 +49,8 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
           if (!address || typeof address === 'string') return;
           const host = ['0.0.0.0', '::', ''].includes(rt.config.HOST) ? '127.0.0.1' : rt.config.HOST;
           const url = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}/metrics`;
-          scraper.add({ ...commandLineTarget(url, 'tallyhouse'), intervalMs: durationMs(rt.config.SCRAPE_SELF_INTERVAL) });
+          const headers: Record<string, string> = rt.config.METRICS_TOKEN ? { authorization: `Bearer ${rt.config.METRICS_TOKEN}` } : {};
+          scraper.add({ ...commandLineTarget(url, 'tallyhouse', headers), intervalMs: durationMs(rt.config.SCRAPE_SELF_INTERVAL) });
         });
       }
     }

@@ -1,7 +1,8 @@
 // The Prometheus alert rules, checked and unit-tested with promtool (Debian's `prometheus` package; .ci/run
 // installs it), and matched against the metrics Tallyhouse registers.
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -43,7 +44,15 @@ describe('alert rules', () => {
   });
 
   it('promtool check config accepts the compose Prometheus configuration with its rule file', async () => {
-    const r = await promtool('check', 'config', 'dashboards/prometheus/prometheus.yml');
+    // As mounted in the container: the config beside its rules, and the metrics token secret as a file.
+    const dir = mkdtempSync(join(tmpdir(), 'th-promcfg-'));
+    const secret = join(dir, 'metrics_token');
+    writeFileSync(secret, 'a-token-for-the-check');
+    const config = readFileSync(`${ROOT}dashboards/prometheus/prometheus.yml`, 'utf8');
+    expect(config).toContain('credentials_file: /run/secrets/metrics_token');
+    writeFileSync(join(dir, 'prometheus.yml'), config.replace('/run/secrets/metrics_token', secret));
+    copyFileSync(`${ROOT}${RULES}`, join(dir, 'alerts.yml'));
+    const r = await promtool('check', 'config', join(dir, 'prometheus.yml'));
     expect(r.code, r.output).toBe(0);
     expect(r.output).toMatch(/SUCCESS: 1 rule files found/);
   });

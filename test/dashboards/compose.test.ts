@@ -19,8 +19,13 @@ type Service = {
   healthcheck?: { test: string[] | string; interval?: string };
   depends_on?: Record<string, { condition: string }>;
   command?: string[];
+  secrets?: string[];
 };
-const compose = parse(read('docker-compose.yml')) as { services: Record<string, Service>; volumes: Record<string, unknown> };
+const compose = parse(read('docker-compose.yml')) as {
+  services: Record<string, Service>;
+  volumes: Record<string, unknown>;
+  secrets: Record<string, { environment?: string }>;
+};
 const services = compose.services;
 
 /** An image reference pinned to a version: a tag with at least major.minor, never `latest`. */
@@ -104,6 +109,11 @@ describe('docker-compose.yml', () => {
     expect(job.honor_labels).toBe(true);
     expect(job.static_configs[0].targets).toEqual([`tallyhouse:${services.tallyhouse.environment!.PORT}`]);
     expect(services.prometheus.command).toContain('--config.file=/etc/prometheus/prometheus.yml');
+    // /metrics carries cost: Tallyhouse requires METRICS_TOKEN, and Prometheus reads the same token as a secret.
+    expect(services.tallyhouse.environment!.METRICS_TOKEN).toMatch(/^\$\{METRICS_TOKEN:\?/);
+    expect(compose.secrets.metrics_token).toEqual({ environment: 'METRICS_TOKEN' });
+    expect(services.prometheus.secrets).toContain('metrics_token');
+    expect(job.authorization).toEqual({ type: 'Bearer', credentials_file: '/run/secrets/metrics_token' });
   });
 
   it('Grafana installs the pinned ClickHouse plugin and provisions the data source the dashboards use', () => {
@@ -144,7 +154,7 @@ describe('docker-compose.yml', () => {
   it('every secret is required from the environment, none is written in the file', () => {
     const text = read('docker-compose.yml');
     const required = [...text.matchAll(/\$\{(\w+):\?/g)].map((m) => m[1]);
-    expect(new Set(required)).toEqual(new Set(['CLICKHOUSE_PASSWORD', 'GRAFANA_CLICKHOUSE_PASSWORD', 'API_TOKENS', 'GRAFANA_ADMIN_PASSWORD']));
+    expect(new Set(required)).toEqual(new Set(['CLICKHOUSE_PASSWORD', 'GRAFANA_CLICKHOUSE_PASSWORD', 'API_TOKENS', 'METRICS_TOKEN', 'GRAFANA_ADMIN_PASSWORD']));
     for (const s of Object.values(services)) {
       for (const [k, v] of Object.entries(s.environment ?? {})) {
         if (/PASSWORD|TOKEN|SECRET|KEY/.test(k)) expect(String(v), k).toMatch(/^\$\{\w+:[?-]/);
