@@ -1,7 +1,6 @@
 import type { JobContext, JobDefinition } from '../src/jobs/job.js';
 import {
   analyticsTargets,
-  bucketStart,
   collectAnalyticsRange,
   parseTimeArg,
   rangeChunks,
@@ -11,6 +10,7 @@ import {
   type AnalyticsTimeframe,
   type RefusedEndpoints,
 } from '../src/collectors/analytics.js';
+import { bucketStart } from '../src/collectors/time.js';
 
 const HOUR_MS = 3_600_000;
 /** A first run (no checkpoint) collects this far back: quick, and a day of context for the dashboards. */

@@ -2,13 +2,13 @@ import type { JobContext, JobDefinition } from '../src/jobs/job.js';
 import { listApps, type AppRef } from '../src/collectors/endpoints.js';
 import { parseTimeArg } from '../src/collectors/analytics.js';
 import {
-  bucketStart,
   collectRunnerHistory,
   historyChunks,
   nextBucket,
   type RunnerAggregation,
   type RunnerTimeframe,
 } from '../src/collectors/runners.js';
+import { bucketStart } from '../src/collectors/time.js';
 import type { PlatformError } from '../src/platform/index.js';
 
 const HOUR_MS = 3_600_000;

@@ -1,4 +1,4 @@
-import { DateTime } from 'luxon';
+import { DateTime, type DurationLikeObject } from 'luxon';
 import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import {
@@ -13,10 +13,11 @@ import {
 import { analyticsBuckets, type AnalyticsBucketRow } from '../store/tables/analytics-buckets.js';
 import { toDateTime64 } from '../store/values.js';
 import { collectorRejects, commitRows, describeZodIssue, listEndpoints, nextVersion, type CollectorRejects } from './endpoints.js';
+import { bucketChunks, type Timeframe } from './time.js';
 import { parseBucket } from './usage.js';
 
 export type AnalyticsKind = 'serverless' | 'models';
-export type AnalyticsTimeframe = 'minute' | 'hour' | 'day';
+export type AnalyticsTimeframe = Timeframe;
 
 const PATHS: Record<AnalyticsKind, string> = {
   serverless: platformPaths.serverlessAnalytics,
@@ -239,28 +240,16 @@ function toRow(
 
 // ---- windows ------------------------------------------------------------------------------------------------
 
-/** The start of the bucket holding `ms`. */
-export function bucketStart(ms: number, timeframe: AnalyticsTimeframe, timezone: string): number {
-  return DateTime.fromMillis(ms, { zone: timezone }).startOf(timeframe).toMillis();
-}
-
 /** How much one call covers: enough buckets to be worth a call, few enough pages to redo after a failure. */
-const CHUNK: Record<AnalyticsTimeframe, { hours?: number; days?: number; months?: number }> = {
+const CHUNK: Record<AnalyticsTimeframe, DurationLikeObject> = {
   minute: { hours: 6 },
   hour: { days: 1 },
   day: { months: 1 },
 };
 
-/** Splits [startMs, endMs) into chunks that begin on bucket boundaries. */
+/** Splits [startMs, endMs) into the chunks of one call each, beginning on bucket boundaries. */
 export function rangeChunks(startMs: number, endMs: number, timeframe: AnalyticsTimeframe, timezone: string): Array<{ startMs: number; endMs: number }> {
-  const out: Array<{ startMs: number; endMs: number }> = [];
-  let s = bucketStart(startMs, timeframe, timezone);
-  while (s < endMs) {
-    const next = Math.min(DateTime.fromMillis(s, { zone: timezone }).plus(CHUNK[timeframe]).startOf(timeframe).toMillis(), endMs);
-    out.push({ startMs: s, endMs: next });
-    s = next;
-  }
-  return out;
+  return bucketChunks(startMs, endMs, timeframe, timezone, CHUNK[timeframe]);
 }
 
 /** `YYYY-MM-DD` (local midnight in `timezone`) or an ISO 8601 datetime, as epoch ms. */

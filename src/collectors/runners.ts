@@ -1,13 +1,14 @@
-import { DateTime } from 'luxon';
+import { DateTime, type DurationLikeObject } from 'luxon';
 import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { appPath, isPlatformError, RunnersHistoryPoint, type PlatformError } from '../platform/index.js';
 import { runnerHistory, type RunnerHistoryRow } from '../store/tables/runner-history.js';
 import { toDateTime64 } from '../store/values.js';
+import { bucketChunks, type Timeframe } from './time.js';
 import { collectorRejects, commitRows, describeZodIssue, mapLimit, nextVersion, type AppRef } from './endpoints.js';
 
 export type RunnerAggregation = 'max' | 'avg';
-export type RunnerTimeframe = 'minute' | 'hour' | 'day';
+export type RunnerTimeframe = Timeframe;
 
 // Loose envelope: each point is validated on its own.
 const HistoryResponse = z.looseObject({
@@ -106,15 +107,11 @@ export async function collectRunnerHistory(ctx: JobContext, apps: readonly AppRe
 }
 
 /** Calls cover at most this much (the platform answers at most 10,000 buckets and does not page). */
-const CHUNK: Record<RunnerTimeframe, { days?: number; months?: number }> = {
+const CHUNK: Record<RunnerTimeframe, DurationLikeObject> = {
   minute: { days: 1 },
   hour: { days: 30 },
   day: { months: 12 },
 };
-
-export function bucketStart(ms: number, timeframe: RunnerTimeframe, timezone: string): number {
-  return DateTime.fromMillis(ms, { zone: timezone }).startOf(timeframe).toMillis();
-}
 
 export function nextBucket(startMs: number, timeframe: RunnerTimeframe, timezone: string): number {
   return DateTime.fromMillis(startMs, { zone: timezone }).plus({ [`${timeframe}s`]: 1 }).startOf(timeframe).toMillis();
@@ -122,12 +119,5 @@ export function nextBucket(startMs: number, timeframe: RunnerTimeframe, timezone
 
 /** Splits [startMs, endMs) into calls that begin on bucket boundaries. */
 export function historyChunks(startMs: number, endMs: number, timeframe: RunnerTimeframe, timezone: string): Array<{ startMs: number; endMs: number }> {
-  const out: Array<{ startMs: number; endMs: number }> = [];
-  let s = bucketStart(startMs, timeframe, timezone);
-  while (s < endMs) {
-    const next = Math.min(DateTime.fromMillis(s, { zone: timezone }).plus(CHUNK[timeframe]).startOf(timeframe).toMillis(), endMs);
-    out.push({ startMs: s, endMs: next });
-    s = next;
-  }
-  return out;
+  return bucketChunks(startMs, endMs, timeframe, timezone, CHUNK[timeframe]);
 }
