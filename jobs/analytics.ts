@@ -11,6 +11,7 @@ import {
   type RefusedEndpoints,
 } from '../src/collectors/analytics.js';
 import { bucketStart } from '../src/collectors/time.js';
+import { runResumable } from '../src/jobs/resumable.js';
 
 const HOUR_MS = 3_600_000;
 /** A first run (no checkpoint) collects this far back: quick, and a day of context for the dashboards. */
@@ -108,19 +109,16 @@ async function backfill(ctx: JobContext, plan: RunPlan): Promise<void> {
   const from = parseTimeArg(ctx.args.from!, timezone, '--from');
   const to = Math.min(parseTimeArg(ctx.args.to!, timezone, '--to'), ctx.now().getTime());
   if (to <= from) throw new Error(`--to (${ctx.args.to}) must be after --from (${ctx.args.from}) and not after now; --to is exclusive`);
-  const chunks = rangeChunks(from, to, timeframe, timezone);
-  const key = `backfill:${timezone}:${timeframe}:${plan.kinds.join(',')}:${ctx.args.from}:${ctx.args.to}`;
-  const saved = await ctx.checkpoints.get('analytics', key);
-  // A finished backfill run again collects everything again; an interrupted one resumes after its last chunk.
-  const resumeAt = saved && saved !== 'done' ? chunks.findIndex((c) => c.startMs === Date.parse(saved)) : 0;
-  const first = resumeAt < 0 ? 0 : resumeAt;
-  if (first > 0) ctx.log.info({ timezone, resumeFrom: saved }, 'resuming an interrupted analytics backfill');
-  ctx.progress.start(chunks.length, `analytics ${timezone} ${ctx.args.from}..${ctx.args.to}`, first);
-  for (let i = first; i < chunks.length; i++) {
-    ctx.signal.throwIfAborted();
-    const result = await collectAnalyticsRange(ctx, { timezone, timeframe, ...chunks[i] }, plan.targets, plan.refused);
-    await ctx.checkpoints.save('analytics', key, i + 1 < chunks.length ? new Date(chunks[i + 1].startMs).toISOString() : 'done');
-    ctx.progress.tick(i + 1, `${new Date(chunks[i].startMs).toISOString()}: ${result.rows} rows`);
-  }
-  ctx.progress.stop();
+  await runResumable(ctx, {
+    job: 'analytics',
+    key: `backfill:${timezone}:${timeframe}:${plan.kinds.join(',')}:${ctx.args.from}:${ctx.args.to}`,
+    chunks: rangeChunks(from, to, timeframe, timezone),
+    label: `analytics ${timezone} ${ctx.args.from}..${ctx.args.to}`,
+    position: (c) => new Date(c.startMs).toISOString(),
+    logFields: { timezone },
+    work: async (c) => {
+      const result = await collectAnalyticsRange(ctx, { timezone, timeframe, ...c }, plan.targets, plan.refused);
+      return `${new Date(c.startMs).toISOString()}: ${result.rows} rows`;
+    },
+  });
 }

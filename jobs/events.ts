@@ -3,6 +3,8 @@ import { commitRows, collectorRejects, listApps, type AppRef } from '../src/coll
 import { parseTimeArg } from '../src/collectors/analytics.js';
 import { PAGE_LIMIT, readEventsOfApps, type AppEventsResult } from '../src/collectors/events.js';
 import { appEvents } from '../src/store/tables/app-events.js';
+import { runResumable } from '../src/jobs/resumable.js';
+import { chunk } from '../src/platform/index.js';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -12,6 +14,8 @@ const FIRST_RUN_HOURS = 24;
 const END_MARGIN_MS = 5 * MINUTE_MS;
 const DEFAULT_OVERLAP_MINUTES = 10;
 const WATERMARKS_KEY = 'watermarks';
+/** Apps read per backfill chunk (one checkpoint each). */
+const BACKFILL_BATCH = 10;
 
 /**
  * Operational events per app (deployments, configuration changes, runner lifecycle), newest first. Each app
@@ -101,22 +105,18 @@ async function backfill(ctx: JobContext, apps: AppRef[], pageLimit: number): Pro
   const from = parseTimeArg(ctx.args.from!, ctx.args.timezone ?? 'UTC', '--from');
   const to = parseTimeArg(ctx.args.to!, ctx.args.timezone ?? 'UTC', '--to');
   if (to <= from) throw new Error(`--to (${ctx.args.to}) must be after --from (${ctx.args.from}); --to is exclusive`);
-  const key = `backfill:${ctx.args.from}:${ctx.args.to}`;
-  const saved = await ctx.checkpoints.get('events', key);
   // Apps in a fixed order, a batch at a time; the checkpoint is the number of apps done.
   const ordered = [...apps].sort((a, b) => (a.endpoint_id < b.endpoint_id ? -1 : a.endpoint_id > b.endpoint_id ? 1 : 0));
-  const first = saved && saved !== 'done' && /^\d+$/.test(saved) ? Math.min(Number(saved), ordered.length) : 0;
-  ctx.progress.start(ordered.length, `events ${ctx.args.from}..${ctx.args.to}`, first);
-  const BATCH = 10;
-  for (let i = first; i < ordered.length; i += BATCH) {
-    ctx.signal.throwIfAborted();
-    const batch = ordered.slice(i, i + BATCH);
-    const rejects = collectorRejects('events');
-    const results = await readEventsOfApps(ctx, batch, () => ({ startMs: from, endMs: to }), rejects, pageLimit);
-    const rows = await commit(ctx, results, rejects);
-    const done = i + batch.length;
-    await ctx.checkpoints.save('events', key, done < ordered.length ? String(done) : 'done');
-    ctx.progress.tick(done, `${rows} events`);
-  }
-  ctx.progress.stop();
+  await runResumable(ctx, {
+    job: 'events',
+    key: `backfill:${ctx.args.from}:${ctx.args.to}`,
+    chunks: chunk(ordered, BACKFILL_BATCH).map((batch, i) => ({ appsBefore: i * BACKFILL_BATCH, batch })),
+    label: `events ${ctx.args.from}..${ctx.args.to} (batches of ${BACKFILL_BATCH} apps)`,
+    position: (c) => String(c.appsBefore),
+    work: async (c) => {
+      const rejects = collectorRejects('events');
+      const results = await readEventsOfApps(ctx, c.batch, () => ({ startMs: from, endMs: to }), rejects, pageLimit);
+      return `${await commit(ctx, results, rejects)} events`;
+    },
+  });
 }

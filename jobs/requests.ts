@@ -5,6 +5,7 @@ import { listEndpoints } from '../src/collectors/endpoints.js';
 import { PricesFileError, readPricesFile, syncUnitPrices } from '../src/collectors/prices.js';
 import { maintainRequestRollup, markRollupStale, rollupReady } from '../src/collectors/requests-rollup.js';
 import { refreshRequestDays } from '../src/store/tables/requests-daily.js';
+import { runResumable } from '../src/jobs/resumable.js';
 import {
   collectRequestWindow,
   coveringEndpointIds,
@@ -146,29 +147,25 @@ async function backfill(ctx: JobContext, ids: string[]): Promise<void> {
   if (requestedTo <= from) throw new Error(`--to (${ctx.args.to}) must be after --from (${ctx.args.from}); --to is exclusive`);
   // Nothing exists after now; the platform would cut the range there anyway.
   const to = new Date(Math.min(requestedTo.getTime(), ctx.now().getTime()));
-  const chunks = dayChunks(from, to, timezone);
   const groups = chunk(ids, 50);
   const idsHash = createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 12);
-  const key = `backfill:${from.toISOString()}:${requestedTo.toISOString()}:${idsHash}`;
-  const saved = await ctx.checkpoints.get(JOB, key);
-  // A finished backfill run again collects everything again; an interrupted one resumes at its next chunk.
-  const resumeAt = saved && saved !== 'done' ? chunks.findIndex((c) => c.from.toISOString() === saved) : 0;
-  const first = resumeAt < 0 ? 0 : resumeAt;
-  if (first > 0) ctx.log.info({ resumeFrom: chunks[first].from.toISOString() }, 'resuming an interrupted backfill');
-  ctx.progress.start(chunks.length, `requests ${ctx.args.from}..${ctx.args.to}`, first);
-  for (let i = first; i < chunks.length; i++) {
-    ctx.signal.throwIfAborted();
-    let count = 0;
-    await forEachLimited(groups, REQUESTS_CONCURRENCY, async (g) => {
-      // Not `count += await ...`: that reads count before the await and loses the other groups' additions.
-      const { requests: received } = await collectRequestWindow(ctx, { endpointIds: g, ...chunks[i] });
-      count += received;
-    });
-    for (const timezone of ctx.runtime.config.TIMEZONES) {
-      if (await rollupReady(ctx, timezone)) await refreshRequestDays(ctx.runtime.store, timezone, chunks[i].from, chunks[i].to);
-    }
-    await ctx.checkpoints.save(JOB, key, i + 1 < chunks.length ? chunks[i + 1].from.toISOString() : 'done');
-    ctx.progress.tick(i + 1, `${chunks[i].from.toISOString().slice(0, 10)}: ${count} requests`);
-  }
-  ctx.progress.stop();
+  await runResumable(ctx, {
+    job: JOB,
+    key: `backfill:${from.toISOString()}:${requestedTo.toISOString()}:${idsHash}`,
+    chunks: dayChunks(from, to, timezone),
+    label: `requests ${ctx.args.from}..${ctx.args.to}`,
+    position: (c) => c.from.toISOString(),
+    work: async (c) => {
+      let count = 0;
+      await forEachLimited(groups, REQUESTS_CONCURRENCY, async (g) => {
+        // Not `count += await ...`: that reads count before the await and loses the other groups' additions.
+        const { requests: received } = await collectRequestWindow(ctx, { endpointIds: g, ...c });
+        count += received;
+      });
+      for (const zone of ctx.runtime.config.TIMEZONES) {
+        if (await rollupReady(ctx, zone)) await refreshRequestDays(ctx.runtime.store, zone, c.from, c.to);
+      }
+      return `${c.from.toISOString().slice(0, 10)}: ${count} requests`;
+    },
+  });
 }

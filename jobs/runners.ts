@@ -9,6 +9,7 @@ import {
   type RunnerTimeframe,
 } from '../src/collectors/runners.js';
 import { bucketStart } from '../src/collectors/time.js';
+import { runResumable } from '../src/jobs/resumable.js';
 import type { PlatformError } from '../src/platform/index.js';
 
 const HOUR_MS = 3_600_000;
@@ -122,17 +123,16 @@ async function backfill(ctx: JobContext, plan: Plan): Promise<void> {
     from = oldest;
   }
   if (to <= from) throw new Error(`--to (${ctx.args.to}) must be after --from (${ctx.args.from}) and not after now; --to is exclusive`);
-  const chunks = historyChunks(from, to, plan.timeframe, plan.timezone);
-  const key = `backfill:${plan.timezone}:${plan.timeframe}:${plan.aggregations.join(',')}:${ctx.args.from}:${ctx.args.to}`;
-  const saved = await ctx.checkpoints.get('runners', key);
-  const resumeAt = saved && saved !== 'done' ? chunks.findIndex((c) => c.startMs === Date.parse(saved)) : 0;
-  const first = resumeAt < 0 ? 0 : resumeAt;
-  ctx.progress.start(chunks.length, `runners ${plan.timezone} ${ctx.args.from}..${ctx.args.to}`, first);
-  for (let i = first; i < chunks.length; i++) {
-    ctx.signal.throwIfAborted();
-    const result = await collect(ctx, plan, chunks[i]);
-    await ctx.checkpoints.save('runners', key, i + 1 < chunks.length ? new Date(chunks[i + 1].startMs).toISOString() : 'done');
-    ctx.progress.tick(i + 1, `${new Date(chunks[i].startMs).toISOString()}: ${result.rows} rows`);
-  }
-  ctx.progress.stop();
+  await runResumable(ctx, {
+    job: 'runners',
+    key: `backfill:${plan.timezone}:${plan.timeframe}:${plan.aggregations.join(',')}:${ctx.args.from}:${ctx.args.to}`,
+    chunks: historyChunks(from, to, plan.timeframe, plan.timezone),
+    label: `runners ${plan.timezone} ${ctx.args.from}..${ctx.args.to}`,
+    position: (c) => new Date(c.startMs).toISOString(),
+    logFields: { timezone: plan.timezone },
+    work: async (c) => {
+      const result = await collect(ctx, plan, c);
+      return `${new Date(c.startMs).toISOString()}: ${result.rows} rows`;
+    },
+  });
 }

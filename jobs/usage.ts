@@ -1,4 +1,5 @@
 import type { JobDefinition, JobContext } from '../src/jobs/job.js';
+import { runResumable } from '../src/jobs/resumable.js';
 import { collectUsageChunk, monthChunks, parseLocalDate, scheduledWindow } from '../src/collectors/usage.js';
 
 /**
@@ -41,19 +42,16 @@ export const usageJob: JobDefinition = {
 };
 
 async function backfill(ctx: JobContext, timezone: string, from: string, to: string, apps: string[] | undefined): Promise<void> {
-  const chunks = monthChunks(from, to, timezone);
-  const key = `backfill:${timezone}:${from}:${to}${apps ? `:${apps.join(',')}` : ''}`;
-  const saved = await ctx.checkpoints.get('usage', key);
-  // A finished backfill run again collects everything again; an interrupted one resumes after its last chunk.
-  const resumeAt = saved && saved !== 'done' ? chunks.findIndex((c) => c.from === saved) : 0;
-  const first = resumeAt < 0 ? 0 : resumeAt;
-  if (first > 0) ctx.log.info({ timezone, resumeFrom: chunks[first].from }, 'resuming an interrupted backfill');
-  ctx.progress.start(chunks.length, `usage ${timezone} ${from}..${to}`, first);
-  for (let i = first; i < chunks.length; i++) {
-    ctx.signal.throwIfAborted();
-    const result = await collectUsageChunk(ctx, { timezone, ...chunks[i], apps });
-    await ctx.checkpoints.save('usage', key, i + 1 < chunks.length ? chunks[i + 1].from : 'done');
-    ctx.progress.tick(i + 1, `${chunks[i].from}: ${result.bucketRows} daily rows`);
-  }
-  ctx.progress.stop();
+  await runResumable(ctx, {
+    job: 'usage',
+    key: `backfill:${timezone}:${from}:${to}${apps ? `:${apps.join(',')}` : ''}`,
+    chunks: monthChunks(from, to, timezone),
+    label: `usage ${timezone} ${from}..${to}`,
+    position: (c) => c.from,
+    logFields: { timezone },
+    work: async (c) => {
+      const result = await collectUsageChunk(ctx, { timezone, ...c, apps });
+      return `${c.from}: ${result.bucketRows} daily rows`;
+    },
+  });
 }
