@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DateTime } from 'luxon';
 import type { Store } from '../client.js';
 import { defineTable, namedQuery, chNumber } from './table.js';
-import { CostRow } from './requests.js';
+import { CostRow, costAggregates, PRICED_SETTINGS, pricedRequestsFrom } from './requests.js';
 import { toDateTime64 } from '../values.js';
 
 export const RequestsDailyRow = z.object({
@@ -30,8 +30,8 @@ function nextVersion(): number {
 
 /**
  * Recomputes the local days of `timezone` that overlap [from, to) from `requests` FINAL and the prices in
- * effect (ASOF JOIN, as the cost queries of requests.ts), server-side: INSERT ... SELECT. Whole days only, so
- * each stored row covers its day completely.
+ * effect (every endpoint, with the cost queries' own fragments from requests.ts), server-side: INSERT ... SELECT.
+ * Whole days only, so each stored row covers its day completely.
  */
 export async function refreshRequestDays(store: Pick<Store, 'client'>, timezone: string, from: Date, to: Date): Promise<void> {
   const dayStart = DateTime.fromJSDate(from, { zone: timezone }).startOf('day');
@@ -41,21 +41,16 @@ export async function refreshRequestDays(store: Pick<Store, 'client'>, timezone:
     query: `INSERT INTO requests_daily (timezone, endpoint_id, day, request_count, billed_requests, unbilled_requests,
                                         billable_units, unpriced_requests, cost, currency, version, computed_at)
       SELECT {timezone:String}, r.endpoint_id, toDate(r.ended_at, {timezone:String}) AS local_day,
-             count(), countIf(r.billable_units IS NOT NULL), countIf(r.billable_units IS NULL),
-             ifNull(sum(r.billable_units), 0), countIf(r.billable_units IS NOT NULL AND p.unit_price IS NULL),
-             sum(r.billable_units * p.unit_price), any(p.currency), {version:UInt64}, now64(3)
-      FROM (
-        SELECT endpoint_id, ended_at, billable_units FROM requests FINAL
-        WHERE ended_at >= {from:DateTime64(3, 'UTC')} AND ended_at < {to:DateTime64(3, 'UTC')}
-      ) AS r
-      ASOF LEFT JOIN (SELECT endpoint_id, effective_from, unit_price, currency FROM unit_prices FINAL) AS p
-      ON r.endpoint_id = p.endpoint_id AND r.ended_at >= p.effective_from
+       ${costAggregates('typed')},
+       {version:UInt64}, now64(3)
+      ${pricedRequestsFrom(['billable_units'])}
       GROUP BY r.endpoint_id, local_day
-      SETTINGS join_use_nulls = 1`,
+      ${PRICED_SETTINGS}`,
     query_params: {
       timezone,
       from: toDateTime64(dayStart.toJSDate()),
       to: toDateTime64(dayEnd.toJSDate()),
+      endpoint_ids: [],
       version,
     },
   });

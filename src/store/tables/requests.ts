@@ -71,13 +71,59 @@ export const CostRow = z.object({
   currency: z.string().nullable(),
 });
 
-// One template for both groupings (STYLE.md: one query with a parameter, not near-identical copies). The
-// grouping is chosen from this allow-list, never from caller text.
+// Every cost figure, raw or rolled up (requests_daily), is computed from the same two fragments, so the rollup
+// and the raw path of GET /cost/requests give identical numbers.
 //
 // FINAL resolves the copies of each request (billed wins, see requestVersion); the WHERE is on sorting-key
 // columns, so ClickHouse applies it before the FINAL merge and reads only the granules of the range.
 // ASOF LEFT JOIN picks, per request, the endpoint's price with the latest effective_from <= ended_at: the price
-// in effect when the request ended. join_use_nulls makes "no price" NULL rather than a zero price.
+// in effect when the request ended. join_use_nulls (PRICED_SETTINGS) makes "no price" NULL rather than a zero price.
+
+const ENDPOINT_FILTER = '(length({endpoint_ids:Array(String)}) = 0 OR has({endpoint_ids:Array(String)}, endpoint_id))';
+
+/**
+ * `FROM` requests `r` (FINAL, ended_at in [{from}, {to}), endpoints in {endpoint_ids}, empty = all) with the unit
+ * price `p` in effect when each ended. `columns`: the request columns `r` carries (endpoint_id and ended_at
+ * always); `tail`: what follows the requests' WHERE (ORDER BY, LIMIT). End the query with PRICED_SETTINGS.
+ */
+export function pricedRequestsFrom(columns: readonly string[], tail = ''): string {
+  return `FROM
+     (
+       SELECT ${['endpoint_id', 'ended_at', ...columns].join(', ')}
+       FROM requests FINAL
+       WHERE ended_at >= {from:DateTime64(3, 'UTC')} AND ended_at < {to:DateTime64(3, 'UTC')}
+         AND ${ENDPOINT_FILTER}${tail ? `\n       ${tail}` : ''}
+     ) AS r
+     ASOF LEFT JOIN
+     (
+       SELECT endpoint_id, effective_from, unit_price, currency
+       FROM unit_prices FINAL
+       WHERE ${ENDPOINT_FILTER}
+     ) AS p
+     ON r.endpoint_id = p.endpoint_id AND r.ended_at >= p.effective_from`;
+}
+
+export const PRICED_SETTINGS = 'SETTINGS join_use_nulls = 1';
+
+/**
+ * The cost aggregates over pricedRequestsFrom, in CostRow's order (request_count ... currency). `text`: decimals
+ * as exact text, for reads; `typed`: as Decimal values, for the rollup's INSERT.
+ */
+export function costAggregates(decimals: 'text' | 'typed'): string {
+  const dec = (expr: string) => (decimals === 'text' ? `toString(${expr})` : expr);
+  return [
+    'count() AS request_count',
+    'countIf(r.billable_units IS NOT NULL) AS billed_requests',
+    'countIf(r.billable_units IS NULL) AS unbilled_requests',
+    `${dec('ifNull(sum(r.billable_units), 0)')} AS billable_units`,
+    'countIf(r.billable_units IS NOT NULL AND p.unit_price IS NULL) AS unpriced_requests',
+    `${dec('sum(r.billable_units * p.unit_price)')} AS cost`,
+    'any(p.currency) AS currency',
+  ].join(',\n       ');
+}
+
+// One template for both groupings (STYLE.md: one query with a parameter, not near-identical copies). The
+// grouping is chosen from this allow-list, never from caller text.
 const COST_GROUPINGS = {
   endpoint: { select: '', groupBy: 'endpoint_id' },
   endpoint_day: { select: 'toString(toDate(r.ended_at, {timezone:String})) AS day,', groupBy: 'endpoint_id, day' },
@@ -88,30 +134,11 @@ function costSql(grouping: keyof typeof COST_GROUPINGS): string {
   return `SELECT
        r.endpoint_id AS endpoint_id,
        ${g.select}
-       count() AS request_count,
-       countIf(r.billable_units IS NOT NULL) AS billed_requests,
-       countIf(r.billable_units IS NULL) AS unbilled_requests,
-       toString(ifNull(sum(r.billable_units), 0)) AS billable_units,
-       countIf(r.billable_units IS NOT NULL AND p.unit_price IS NULL) AS unpriced_requests,
-       toString(sum(r.billable_units * p.unit_price)) AS cost,
-       any(p.currency) AS currency
-     FROM
-     (
-       SELECT endpoint_id, ended_at, billable_units
-       FROM requests FINAL
-       WHERE ended_at >= {from:DateTime64(3, 'UTC')} AND ended_at < {to:DateTime64(3, 'UTC')}
-         AND (length({endpoint_ids:Array(String)}) = 0 OR has({endpoint_ids:Array(String)}, endpoint_id))
-     ) AS r
-     ASOF LEFT JOIN
-     (
-       SELECT endpoint_id, effective_from, unit_price, currency
-       FROM unit_prices FINAL
-       WHERE length({endpoint_ids:Array(String)}) = 0 OR has({endpoint_ids:Array(String)}, endpoint_id)
-     ) AS p
-     ON r.endpoint_id = p.endpoint_id AND r.ended_at >= p.effective_from
+       ${costAggregates('text')}
+     ${pricedRequestsFrom(['billable_units'])}
      GROUP BY ${g.groupBy}
      ORDER BY ${g.groupBy}
-     SETTINGS join_use_nulls = 1`;
+     ${PRICED_SETTINGS}`;
 }
 
 /** Per endpoint over the range: request count, billable units, cost at the prices in effect, unbilled count. */
@@ -164,23 +191,8 @@ export const requestCosts = namedQuery<RequestCostListParams, typeof RequestCost
      toString(p.unit_price) AS unit_price,
      p.currency AS currency,
      toString(r.billable_units * p.unit_price) AS cost
-   FROM
-   (
-     SELECT request_id, endpoint_id, ended_at, status_code, billable_units
-     FROM requests FINAL
-     WHERE ended_at >= {from:DateTime64(3, 'UTC')} AND ended_at < {to:DateTime64(3, 'UTC')}
-       AND (length({endpoint_ids:Array(String)}) = 0 OR has({endpoint_ids:Array(String)}, endpoint_id))
-     ORDER BY endpoint_id, ended_at, request_id
-     LIMIT {limit:UInt32}
-   ) AS r
-   ASOF LEFT JOIN
-   (
-     SELECT endpoint_id, effective_from, unit_price, currency
-     FROM unit_prices FINAL
-     WHERE length({endpoint_ids:Array(String)}) = 0 OR has({endpoint_ids:Array(String)}, endpoint_id)
-   ) AS p
-   ON r.endpoint_id = p.endpoint_id AND r.ended_at >= p.effective_from
+   ${pricedRequestsFrom(['request_id', 'status_code', 'billable_units'], 'ORDER BY endpoint_id, ended_at, request_id\n       LIMIT {limit:UInt32}')}
    ORDER BY endpoint_id, r.ended_at, request_id
-   SETTINGS join_use_nulls = 1`,
+   ${PRICED_SETTINGS}`,
   RequestCostRow,
 );
