@@ -31,7 +31,8 @@ export type AnalyticsBucketRow = z.input<typeof AnalyticsBucketRow>;
 export const analyticsBuckets = defineTable('analytics_buckets', AnalyticsBucketRow);
 
 const nullableNumber = chNumber.nullable();
-const metricsOut = (names: readonly string[]) => Object.fromEntries(names.map((m) => [m, nullableNumber])) as Record<string, typeof nullableNumber>;
+const metricsOut = <const M extends readonly string[]>(names: M) =>
+  Object.fromEntries(names.map((m) => [m, nullableNumber])) as Record<M[number], typeof nullableNumber>;
 
 /** Common parameters: one timezone and timeframe, [from, to) on the bucket start, endpoint ids (empty: all). */
 export interface AnalyticsRangeParams extends Record<string, unknown> {
@@ -54,24 +55,35 @@ const LATENCY_METRICS = [
   ...ANALYTICS_DURATION_METRICS.filter((m) => m !== 'total_billable_duration'),
 ] as const;
 
+/** The key columns of every by-bucket query; `bucket_utc` is the bucket start, 'YYYY-MM-DD hh:mm:ss.sss' UTC. */
+const BucketKeys = z.object({
+  endpoint_id: z.string(),
+  endpoint_scope: z.string(),
+  bucket_utc: z.string(),
+  bucket_offset_minutes: chNumber,
+});
+
+/**
+ * A query per endpoint and bucket of a range, in that order, reading the columns `row` adds to BucketKeys: the
+ * by-bucket queries differ only in what they read.
+ */
+function byBucket<R extends z.ZodObject>(name: string, row: R) {
+  const columns = Object.keys(row.shape).filter((c) => !(c in BucketKeys.shape));
+  return namedQuery(
+    name,
+    `SELECT endpoint_id, endpoint_scope, toString(bucket) AS bucket_utc, bucket_offset_minutes, ${columns.join(', ')}
+   FROM analytics_buckets FINAL
+   WHERE ${RANGE_WHERE}
+   ORDER BY endpoint_id, bucket`,
+    row,
+  );
+}
+
 /**
  * Latency per endpoint and bucket (GET /latency): every percentile exactly as delivered, with the request and
  * cold-boot counts they were taken over. A NULL percentile is a bucket without requests.
  */
-export const latencyByBucket = namedQuery(
-  'analytics_latency_by_bucket',
-  `SELECT endpoint_id, endpoint_scope, toString(bucket) AS bucket_utc, bucket_offset_minutes, ${LATENCY_METRICS.join(', ')}
-   FROM analytics_buckets FINAL
-   WHERE ${RANGE_WHERE}
-   ORDER BY endpoint_id, bucket`,
-  z.object({
-    endpoint_id: z.string(),
-    endpoint_scope: z.string(),
-    bucket_utc: z.string(), // bucket start, 'YYYY-MM-DD hh:mm:ss.sss' UTC
-    bucket_offset_minutes: chNumber,
-    ...metricsOut(LATENCY_METRICS),
-  }),
-);
+export const latencyByBucket = byBucket('analytics_latency_by_bucket', BucketKeys.extend(metricsOut(LATENCY_METRICS)));
 
 /** The outcome and error-type counts, in the order /errors answers them. */
 export const ERROR_METRICS = [
@@ -86,20 +98,7 @@ export const ERROR_METRICS = [
 ] as const;
 
 /** Outcomes and error-type counts per endpoint and bucket (GET /errors). */
-export const errorsByBucket = namedQuery(
-  'analytics_errors_by_bucket',
-  `SELECT endpoint_id, endpoint_scope, toString(bucket) AS bucket_utc, bucket_offset_minutes, ${ERROR_METRICS.join(', ')}
-   FROM analytics_buckets FINAL
-   WHERE ${RANGE_WHERE}
-   ORDER BY endpoint_id, bucket`,
-  z.object({
-    endpoint_id: z.string(),
-    endpoint_scope: z.string(),
-    bucket_utc: z.string(), // bucket start, 'YYYY-MM-DD hh:mm:ss.sss' UTC
-    bucket_offset_minutes: chNumber,
-    ...metricsOut(ERROR_METRICS),
-  }),
-);
+export const errorsByBucket = byBucket('analytics_errors_by_bucket', BucketKeys.extend(metricsOut(ERROR_METRICS)));
 
 /**
  * Outcome and error-type counts summed over a range per endpoint (counts add up; percentiles do not, so none
@@ -123,18 +122,4 @@ export const errorTotals = namedQuery(
 );
 
 /** Every stored metric of a range, per endpoint and bucket (exports, comparisons). */
-export const analyticsByBucket = namedQuery(
-  'analytics_by_bucket',
-  `SELECT endpoint_id, endpoint_scope, toString(bucket) AS bucket_utc, bucket_offset_minutes, ${ANALYTICS_METRIC_NAMES.join(', ')}, raw
-   FROM analytics_buckets FINAL
-   WHERE ${RANGE_WHERE}
-   ORDER BY endpoint_id, bucket`,
-  z.object({
-    endpoint_id: z.string(),
-    endpoint_scope: z.string(),
-    bucket_utc: z.string(), // bucket start, 'YYYY-MM-DD hh:mm:ss.sss' UTC
-    bucket_offset_minutes: chNumber,
-    ...metricsOut(ANALYTICS_METRIC_NAMES),
-    raw: z.string(),
-  }),
-);
+export const analyticsByBucket = byBucket('analytics_by_bucket', BucketKeys.extend({ ...metricsOut(ANALYTICS_METRIC_NAMES), raw: z.string() }));
