@@ -11,8 +11,8 @@ import {
   type PlatformError,
 } from '../platform/index.js';
 import { analyticsBuckets, type AnalyticsBucketRow } from '../store/tables/analytics-buckets.js';
-import { toDateTime64 } from '../store/values.js';
-import { collectorRejects, commitRows, describeZodIssue, listEndpoints, nextVersion, type CollectorRejects } from './endpoints.js';
+import { nextVersionMs, toDateTime64 } from '../store/values.js';
+import { collectorRejects, commitRows, describeZodIssue, listEndpoints, type CollectorRejects } from './endpoints.js';
 import { bucketChunks, type Timeframe } from './time.js';
 import { parseBucket } from './usage.js';
 
@@ -111,7 +111,7 @@ export async function collectAnalyticsRange(
   targets: AnalyticsTargets,
   refused: RefusedEndpoints,
 ): Promise<AnalyticsRangeResult> {
-  const version = nextVersion();
+  const version = nextVersionMs();
   const collectedAt = toDateTime64(Date.now());
   const rejects = collectorRejects('analytics');
   const rows: AnalyticsBucketRow[] = [];

@@ -2,14 +2,13 @@ import type { JobContext } from '../jobs/job.js';
 import { appPath, isPlatformError, QueueResponse, type PlatformError } from '../platform/index.js';
 import { appEndpoints, currentAppEndpoints, type AppEndpointRow } from '../store/tables/app-endpoints.js';
 import { apps, liveAppKeys, type AppRow } from '../store/tables/apps.js';
-import { toDateTime64 } from '../store/values.js';
+import { nextVersionMs, toDateTime64 } from '../store/values.js';
 import {
   collectorRejects,
   commitRows,
   fetchAppsListing,
   isoToDateTime64,
   mapLimit,
-  nextVersion,
   splitEndpointId,
   type ListedApp,
 } from './endpoints.js';
@@ -31,7 +30,7 @@ const QUEUE_CONCURRENCY = 4;
  * get tombstones, so the tables' FINAL state is the listing of this run.
  */
 export async function collectApps(ctx: JobContext): Promise<AppsResult> {
-  const version = nextVersion();
+  const version = nextVersionMs();
   const collectedAt = toDateTime64(Date.now());
   const observedAt = toDateTime64(ctx.now());
   const rejects = collectorRejects('apps');

@@ -113,13 +113,6 @@ export async function listApps(ctx: JobContext): Promise<AppRef[]> {
 
 // ---- shared by the collectors of apps, analytics, runners, events and revisions ----------------------------
 
-let lastVersion = 0;
-/** Collection versions strictly increase within the process, so a re-collection always wins. */
-export function nextVersion(): number {
-  lastVersion = Math.max(Date.now(), lastVersion + 1);
-  return lastVersion;
-}
-
 export function describeZodIssue(error: z.ZodError): string {
   const issue = error.issues[0];
   return `${issue.path.join('.') || '(record)'}: ${issue.message}`;

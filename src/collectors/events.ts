@@ -2,8 +2,8 @@ import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { AppEvent, appPath, isPlatformError, type PlatformError } from '../platform/index.js';
 import { storedEventIdsSince, type AppEventRow } from '../store/tables/app-events.js';
-import { toDateTime64 } from '../store/values.js';
-import { describeZodIssue, mapLimit, nextVersion, type AppRef, type CollectorRejects } from './endpoints.js';
+import { nextVersionMs, toDateTime64 } from '../store/values.js';
+import { describeZodIssue, mapLimit, type AppRef, type CollectorRejects } from './endpoints.js';
 
 // Loose envelope: each event is validated on its own.
 const EventsPage = z.looseObject({
@@ -155,7 +155,7 @@ export async function readEventsOfApps(
   rejects: CollectorRejects,
   pageLimit: number = PAGE_LIMIT,
 ): Promise<AppEventsResult[]> {
-  const stamp = { version: nextVersion(), collectedAt: toDateTime64(Date.now()) };
+  const stamp = { version: nextVersionMs(), collectedAt: toDateTime64(Date.now()) };
   return mapLimit(apps, CONCURRENCY, async (app) => {
     try {
       return await readAppEvents(ctx, app, windowOf(app), rejects, stamp, pageLimit);

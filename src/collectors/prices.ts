@@ -3,7 +3,7 @@ import { DateTime } from 'luxon';
 import { z } from 'zod';
 import type { Runtime } from '../service.js';
 import { storedUnitPrices, unitPrices, type UnitPriceRow } from '../store/tables/unit-prices.js';
-import { decimalToScaled, scaledToDecimal, toDateTime64, toDecimalString } from '../store/values.js';
+import { decimalToScaled, nextVersionMs, scaledToDecimal, toDateTime64, toDecimalString } from '../store/values.js';
 
 // PRICES_FILE: the price per billable unit of each endpoint, as a history.
 //
@@ -147,12 +147,6 @@ export interface PriceSyncResult {
   kept: number;
 }
 
-let lastVersion = 0;
-function nextVersion(): number {
-  lastVersion = Math.max(Date.now(), lastVersion + 1);
-  return lastVersion;
-}
-
 /**
  * Merges validated entries into unit_prices: writes only the new and the corrected ones (resolves once they
  * are committed). Refuses, before writing anything, an entry whose currency differs from the endpoint's other
@@ -176,7 +170,7 @@ export async function syncUnitPrices(rt: Pick<Runtime, 'store' | 'writer'>, entr
     }
   }
 
-  const version = nextVersion();
+  const version = nextVersionMs();
   const loadedAt = toDateTime64(version);
   const rows: UnitPriceRow[] = [];
   let added = 0;

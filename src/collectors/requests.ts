@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { platformPaths } from '../platform/index.js';
 import { requests, requestVersion, type RequestRow } from '../store/tables/requests.js';
-import { toDateTime64, toDecimalString } from '../store/values.js';
+import { nextVersionMs, toDateTime64, toDecimalString } from '../store/values.js';
 import type { BatchWriter, RejectRow, WriteResult } from '../store/writer.js';
 
 // Requests and their billable units: GET /v1/serverless/requests/by-endpoint?expand=billing, at most 50
@@ -165,11 +165,10 @@ export function toRequestRow(raw: unknown, collected: Collected): RequestRow | s
   return 'reason' in r ? r.reason : (JSON.parse(r.line) as RequestRow);
 }
 
-let lastCollectedMs = 0;
 /** Collection times strictly increase within the process, so a later copy of a request always outranks. */
 export function nextCollected(): Collected {
-  lastCollectedMs = Math.max(Date.now(), lastCollectedMs + 1);
-  return { collectedAtMs: lastCollectedMs, collectedAt: toDateTime64(lastCollectedMs) };
+  const collectedAtMs = nextVersionMs();
+  return { collectedAtMs, collectedAt: toDateTime64(collectedAtMs) };
 }
 
 // ---- writing -----------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { appPath, isPlatformError, Revision, type PlatformError } from '../platform/index.js';
 import { appRevisions, type AppRevisionRow } from '../store/tables/app-revisions.js';
-import { toDateTime64 } from '../store/values.js';
-import { collectorRejects, commitRows, describeZodIssue, mapLimit, nextVersion, type AppRef } from './endpoints.js';
+import { nextVersionMs, toDateTime64 } from '../store/values.js';
+import { collectorRejects, commitRows, describeZodIssue, mapLimit, type AppRef } from './endpoints.js';
 
 // Loose envelope: each revision is validated on its own.
 const RevisionsPage = z.looseObject({
@@ -25,7 +25,7 @@ export interface RevisionsResult {
  * deployments and the latest version wins. Resolves once every row is committed.
  */
 export async function collectRevisions(ctx: JobContext, apps: readonly AppRef[]): Promise<RevisionsResult> {
-  const version = nextVersion();
+  const version = nextVersionMs();
   const collectedAt = toDateTime64(Date.now());
   const rejects = collectorRejects('revisions');
   const refused = new Map<string, PlatformError>();

@@ -3,9 +3,9 @@ import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { appPath, isPlatformError, RunnersHistoryPoint, type PlatformError } from '../platform/index.js';
 import { runnerHistory, type RunnerHistoryRow } from '../store/tables/runner-history.js';
-import { toDateTime64 } from '../store/values.js';
+import { nextVersionMs, toDateTime64 } from '../store/values.js';
 import { bucketChunks, type Timeframe } from './time.js';
-import { collectorRejects, commitRows, describeZodIssue, mapLimit, nextVersion, type AppRef } from './endpoints.js';
+import { collectorRejects, commitRows, describeZodIssue, mapLimit, type AppRef } from './endpoints.js';
 
 export type RunnerAggregation = 'max' | 'avg';
 export type RunnerTimeframe = Timeframe;
@@ -41,7 +41,7 @@ export interface RunnerHistoryResult {
  * aggregation (the platform does not page this list). Resolves once every row is committed.
  */
 export async function collectRunnerHistory(ctx: JobContext, apps: readonly AppRef[], range: RunnerHistoryRange): Promise<RunnerHistoryResult> {
-  const version = nextVersion();
+  const version = nextVersionMs();
   const collectedAt = toDateTime64(Date.now());
   const rejects = collectorRejects('runners');
   const refused = new Map<string, PlatformError>();

@@ -8,7 +8,7 @@ import {
   type UsageBucketRow,
 } from '../store/tables/usage-buckets.js';
 import { liveUsageSummaryKeys, usageSummaries, type UsageSummaryRow } from '../store/tables/usage-summaries.js';
-import { toDateTime64, toDecimalOrNull, toDecimalString } from '../store/values.js';
+import { nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalString } from '../store/values.js';
 import type { RejectRow } from '../store/writer.js';
 
 // Pages are validated loosely and each row on its own, so one malformed row is rejected with its reason
@@ -70,13 +70,6 @@ export function scheduledWindow(now: Date, timezone: string, recollectDays: numb
   return { from: from.toISODate()!, to: today.plus({ days: 1 }).toISODate()! };
 }
 
-let lastVersion = 0;
-/** Collection versions strictly increase within the process, so a re-collection always wins. */
-function nextVersion(): number {
-  lastVersion = Math.max(Date.now(), lastVersion + 1);
-  return lastVersion;
-}
-
 function keyOf(r: { bucket?: string; app: string; environment: string; machine_type: string; is_surge: boolean }): string {
   return JSON.stringify([r.bucket ?? '', r.app, r.environment, r.machine_type, r.is_surge]);
 }
@@ -91,7 +84,7 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
   const { timezone } = range;
   const start = parseLocalDate(range.from, timezone, 'from');
   const end = parseLocalDate(range.to, timezone, 'to');
-  const version = nextVersion();
+  const version = nextVersionMs();
   const collectedAt = toDateTime64(Date.now());
   const appGroups = range.apps && range.apps.length > 0 ? chunk(range.apps, 50) : [undefined];
   const rejects: RejectRow[] = [];

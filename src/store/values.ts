@@ -36,6 +36,16 @@ export function toDecimalOrNull(value: number | string | null | undefined): stri
   return value === null || value === undefined ? null : toDecimalString(value);
 }
 
+let lastVersionMs = 0;
+/**
+ * A version for ReplacingMergeTree rows and checkpoints: epoch ms, >= Date.now() and strictly increasing within
+ * the process, so a later collection (or save) always outranks an earlier one, even within one millisecond.
+ */
+export function nextVersionMs(): number {
+  lastVersionMs = Math.max(Date.now(), lastVersionMs + 1);
+  return lastVersionMs;
+}
+
 /** A DateTime64(3) literal in UTC: 'YYYY-MM-DD HH:MM:SS.mmm'. */
 export function toDateTime64(value: Date | string | number): string {
   const d = value instanceof Date ? value : new Date(value);

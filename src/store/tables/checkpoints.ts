@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineTable, namedQuery } from './table.js';
 import type { Store } from '../client.js';
 import type { BatchWriter } from '../writer.js';
-import { toDateTime64 } from '../values.js';
+import { nextVersionMs, toDateTime64 } from '../values.js';
 
 export const CheckpointRow = z.object({
   job: z.string(),
@@ -25,7 +25,6 @@ const readCheckpoint = namedQuery(
  * after the data it covers is committed (STYLE.md rule 8), so a restarted job resumes without a gap.
  */
 export class Checkpoints {
-  private lastUpdatedMs = 0;
   constructor(
     private readonly store: Pick<Store, 'client'>,
     private readonly writer: BatchWriter,
@@ -38,9 +37,8 @@ export class Checkpoints {
 
   async save(job: string, key: string, value: string): Promise<void> {
     // Strictly increasing timestamps, so two saves within a millisecond still order correctly.
-    this.lastUpdatedMs = Math.max(Date.now(), this.lastUpdatedMs + 1);
     const saved = this.writer.insert(checkpoints.name, [
-      { job, key, value, updated_at: toDateTime64(this.lastUpdatedMs) } satisfies CheckpointRow,
+      { job, key, value, updated_at: toDateTime64(nextVersionMs()) } satisfies CheckpointRow,
     ]);
     await this.writer.flush(checkpoints.name);
     await saved;

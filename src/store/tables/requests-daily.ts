@@ -3,7 +3,7 @@ import { DateTime } from 'luxon';
 import type { Store } from '../client.js';
 import { defineTable, namedQuery, chNumber } from './table.js';
 import { CostRow, costAggregates, PRICED_SETTINGS, pricedRequestsFrom } from './requests.js';
-import { toDateTime64 } from '../values.js';
+import { nextVersionMs, toDateTime64 } from '../values.js';
 
 export const RequestsDailyRow = z.object({
   timezone: z.string(),
@@ -22,12 +22,6 @@ export const RequestsDailyRow = z.object({
 
 export const requestsDaily = defineTable('requests_daily', RequestsDailyRow);
 
-let lastVersion = 0;
-function nextVersion(): number {
-  lastVersion = Math.max(Date.now(), lastVersion + 1);
-  return lastVersion;
-}
-
 /**
  * Recomputes the local days of `timezone` that overlap [from, to) from `requests` FINAL and the prices in
  * effect (every endpoint, with the cost queries' own fragments from requests.ts), server-side: INSERT ... SELECT.
@@ -36,7 +30,7 @@ function nextVersion(): number {
 export async function refreshRequestDays(store: Pick<Store, 'client'>, timezone: string, from: Date, to: Date): Promise<void> {
   const dayStart = DateTime.fromJSDate(from, { zone: timezone }).startOf('day');
   const dayEnd = DateTime.fromJSDate(new Date(Math.max(to.getTime() - 1, from.getTime())), { zone: timezone }).startOf('day').plus({ days: 1 });
-  const version = nextVersion();
+  const version = nextVersionMs();
   await store.client.command({
     query: `INSERT INTO requests_daily (timezone, endpoint_id, day, request_count, billed_requests, unbilled_requests,
                                         billable_units, unpriced_requests, cost, currency, version, computed_at)
