@@ -2,12 +2,11 @@ import type { JobContext } from '../jobs/job.js';
 import { appPath, isPlatformError, QueueResponse, type PlatformError } from '../platform/index.js';
 import { appEndpoints, currentAppEndpoints, type AppEndpointRow } from '../store/tables/app-endpoints.js';
 import { apps, liveAppKeys, type AppRow } from '../store/tables/apps.js';
-import { nextVersionMs, toDateTime64 } from '../store/values.js';
+import { isoToDateTime64, nextVersionMs, toDateTime64 } from '../store/values.js';
 import {
   collectorRejects,
   commitRows,
   fetchAppsListing,
-  isoToDateTime64,
   mapLimit,
   splitEndpointId,
   type ListedApp,

@@ -3,7 +3,6 @@ import type { JobContext } from '../jobs/job.js';
 import { App, platformPaths } from '../platform/index.js';
 import { currentAppEndpoints } from '../store/tables/app-endpoints.js';
 import { currentApps } from '../store/tables/apps.js';
-import { toDateTime64 } from '../store/values.js';
 import { REJECTS_TABLE, type RejectRow } from '../store/writer.js';
 
 // Which apps and endpoints the collectors work on: ENDPOINT_IDS when set, else what the apps job stored
@@ -116,13 +115,6 @@ export async function listApps(ctx: JobContext): Promise<AppRef[]> {
 export function describeZodIssue(error: z.ZodError): string {
   const issue = error.issues[0];
   return `${issue.path.join('.') || '(record)'}: ${issue.message}`;
-}
-
-/** An ISO 8601 instant as DateTime64(3) UTC text, or null when it is not one. */
-export function isoToDateTime64(value: string | null | undefined): string | null {
-  if (typeof value !== 'string') return null;
-  const ms = Date.parse(value);
-  return Number.isNaN(ms) ? null : toDateTime64(ms);
 }
 
 export interface CollectorRejects {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { platformPaths } from '../platform/index.js';
 import { requests, requestVersion, type RequestRow } from '../store/tables/requests.js';
-import { nextVersionMs, toDateTime64, toDecimalString } from '../store/values.js';
+import { isoToDateTime64, nextVersionMs, toDateTime64, toDecimalString } from '../store/values.js';
 import type { BatchWriter, RejectRow, WriteResult } from '../store/writer.js';
 
 // Requests and their billable units: GET /v1/serverless/requests/by-endpoint?expand=billing, at most 50
@@ -67,16 +67,6 @@ const KNOWN_FIELDS = new Set([
   'runner_id',
   'billable_units',
 ]);
-const ISO_UTC = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.(\d{1,3}))?Z$/;
-
-/** An ISO 8601 timestamp as DateTime64(3) UTC text; the platform's `...Z` form without a Date round trip. */
-export function isoToDateTime64(value: string): string | null {
-  const m = ISO_UTC.exec(value);
-  if (m) return `${m[1]} ${m[2]}.${(m[3] ?? '').padEnd(3, '0')}`;
-  // Anything else ISO-like (an offset, more digits): through Date. A time without a zone is read as UTC.
-  const ms = Date.parse(/T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(value) ? `${value}Z` : value);
-  return Number.isNaN(ms) ? null : toDateTime64(ms);
-}
 
 export interface Collected {
   collectedAtMs: number;

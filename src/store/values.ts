@@ -53,6 +53,21 @@ export function toDateTime64(value: Date | string | number): string {
   return d.toISOString().replace('T', ' ').replace('Z', '');
 }
 
+const ISO_UTC = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.(\d{1,3}))?Z$/;
+
+/**
+ * An ISO 8601 timestamp as DateTime64(3) UTC text, or null when it is not one. The platform's `...Z` form goes
+ * without a Date round trip (the requests hot path); a time without a zone is read as UTC, never local time.
+ */
+export function isoToDateTime64(value: string | null | undefined): string | null {
+  if (typeof value !== 'string') return null;
+  const m = ISO_UTC.exec(value);
+  if (m) return `${m[1]} ${m[2]}.${(m[3] ?? '').padEnd(3, '0')}`;
+  // Anything else ISO-like (an offset, more digits): through Date.
+  const ms = Date.parse(/T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(value) ? `${value}Z` : value);
+  return Number.isNaN(ms) ? null : toDateTime64(ms);
+}
+
 /** Sum of decimal strings, exactly (BigInt on a fixed scale). */
 export function addDecimals(values: Iterable<string>, scale = 12): string {
   let total = 0n;

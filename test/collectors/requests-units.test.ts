@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest';
 import {
   coveringEndpointIds,
   dayChunks,
-  isoToDateTime64,
   parseTimeArg,
   toRequestLine,
   toRequestRow,
 } from '../../src/collectors/requests.js';
 import { parsePrices, PricesFileError } from '../../src/collectors/prices.js';
+import { isoToDateTime64 } from '../../src/store/values.js';
 import { BILLED_VERSION_BIT, RequestRow, requestVersion, requests } from '../../src/store/tables/requests.js';
 
 // Pure pieces of the requests collector and the prices file: no store, no simulator.
