@@ -1,5 +1,6 @@
 import type { JobContext, JobDefinition } from '../src/jobs/job.js';
-import { commitRows, collectorRejects, listApps, type AppRef } from '../src/collectors/endpoints.js';
+import { commitRows, collectorRejects } from '../src/collectors/common.js';
+import { listApps, type AppRef } from '../src/collectors/endpoints.js';
 import { parseTimeArg } from '../src/collectors/analytics.js';
 import { PAGE_LIMIT, readEventsOfApps, type AppEventsResult } from '../src/collectors/events.js';
 import { appEvents } from '../src/store/tables/app-events.js';

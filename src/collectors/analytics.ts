@@ -12,7 +12,8 @@ import {
 } from '../platform/index.js';
 import { analyticsBuckets, type AnalyticsBucketRow } from '../store/tables/analytics-buckets.js';
 import { nextVersionMs, toDateTime64 } from '../store/values.js';
-import { collectorRejects, commitRows, describeZodIssue, listEndpoints, type CollectorRejects } from './endpoints.js';
+import { collectorRejects, commitRows, describeZodIssue, type CollectorRejects } from './common.js';
+import { listEndpoints } from './endpoints.js';
 import { bucketChunks, type Timeframe } from './time.js';
 import { parseBucket } from './usage.js';
 

@@ -3,14 +3,8 @@ import { appPath, isPlatformError, QueueResponse, type PlatformError } from '../
 import { appEndpoints, currentAppEndpoints, type AppEndpointRow } from '../store/tables/app-endpoints.js';
 import { apps, liveAppKeys, type AppRow } from '../store/tables/apps.js';
 import { isoToDateTime64, nextVersionMs, toDateTime64 } from '../store/values.js';
-import {
-  collectorRejects,
-  commitRows,
-  fetchAppsListing,
-  mapLimit,
-  splitEndpointId,
-  type ListedApp,
-} from './endpoints.js';
+import { collectorRejects, commitRows, mapLimit } from './common.js';
+import { fetchAppsListing, splitEndpointId, type ListedApp } from './endpoints.js';
 
 export interface AppsResult {
   apps: number;

@@ -3,7 +3,8 @@ import type { JobContext } from '../jobs/job.js';
 import { AppEvent, appPath, isPlatformError, type PlatformError } from '../platform/index.js';
 import { storedEventIdsSince, type AppEventRow } from '../store/tables/app-events.js';
 import { nextVersionMs, toDateTime64 } from '../store/values.js';
-import { describeZodIssue, mapLimit, type AppRef, type CollectorRejects } from './endpoints.js';
+import { describeZodIssue, mapLimit, type CollectorRejects } from './common.js';
+import { type AppRef } from './endpoints.js';
 
 // Loose envelope: each event is validated on its own.
 const EventsPage = z.looseObject({

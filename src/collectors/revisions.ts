@@ -3,7 +3,8 @@ import type { JobContext } from '../jobs/job.js';
 import { appPath, isPlatformError, Revision, type PlatformError } from '../platform/index.js';
 import { appRevisions, type AppRevisionRow } from '../store/tables/app-revisions.js';
 import { nextVersionMs, toDateTime64 } from '../store/values.js';
-import { collectorRejects, commitRows, describeZodIssue, mapLimit, type AppRef } from './endpoints.js';
+import { collectorRejects, commitRows, describeZodIssue, mapLimit } from './common.js';
+import { type AppRef } from './endpoints.js';
 
 // Loose envelope: each revision is validated on its own.
 const RevisionsPage = z.looseObject({

@@ -5,7 +5,8 @@ import { appPath, isPlatformError, RunnersHistoryPoint, type PlatformError } fro
 import { runnerHistory, type RunnerHistoryRow } from '../store/tables/runner-history.js';
 import { nextVersionMs, toDateTime64 } from '../store/values.js';
 import { bucketChunks, type Timeframe } from './time.js';
-import { collectorRejects, commitRows, describeZodIssue, mapLimit, type AppRef } from './endpoints.js';
+import { collectorRejects, commitRows, describeZodIssue, mapLimit } from './common.js';
+import { type AppRef } from './endpoints.js';
 
 export type RunnerAggregation = 'max' | 'avg';
 export type RunnerTimeframe = Timeframe;

@@ -9,7 +9,7 @@ import {
 } from '../store/tables/usage-buckets.js';
 import { liveUsageSummaryKeys, usageSummaries, type UsageSummaryRow } from '../store/tables/usage-summaries.js';
 import { nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalString } from '../store/values.js';
-import type { RejectRow } from '../store/writer.js';
+import { collectorRejects, commitRows, describeZodIssue } from './common.js';
 
 // Pages are validated loosely and each row on its own, so one malformed row is rejected with its reason
 // and never costs the rows around it.
@@ -87,7 +87,7 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
   const version = nextVersionMs();
   const collectedAt = toDateTime64(Date.now());
   const appGroups = range.apps && range.apps.length > 0 ? chunk(range.apps, 50) : [undefined];
-  const rejects: RejectRow[] = [];
+  const rejects = collectorRejects('usage');
   const buckets: UsageBucketRow[] = [];
   const summaries: UsageSummaryRow[] = [];
   // A row refused this time is not taken for gone: its stored version stays until a collection reads it.
@@ -113,14 +113,14 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
         const bucket = parseBucket(series.bucket, timezone);
         if (typeof bucket === 'string') {
           unreadableBucket = true;
-          for (const raw of series.results) rejects.push(usageReject(raw, `bad bucket ${JSON.stringify(series.bucket)}: ${bucket}`));
+          for (const raw of series.results) rejects.add(raw, `bad bucket ${JSON.stringify(series.bucket)}: ${bucket}`);
           continue;
         }
         for (const raw of series.results) {
           const parsed = UsageRow.safeParse(raw);
           if (!parsed.success) {
             bucketsWithRejects.add(bucket.utc);
-            rejects.push(usageReject(raw, describeZodIssue(parsed.error)));
+            rejects.add(raw, describeZodIssue(parsed.error));
             continue;
           }
           buckets.push({
@@ -147,7 +147,7 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
         const parsed = UsageRow.safeParse(raw);
         if (!parsed.success) {
           summaryRejected = true;
-          rejects.push(usageReject(raw, describeZodIssue(parsed.error)));
+          rejects.add(raw, describeZodIssue(parsed.error));
           continue;
         }
         summaries.push({
@@ -193,26 +193,21 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
       ...tombstoneColumns(version, collectedAt),
     }));
 
-  const writer = ctx.runtime.writer;
-  const written = [
-    writer.insert(usageBuckets.name, [...buckets, ...bucketTombstones]),
-    writer.insert(usageSummaries.name, [...summaries, ...summaryTombstones]),
-    rejects.length > 0 ? writer.reject(rejects) : Promise.resolve({ written: 0, rejected: 0 }),
-  ];
-  await Promise.all([writer.flush(usageBuckets.name), writer.flush(usageSummaries.name), writer.flush('ingest_rejects')]);
-  const [b, s] = await Promise.all(written);
-  if (b.rejected + s.rejected > 0 || rejects.length > 0) {
-    ctx.log.warn(
-      { timezone, from: range.from, to: range.to, malformed: rejects.length, refused: b.rejected + s.rejected },
-      'some usage rows were not stored; they are in ingest_rejects with the reason',
-    );
-  }
-  ctx.addRows(b.written + s.written);
+  const malformed = rejects.rows.length;
+  const { refused } = await commitRows(
+    ctx,
+    [
+      { table: usageBuckets.name, rows: [...buckets, ...bucketTombstones] },
+      { table: usageSummaries.name, rows: [...summaries, ...summaryTombstones] },
+    ],
+    rejects,
+    { timezone, from: range.from, to: range.to },
+  );
   return {
     bucketRows: buckets.length,
     summaryRows: summaries.length,
     tombstones: bucketTombstones.length + summaryTombstones.length,
-    rejected: rejects.length + b.rejected + s.rejected,
+    rejected: malformed + refused,
   };
 }
 
@@ -287,13 +282,4 @@ export function parseBucket(
     return `offset ${dt.toFormat('ZZ')} is not the offset of ${timezone} at that time (${inZone.toFormat('ZZ')})`;
   }
   return { utc: toDateTime64(dt.toJSDate()), offsetMinutes: dt.offset, localDate: dt.toISODate()! };
-}
-
-function usageReject(raw: unknown, reason: string): RejectRow {
-  return { source: 'collector:usage', reason, raw: JSON.stringify(raw) ?? String(raw) };
-}
-
-function describeZodIssue(error: z.ZodError): string {
-  const issue = error.issues[0];
-  return `${issue.path.join('.') || '(row)'}: ${issue.message}`;
 }
