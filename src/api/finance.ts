@@ -1,7 +1,7 @@
 import { DateTime } from 'luxon';
 import { z } from 'zod';
 import type { Store } from '../store/client.js';
-import { decimalToScaled, scaledToDecimal } from '../store/values.js';
+import { addDecimals, decimalToScaled, scaledToDecimal } from '../store/values.js';
 import type { Table } from './http.js';
 
 const SCALE = 12; // Decimal(38, 12) money columns: exact sums in BigInt at this scale
@@ -103,7 +103,6 @@ async function rows<T>(store: Pick<Store, 'client'>, query: string, params: Reco
   return z.array(schema).parse(await rs.json());
 }
 
-const sum = (values: string[]) => scaledToDecimal(values.reduce((s, v) => s + decimalToScaled(v, SCALE), 0n), SCALE);
 const abs = (v: bigint) => (v < 0n ? -v : v);
 
 /**
@@ -163,19 +162,19 @@ export async function financeReport(store: Pick<Store, 'client'>, month: string,
   for (const currency of [...new Set(items.map((i) => i.currency))].sort()) {
     const mine = items.filter((i) => i.currency === currency);
     const recon = reconRows.filter((r) => r.currency === currency);
-    const summaryTotal = summaryEnd ? sum(recon.map((r) => r.summary_total ?? '0')) : null;
-    const comparableTotal = sum(recon.map((r) => r.daily_total));
+    const summaryTotal = summaryEnd ? addDecimals(recon.map((r) => r.summary_total ?? '0'), SCALE) : null;
+    const comparableTotal = addDecimals(recon.map((r) => r.daily_total), SCALE);
     const diff = summaryTotal === null ? null : decimalToScaled(comparableTotal, SCALE) - decimalToScaled(summaryTotal, SCALE);
     totals.push({
       row_type: 'total',
       app: '',
       machine_type: '',
       currency,
-      machine_seconds: sum(mine.map((i) => i.machine_seconds)),
-      surge_machine_seconds: sum(mine.map((i) => i.surge_machine_seconds)),
-      subtotal: sum(mine.map((i) => i.subtotal)),
-      discount: sum(mine.map((i) => i.discount)),
-      total: sum(mine.map((i) => i.total)),
+      machine_seconds: addDecimals(mine.map((i) => i.machine_seconds), SCALE),
+      surge_machine_seconds: addDecimals(mine.map((i) => i.surge_machine_seconds), SCALE),
+      subtotal: addDecimals(mine.map((i) => i.subtotal), SCALE),
+      discount: addDecimals(mine.map((i) => i.discount), SCALE),
+      total: addDecimals(mine.map((i) => i.total), SCALE),
       platform_summary_total: summaryTotal,
       difference: diff === null ? null : scaledToDecimal(diff, SCALE),
       flagged: diff !== null && abs(diff) > TOLERANCE,
