@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { stringify } from 'csv-stringify/sync';
 import { z } from 'zod';
 import type { Runtime } from '../service.js';
+import { ISO_DATE } from '../store/values.js';
 
 /** A client error that names the parameter and what it expects; the only kind of detail a response carries. */
 export class ApiError extends Error {
@@ -32,7 +33,7 @@ export function listParam() {
 export const dateParam = (what: string) =>
   z
     .string({ error: `expected a date YYYY-MM-DD (${what})` })
-    .regex(/^\d{4}-\d{2}-\d{2}$/, `expected a date YYYY-MM-DD (${what})`)
+    .regex(ISO_DATE, `expected a date YYYY-MM-DD (${what})`)
     .refine((v) => {
       const d = new Date(`${v}T00:00:00Z`);
       return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(v) && v >= '2000-01-01' && v <= '2100-01-01';

@@ -3,7 +3,7 @@ import { DateTime } from 'luxon';
 import { z } from 'zod';
 import type { Runtime } from '../service.js';
 import { storedUnitPrices, unitPrices, type UnitPriceRow } from '../store/tables/unit-prices.js';
-import { decimalToScaled, nextVersionMs, scaledToDecimal, toDateTime64, toDecimalString } from '../store/values.js';
+import { decimalToScaled, HAS_ZONE, ISO_DATE, nextVersionMs, scaledToDecimal, toDateTime64, toDecimalString } from '../store/values.js';
 
 // PRICES_FILE: the price per billable unit of each endpoint, as a history.
 //
@@ -22,8 +22,6 @@ import { decimalToScaled, nextVersionMs, scaledToDecimal, toDateTime64, toDecima
 export const UNIT_PRICE_SCALE = 12;
 
 const ENDPOINT_ID = /^[^/\s]+\/[^/\s]+(\/\S+)?$/;
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
-const HAS_ZONE = /(Z|[+-]\d{2}(:?\d{2})?)$/i;
 
 const unitPrice = z.union([z.string(), z.number()]).transform((value, ctx) => {
   let text: string;
@@ -43,7 +41,7 @@ const unitPrice = z.union([z.string(), z.number()]).transform((value, ctx) => {
 });
 
 const effectiveFrom = z.string().transform((value, ctx) => {
-  const dt = DATE_ONLY.test(value)
+  const dt = ISO_DATE.test(value)
     ? DateTime.fromISO(value, { zone: 'utc' })
     : HAS_ZONE.test(value)
       ? DateTime.fromISO(value, { setZone: true })

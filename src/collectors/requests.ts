@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { platformPaths } from '../platform/index.js';
 import { requests, requestVersion, type RequestRow } from '../store/tables/requests.js';
-import { isoToDateTime64, nextVersionMs, toDateTime64, toDecimalString } from '../store/values.js';
+import { HAS_ZONE, ISO_DATE, isoToDateTime64, nextVersionMs, toDateTime64, toDecimalString } from '../store/values.js';
 import type { BatchWriter, RejectRow, WriteResult } from '../store/writer.js';
 
 // Requests and their billable units: GET /v1/serverless/requests/by-endpoint?expand=billing, at most 50
@@ -304,13 +304,11 @@ export function dayChunks(from: Date, to: Date, timezone = 'UTC'): Array<{ from:
   return chunks;
 }
 
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
-
 /** `--from`/`--to`: a date (midnight in `timezone`) or an ISO 8601 datetime (UTC when it has no zone). */
 export function parseTimeArg(value: string, timezone: string, name: string): Date {
-  const dt = DATE.test(value)
+  const dt = ISO_DATE.test(value)
     ? DateTime.fromISO(value, { zone: timezone })
-    : DateTime.fromISO(value, { zone: 'utc', setZone: /(Z|[+-]\d{2}(:?\d{2})?)$/i.test(value) });
+    : DateTime.fromISO(value, { zone: 'utc', setZone: HAS_ZONE.test(value) });
   if (!dt.isValid) throw new Error(`${name} must be a date YYYY-MM-DD or an ISO 8601 datetime, got ${JSON.stringify(value)}`);
   return dt.toJSDate();
 }

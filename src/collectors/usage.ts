@@ -8,7 +8,7 @@ import {
   type UsageBucketRow,
 } from '../store/tables/usage-buckets.js';
 import { liveUsageSummaryKeys, usageSummaries, type UsageSummaryRow } from '../store/tables/usage-summaries.js';
-import { nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalString } from '../store/values.js';
+import { ISO_DATE, nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalString } from '../store/values.js';
 import { collectorRejects, commitRows, describeZodIssue } from './common.js';
 
 // Pages are validated loosely and each row on its own, so one malformed row is rejected with its reason
@@ -37,10 +37,8 @@ export interface UsageChunkResult {
   rejected: number;
 }
 
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
-
 export function parseLocalDate(value: string, timezone: string, name: string): DateTime {
-  const dt = DATE.test(value) ? DateTime.fromISO(value, { zone: timezone }) : DateTime.invalid('format');
+  const dt = ISO_DATE.test(value) ? DateTime.fromISO(value, { zone: timezone }) : DateTime.invalid('format');
   if (!dt.isValid) throw new Error(`${name} must be a date YYYY-MM-DD, got ${JSON.stringify(value)}`);
   return dt.startOf('day');
 }

@@ -36,6 +36,11 @@ export function toDecimalOrNull(value: number | string | null | undefined): stri
   return value === null || value === undefined ? null : toDecimalString(value);
 }
 
+/** A calendar date, `YYYY-MM-DD`. */
+export const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
+/** An ISO 8601 time that names its zone: ends in `Z` or an offset. */
+export const HAS_ZONE = /(Z|[+-]\d{2}(:?\d{2})?)$/i;
+
 let lastVersionMs = 0;
 /**
  * A version for ReplacingMergeTree rows and checkpoints: epoch ms, >= Date.now() and strictly increasing within

@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import { chDecimal, chNumber, defineTable, namedQuery } from './table.js';
-
-const decimalText = z.string().regex(/^-?\d+(\.\d+)?$/);
+import { chDecimal, chNumber, decimalText, defineTable, namedQuery } from './table.js';
 
 /**
  * One serverless request (sql/007_create_requests.sql). `duration` is Float64 seconds, not a Decimal: it is a

@@ -42,5 +42,8 @@ export function namedQuery<P extends Record<string, unknown>, R extends z.ZodTyp
 
 /** Numbers ClickHouse returns quoted (UInt64, Decimal) or plain: always a JS number. */
 export const chNumber = z.union([z.number(), z.string()]).transform((v) => Number(v));
+/** Decimal text as the collectors write it (toDecimalString): digits, an optional sign and fraction, no exponent. */
+export const decimalText = z.string().regex(/^-?\d+(\.\d+)?$/);
+
 /** Decimal columns come back as exact strings (output_format_json_quote_decimals). */
 export const chDecimal = z.union([z.string(), z.number()]).transform((v) => String(v));

@@ -1,8 +1,6 @@
 import { z } from 'zod';
-import { defineTable, namedQuery } from './table.js';
+import { decimalText, defineTable, namedQuery } from './table.js';
 import type { Store } from '../client.js';
-
-const decimalText = z.string().regex(/^-?\d+(\.\d+)?$/);
 
 /** The columns of one usage row as the platform delivered it, shared by the time series and the summaries. */
 export const usageValueColumns = {
