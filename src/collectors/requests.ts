@@ -2,8 +2,8 @@ import { DateTime } from 'luxon';
 import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { platformPaths } from '../platform/index.js';
-import { requests, requestVersion, type RequestRow } from '../store/tables/requests.js';
-import { HAS_ZONE, ISO_DATE, isoToDateTime64, nextVersionMs, toDateTime64, toDecimalString } from '../store/values.js';
+import { BILLABLE_UNITS_SCALE, requests, requestVersion, type RequestRow } from '../store/tables/requests.js';
+import { HAS_ZONE, ISO_DATE, isoToDateTime64, nextVersionMs, toDateTime64, toDecimalScale } from '../store/values.js';
 import type { BatchWriter, RejectRow, WriteResult } from '../store/writer.js';
 
 // Requests and their billable units: GET /v1/serverless/requests/by-endpoint?expand=billing, at most 50
@@ -111,7 +111,7 @@ export function toRequestLine(raw: unknown, collected: Collected): RequestLine {
   if (unitsValue != null && (typeof unitsValue !== 'number' || !Number.isFinite(unitsValue))) {
     return { reason: `billable_units: expected a number, received ${typeName(unitsValue)}` };
   }
-  const units = unitsValue == null ? null : toDecimalString(unitsValue);
+  const units = unitsValue == null ? null : toDecimalScale(unitsValue, BILLABLE_UNITS_SCALE);
   const gateway = item.gateway_request_id;
   let extra: Record<string, unknown> | null = null;
   for (const key in item) {

@@ -2,13 +2,9 @@ import { DateTime } from 'luxon';
 import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { chunk, platformPaths, UsageRow } from '../platform/index.js';
-import {
-  liveUsageBucketKeys,
-  usageBuckets,
-  type UsageBucketRow,
-} from '../store/tables/usage-buckets.js';
+import { liveUsageBucketKeys, USAGE_SCALES, usageBuckets, type UsageBucketRow } from '../store/tables/usage-buckets.js';
 import { liveUsageSummaryKeys, usageSummaries, type UsageSummaryRow } from '../store/tables/usage-summaries.js';
-import { ISO_DATE, nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalString } from '../store/values.js';
+import { ISO_DATE, nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../store/values.js';
 import { collectorRejects, commitRows, describeZodIssue } from './common.js';
 
 // Pages are validated loosely and each row on its own, so one malformed row is rejected with its reason
@@ -216,12 +212,12 @@ function usageColumns(row: UsageRow, raw: unknown) {
     machine_type: row.machine_type,
     is_surge: row.is_surge,
     unit: row.unit,
-    quantity: toDecimalString(row.quantity),
-    unit_price: toDecimalString(row.unit_price),
-    percent_discount: toDecimalOrNull(row.percent_discount),
-    cost_subtotal: toDecimalOrNull(row.cost_subtotal),
-    cost_discount: toDecimalOrNull(row.cost_discount),
-    cost_total: toDecimalString(row.cost_total ?? row.cost),
+    quantity: toDecimalScale(row.quantity, USAGE_SCALES.quantity),
+    unit_price: toDecimalScale(row.unit_price, USAGE_SCALES.unit_price),
+    percent_discount: toDecimalOrNull(row.percent_discount, USAGE_SCALES.percent_discount),
+    cost_subtotal: toDecimalOrNull(row.cost_subtotal, USAGE_SCALES.cost),
+    cost_discount: toDecimalOrNull(row.cost_discount, USAGE_SCALES.cost),
+    cost_total: toDecimalScale(row.cost_total ?? row.cost, USAGE_SCALES.cost),
     currency: row.currency,
     raw: JSON.stringify(raw),
   };

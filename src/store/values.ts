@@ -31,9 +31,26 @@ function expandExponent(text: string): string {
   return sign && out !== '0' ? `-${out}` : out;
 }
 
-/** A nullable JSON number as decimal text, or null. */
-export function toDecimalOrNull(value: number | string | null | undefined): string | null {
-  return value === null || value === undefined ? null : toDecimalString(value);
+/**
+ * The decimal text of a JSON number rounded to `scale` decimals, half away from zero (0.5 -> 1, -0.5 -> -1), on its
+ * digits (BigInt, never float arithmetic); text within the scale comes back as toDecimalString gives it. Use it for
+ * every value bound for a Decimal(P, scale) column: ClickHouse silently truncates the decimals beyond the scale
+ * (0.0000000000009 into Decimal(38, 12) stores 0).
+ */
+export function toDecimalScale(value: number | string, scale: number): string {
+  if (!Number.isInteger(scale) || scale < 0) throw new RangeError(`scale must be an integer >= 0, got ${scale}`);
+  const text = toDecimalString(value);
+  const point = text.indexOf('.');
+  if (point < 0 || text.length - point - 1 <= scale) return text;
+  const negative = text.startsWith('-');
+  let scaled = BigInt(text.slice(negative ? 1 : 0, point) + text.slice(point + 1, point + 1 + scale));
+  if (text[point + 1 + scale] >= '5') scaled += 1n;
+  return scaledToDecimal(negative ? -scaled : scaled, scale);
+}
+
+/** A nullable JSON number as decimal text rounded to `scale` decimals (toDecimalScale), or null. */
+export function toDecimalOrNull(value: number | string | null | undefined, scale: number): string | null {
+  return value === null || value === undefined ? null : toDecimalScale(value, scale);
 }
 
 /** A calendar date, `YYYY-MM-DD`. */

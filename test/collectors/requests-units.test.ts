@@ -74,6 +74,14 @@ describe('toRequestRow', () => {
     expect(row).toMatchObject({ ended_at: '2026-11-21 10:00:03.500', billable_units: '0.0000001' });
   });
 
+  it('rounds billable units to the 9 decimals the column keeps (ClickHouse would truncate them)', () => {
+    const units = (v: number) => (toRequestRow({ ...item, billable_units: v }, collected) as { billable_units: string }).billable_units;
+    expect(units(5e-10)).toBe('0.000000001');
+    expect(units(4e-10)).toBe('0');
+    expect(units(1.0000000015)).toBe('1.000000002');
+    expect(units(2.5)).toBe('2.5');
+  });
+
   it('writes a line with exactly the table columns, which the row schema accepts, escaping what needs it', () => {
     const r = toRequestLine({ ...item, request_id: 'a"b\\c\n', runner_id: null, odd: 'é"' }, collected);
     if ('reason' in r) throw new Error(r.reason);

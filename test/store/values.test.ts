@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isoToDateTime64, nextVersionMs } from '../../src/store/values.js';
+import { isoToDateTime64, nextVersionMs, toDecimalOrNull, toDecimalScale } from '../../src/store/values.js';
 
 describe('nextVersionMs', () => {
   it('never goes below the clock and strictly increases, even many times within one millisecond', () => {
@@ -26,5 +26,52 @@ describe('isoToDateTime64', () => {
     }
     expect(isoToDateTime64(null)).toBeNull();
     expect(isoToDateTime64(undefined)).toBeNull();
+  });
+});
+
+describe('toDecimalScale', () => {
+  it('rounds half away from zero on the decimal digits, exactly', () => {
+    expect(toDecimalScale('0.0000000000005', 12)).toBe('0.000000000001');
+    expect(toDecimalScale('0.0000000000004999', 12)).toBe('0');
+    expect(toDecimalScale('1.23449999', 4)).toBe('1.2345');
+    expect(toDecimalScale('1.23444999', 4)).toBe('1.2344');
+    expect(toDecimalScale('9.99995', 4)).toBe('10');
+    expect(toDecimalScale('0.5', 0)).toBe('1');
+    expect(toDecimalScale('123456789012345678901234.1234567890125', 12)).toBe('123456789012345678901234.123456789013');
+  });
+
+  it('rounds negatives symmetrically, and never to "-0"', () => {
+    expect(toDecimalScale('-1.23445', 4)).toBe('-1.2345');
+    expect(toDecimalScale('-1.23444', 4)).toBe('-1.2344');
+    expect(toDecimalScale(-0.5, 0)).toBe('-1');
+    expect(toDecimalScale('-0.0000000000004', 12)).toBe('0');
+  });
+
+  it('leaves integers and values within the scale as toDecimalString gives them', () => {
+    expect(toDecimalScale(42, 9)).toBe('42');
+    expect(toDecimalScale('-7', 2)).toBe('-7');
+    expect(toDecimalScale('1.50', 2)).toBe('1.50');
+    expect(toDecimalScale(0.000575, 12)).toBe('0.000575');
+  });
+
+  it('takes exponent forms, as JSON numbers and as text', () => {
+    expect(toDecimalScale(1e-13, 12)).toBe('0');
+    expect(toDecimalScale(5e-13, 12)).toBe('0.000000000001');
+    expect(toDecimalScale('1.5E-10', 9)).toBe('0');
+    expect(toDecimalScale('2.5e-9', 9)).toBe('0.000000003');
+    expect(toDecimalScale(1e21, 9)).toBe('1000000000000000000000');
+    expect(toDecimalScale(-1.23456789e-3, 5)).toBe('-0.00123');
+  });
+
+  it('refuses what is not a decimal number or not a scale', () => {
+    expect(() => toDecimalScale('1,5', 2)).toThrow('not a decimal number');
+    expect(() => toDecimalScale(Number.NaN, 2)).toThrow('not a finite number');
+    expect(() => toDecimalScale('1.5', -1)).toThrow('scale');
+  });
+
+  it('toDecimalOrNull keeps null and undefined, and rounds the rest', () => {
+    expect(toDecimalOrNull(null, 4)).toBeNull();
+    expect(toDecimalOrNull(undefined, 4)).toBeNull();
+    expect(toDecimalOrNull(12.34565, 4)).toBe('12.3457');
   });
 });

@@ -26,6 +26,9 @@ export type RequestRow = z.input<typeof RequestRow>;
 
 export const requests = defineTable('requests', RequestRow);
 
+/** Decimals `billable_units` keeps (Decimal(38, 9)): values are rounded to these before they are written. */
+export const BILLABLE_UNITS_SCALE = 9;
+
 /** Added to the version of a copy that carries billable units: it outranks every copy without. */
 export const BILLED_VERSION_BIT = 2 ** 52;
 

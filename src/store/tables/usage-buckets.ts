@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { decimalText, defineTable, namedQuery } from './table.js';
 import type { Store } from '../client.js';
 
+/** Decimals the value columns keep (sql/004, sql/005): values are rounded to these before they are written. */
+export const USAGE_SCALES = { quantity: 9, unit_price: 12, percent_discount: 4, cost: 12 } as const;
+
 /** The columns of one usage row as the platform delivered it, shared by the time series and the summaries. */
 export const usageValueColumns = {
   app: z.string(),
