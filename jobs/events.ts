@@ -81,8 +81,10 @@ async function scheduled(ctx: JobContext, apps: AppRef[], overlapMs: number, pag
     pageLimit,
   );
   await commit(ctx, results, rejects);
-  // Only after the events are committed do the watermarks move.
-  const next: Watermarks = { ...watermarks };
+  // Only after the events are committed do the watermarks move. Only this run's apps are kept, so apps no longer
+  // listed do not stay in the map for good.
+  const inRun = new Set(apps.map((a) => a.endpoint_id));
+  const next: Watermarks = Object.fromEntries(Object.entries(watermarks).filter(([id]) => inRun.has(id)));
   for (const r of results) {
     if (r.error || r.newestMs === null) continue;
     const before = next[r.app.endpoint_id] ? Date.parse(next[r.app.endpoint_id]) : -Infinity;

@@ -98,13 +98,19 @@ function parseWatermarks(value: string | undefined): Record<string, string> {
 /**
  * Each endpoint's window is [its watermark - REQUESTS_RECOLLECT_HOURS, now), or the look-back for an endpoint
  * without one. Endpoints with the same start are paged together, 50 ids a call; after each day chunk of a group
- * is committed, the group's watermarks move to the chunk's end (never backwards) and the whole map is saved.
+ * is committed, the group's watermarks move to the chunk's end (never backwards) and the map of this run's
+ * endpoints is saved.
  */
 async function scheduled(ctx: JobContext, ids: string[]): Promise<{ from: Date; to: Date } | null> {
   const nowMs = ctx.now().getTime();
   const recollectMs = ctx.runtime.config.REQUESTS_RECOLLECT_HOURS * HOUR_MS;
   const firstStartMs = nowMs - lookbackMs(ctx);
-  const watermarks = parseWatermarks(await ctx.checkpoints.get(JOB, SCHEDULED_KEY));
+  const saved = parseWatermarks(await ctx.checkpoints.get(JOB, SCHEDULED_KEY));
+  // Only this run's endpoints are kept, so ids no longer collected (apps gone, ENDPOINT_IDS changed) do not stay in
+  // the map for good. A run over --endpoints keeps the others': it is not the whole set.
+  const watermarks = ctx.args.endpoints
+    ? saved
+    : Object.fromEntries(ids.filter((id) => Object.hasOwn(saved, id)).map((id) => [id, saved[id]]));
 
   const byStart = new Map<number, string[]>();
   for (const id of ids) {

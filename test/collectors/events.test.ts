@@ -6,6 +6,7 @@ import { eventCounts, runnerStatesAt, runnerStateChanges } from '../../src/store
 import { normalizePayloadStates } from '../../src/collectors/events.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';
 import { runJob } from '../support/jobs.js';
+import { Checkpoints } from '../../src/store/tables/checkpoints.js';
 
 const NOW = '2026-11-21T12:00:00Z';
 const DAYS = 6;
@@ -106,6 +107,20 @@ describe('events collector against the simulator', () => {
     expect(truth.some((e) => Date.parse(e.created_at) > Date.parse(NOW))).toBe(true);
     const counts = await eventCounts(rt.store, { from: new Date(start).toISOString(), to: new Date(end).toISOString(), endpoint_ids: [] });
     expect(counts.reduce((n, c) => n + c.events, 0)).toBe(truth.length);
+  });
+
+  it('the watermarks keep only the apps of the run: one no longer listed is dropped, the others kept', async () => {
+    // The instant of the last scheduled run: nothing new to store, only the watermarks are rewritten.
+    sim.clock.set(new Date(Date.parse(NOW) + 80 * 60_000));
+    const checkpoints = new Checkpoints(rt.store, rt.writer);
+    const before = JSON.parse((await checkpoints.get('events', 'watermarks'))!) as Record<string, string>;
+    expect(Object.keys(before).length).toBeGreaterThan(0);
+    await checkpoints.save('events', 'watermarks', JSON.stringify({ ...before, 'gone/app': NOW }));
+    const result = await runJob(rt, sim, 'events');
+    expect(result.status, result.error).toBe('ok');
+    const after = JSON.parse((await checkpoints.get('events', 'watermarks'))!) as Record<string, string>;
+    expect(after['gone/app']).toBeUndefined();
+    for (const id of Object.keys(before)) expect(Date.parse(after[id]), id).toBeGreaterThanOrEqual(Date.parse(before[id]));
   });
 
   it('a backfill of the whole history stores legacy DEAD as TERMINATED; the last state per runner equals the truth', async () => {

@@ -80,9 +80,10 @@ describe('requests collector: endpoint groups and watermarks', () => {
     expect(Object.keys(saved).sort()).toEqual(ids);
     expect(new Set(Object.values(saved))).toEqual(new Set([new Date(NOW).toISOString()]));
 
-    // One endpoint forgotten, as if it had just been added.
+    // One endpoint forgotten, as if it had just been added; one no longer listed.
     const fresh = ids[3];
     delete saved[fresh];
+    saved['gone/app'] = new Date(NOW).toISOString();
     await checkpoints.save('requests', 'scheduled', JSON.stringify(saved));
     sim.clock.advance(10 * 60_000);
     const since = sim.requestLog().length;
@@ -102,6 +103,7 @@ describe('requests collector: endpoint groups and watermarks', () => {
     );
     const after = JSON.parse((await checkpoints.get('requests', 'scheduled'))!) as Record<string, string>;
     expect(new Set(Object.values(after))).toEqual(new Set([sim.clock.now().toISOString()]));
+    expect(Object.keys(after).sort()).toEqual(ids); // the id no longer listed is gone, every listed one kept
 
     const from = new Date(Date.parse(NOW) - 24 * HOUR);
     expect(sorted(await storedCounts(from, sim.clock.now()))).toEqual(sorted(truthCounts(from, sim.clock.now())));
