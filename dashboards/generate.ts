@@ -407,14 +407,15 @@ const cost: DashboardSpec = {
       label: 'Currency',
       description: 'Currency of the amounts (rows in other currencies are not shown).',
       kind: 'query',
-      query: "SELECT DISTINCT currency FROM usage_buckets WHERE timeframe = 'day' ORDER BY currency",
+      // FINAL: a tombstone (a row the platform stopped returning, currency '') is not an option.
+      query: "SELECT DISTINCT currency FROM usage_buckets FINAL WHERE timeframe = 'day' ORDER BY currency",
     },
     {
       name: 'app',
       label: 'App',
       description: 'Apps with usage in the selected timezone.',
       kind: 'query',
-      query: `SELECT DISTINCT app FROM usage_buckets WHERE timeframe = 'day' AND timezone = ${sq('timezone')} ORDER BY app`,
+      query: `SELECT DISTINCT app FROM usage_buckets FINAL WHERE timeframe = 'day' AND timezone = ${sq('timezone')} ORDER BY app`,
       multi: true,
     },
   ],

@@ -8,6 +8,7 @@ import { buildDashboards, dashboardText } from '../../dashboards/generate.js';
 import { checkModel, runDashboard, type RunReport } from './check.js';
 import { openDemoStore, type DemoStore } from './demo-store.js';
 import { parseDurationMs } from './grafana-sql.js';
+import { toDateTime64 } from '../../src/store/values.js';
 
 const DIR = fileURLToPath(new URL('../../dashboards/', import.meta.url));
 const built = buildDashboards();
@@ -188,5 +189,47 @@ describe('every panel against a store filled by the collectors from the simulato
       expect.stringMatching(/"Daily cost by app" A: ClickHouse refused the query: .*cost_totl/),
       expect.stringMatching(/"Daily cost by machine type" A: a time series needs a time column/),
     ]);
+  });
+
+  it('Cost: a tombstone (a usage row the platform no longer returns: currency empty) is no currency or app option', async () => {
+    const { model } = models.find((m) => m.file === 'cost.json')!;
+    const range = defaultRange(model, demo.nowMs);
+    const timezone = (await report('cost.json')).variables.find((v) => v.name === 'timezone')!.current.value as string;
+    const day = DateTime.fromMillis(demo.nowMs, { zone: timezone }).startOf('day');
+    await demo.service.store.client.insert({
+      table: 'usage_buckets',
+      format: 'JSONEachRow',
+      values: [
+        {
+          timezone,
+          timeframe: 'day',
+          bucket: toDateTime64(day.toJSDate()),
+          bucket_offset_minutes: day.offset,
+          bucket_date: day.toISODate(),
+          app: 'gone-app',
+          environment: '',
+          machine_type: 'GPU-GONE',
+          is_surge: false,
+          unit: 'second',
+          quantity: '0',
+          unit_price: '0',
+          percent_discount: null,
+          cost_subtotal: null,
+          cost_discount: null,
+          cost_total: '0',
+          currency: '',
+          raw: '',
+          version: 1,
+          is_deleted: 1,
+          collected_at: toDateTime64(Date.now()),
+        },
+      ],
+    });
+    const r = await runDashboard(model, demo.service.store, range);
+    expect(r.problems).toEqual([]);
+    const options = (name: string) => r.variables.find((v) => v.name === name)!.options;
+    expect(options('currency').length).toBeGreaterThan(0);
+    expect(options('currency')).not.toContain('');
+    expect(options('app')).not.toContain('gone-app');
   });
 });
