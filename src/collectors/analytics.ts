@@ -1,12 +1,13 @@
 import { DateTime, type DurationLikeObject } from 'luxon';
-import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import {
   ANALYTICS_METRIC_NAMES,
+  AnalyticsRow,
   chunk,
   isPlatformError,
   ModelsPage,
   platformPaths,
+  SeriesPage,
   type AnalyticsMetricName,
   type PlatformError,
 } from '../platform/index.js';
@@ -24,24 +25,6 @@ const PATHS: Record<AnalyticsKind, string> = {
   serverless: platformPaths.serverlessAnalytics,
   models: platformPaths.modelsAnalytics,
 };
-
-// Loose envelope; each row is validated on its own.
-const AnalyticsPage = z.looseObject({
-  next_cursor: z.string().nullish(),
-  has_more: z.boolean().nullish(),
-  time_series: z.array(z.looseObject({ bucket: z.unknown(), results: z.array(z.unknown()) })).nullish(),
-  summary: z.array(z.unknown()).nullish(),
-});
-
-// A row: the endpoint id and the metrics the spec names; counts are whole numbers. Other fields pass through
-// (they stay in `raw`).
-const AnalyticsRecord = z.looseObject({
-  endpoint_id: z.string(),
-  ...(Object.fromEntries(
-    ANALYTICS_METRIC_NAMES.map((m) => [m, m.endsWith('_count') ? z.number().int().nonnegative().nullish() : z.number().nullish()]),
-  ) as Record<AnalyticsMetricName, z.ZodOptional<z.ZodNullable<z.ZodNumber>>>),
-});
-type AnalyticsRecord = z.infer<typeof AnalyticsRecord>;
 
 /** Every metric of the spec, requested through `expand` beside the time series. */
 const SERIES_EXPAND = ['time_series', ...ANALYTICS_METRIC_NAMES];
@@ -129,7 +112,7 @@ export async function collectAnalyticsRange(
     const out: AnalyticsBucketRow[] = [];
     for await (const page of ctx.platform.paginate(PATHS[kind], {
       query: { ...base, endpoint_id: ids, expand: SERIES_EXPAND },
-      schema: AnalyticsPage,
+      schema: SeriesPage,
       ctx: ctx.call,
     })) {
       for (const s of page.time_series ?? []) {
@@ -139,7 +122,7 @@ export async function collectAnalyticsRange(
             rejects.add(raw, `bad bucket ${JSON.stringify(s.bucket)}: ${bucket}`);
             continue;
           }
-          const parsed = AnalyticsRecord.safeParse(raw);
+          const parsed = AnalyticsRow.safeParse(raw);
           if (!parsed.success) {
             rejects.add(raw, describeZodIssue(parsed.error));
             continue;
@@ -176,11 +159,11 @@ async function usedModels(
   const used: string[] = [];
   for await (const page of ctx.platform.paginate(platformPaths.modelsAnalytics, {
     query: { ...base, endpoint_id: ids, expand: ['summary', 'request_count'] },
-    schema: AnalyticsPage,
+    schema: SeriesPage,
     ctx: ctx.call,
   })) {
     for (const raw of page.summary ?? []) {
-      const parsed = AnalyticsRecord.safeParse(raw);
+      const parsed = AnalyticsRow.safeParse(raw);
       if (!parsed.success) {
         rejects.add(raw, `summary: ${describeZodIssue(parsed.error)}`);
         continue;
@@ -218,7 +201,7 @@ function toRow(
   kind: AnalyticsKind,
   range: AnalyticsRange,
   bucket: { utc: string; offsetMinutes: number },
-  r: AnalyticsRecord,
+  r: AnalyticsRow,
   raw: unknown,
   version: number,
   collectedAt: string,

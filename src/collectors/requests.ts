@@ -82,9 +82,10 @@ const q = (s: string): string => JSON.stringify(s);
  * One item of the list as a JSONEachRow line of `requests` (RequestRow), or the reason it cannot be stored.
  *
  * This is the hot path (the query API bench stores 10M requests), so the item is checked field by field against
- * the interface's record (the same rules as RequestItem in src/platform/schemas.ts: required strings and numbers,
- * nullable optional fields, unknown fields kept) and the line is written directly, rather than through a zod
- * parse (which copies the object) and JSON.stringify of an intermediate row: about half the CPU per request.
+ * the interface's record (required: request_id, endpoint_id, ended_at strings, status_code an integer, duration a
+ * number; nullable or absent: gateway_request_id, started_at, sent_at, runner_id, billable_units; unknown fields
+ * kept) and the line is written directly, rather than through a zod parse (which copies the object) and
+ * JSON.stringify of an intermediate row: about half the CPU per request.
  * Timestamps and decimal text hold no characters JSON escapes, so they are quoted as they are.
  */
 export function toRequestLine(raw: unknown, collected: Collected): RequestLine {

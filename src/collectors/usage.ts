@@ -1,20 +1,10 @@
 import { DateTime } from 'luxon';
-import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
-import { chunk, platformPaths, UsageRow } from '../platform/index.js';
+import { chunk, platformPaths, SeriesPage, UsageRow } from '../platform/index.js';
 import { liveUsageBucketKeys, USAGE_SCALES, usageBuckets, type UsageBucketRow } from '../store/tables/usage-buckets.js';
 import { liveUsageSummaryKeys, usageSummaries, type UsageSummaryRow } from '../store/tables/usage-summaries.js';
 import { ISO_DATE, nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../store/values.js';
 import { collectorRejects, commitRows, describeZodIssue } from './common.js';
-
-// Pages are validated loosely and each row on its own, so one malformed row is rejected with its reason
-// and never costs the rows around it.
-const UsagePage = z.looseObject({
-  next_cursor: z.string().nullish(),
-  has_more: z.boolean().nullish(),
-  time_series: z.array(z.looseObject({ bucket: z.unknown(), results: z.array(z.unknown()) })).nullish(),
-  summary: z.array(z.unknown()).nullish(),
-});
 
 export interface UsageRange {
   timezone: string;
@@ -100,7 +90,7 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
     for await (const page of ctx.platform.paginate(platformPaths.serverlessUsage, {
       query: { ...base, expand: 'time_series' },
       scope: 'admin',
-      schema: UsagePage,
+      schema: SeriesPage,
       ctx: ctx.call,
     })) {
       for (const series of page.time_series ?? []) {
@@ -134,7 +124,7 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
     for await (const page of ctx.platform.paginate(platformPaths.serverlessUsage, {
       query: { ...base, expand: 'summary' },
       scope: 'admin',
-      schema: UsagePage,
+      schema: SeriesPage,
       ctx: ctx.call,
     })) {
       for (const raw of page.summary ?? []) {

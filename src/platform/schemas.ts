@@ -62,42 +62,20 @@ export const UsageRow = z.looseObject({
 });
 export type UsageRow = z.infer<typeof UsageRow>;
 
-export const UsageBucket = z.looseObject({
-  /** ISO 8601 with the offset of the requested timezone, e.g. 2026-03-29T00:00:00+01:00. */
-  bucket: z.string(),
-  results: z.array(UsageRow),
-});
-export type UsageBucket = z.infer<typeof UsageBucket>;
-
-export const UsagePage = z.looseObject({
+/**
+ * A page of usage or analytics: the envelope only. The rows (UsageRow, AnalyticsRow) are validated one by one, so
+ * one malformed row is rejected with its reason and never costs its page; a bucket's timestamp is ISO 8601 with
+ * the offset of the requested timezone, e.g. 2026-03-29T00:00:00+01:00, checked by the collector.
+ */
+export const SeriesPage = z.looseObject({
   ...pageFields,
-  summary: z.array(UsageRow).nullish(),
-  time_series: z.array(UsageBucket).nullish(),
+  time_series: z.array(z.looseObject({ bucket: z.unknown(), results: z.array(z.unknown()) })).nullish(),
+  summary: z.array(z.unknown()).nullish(),
 });
-export type UsagePage = z.infer<typeof UsagePage>;
+export type SeriesPage = z.infer<typeof SeriesPage>;
 
-// ---- requests by endpoint ----------------------------------------------------------------------
-
-export const RequestItem = z.looseObject({
-  request_id: z.string(),
-  endpoint_id: z.string(),
-  started_at: nullableString,
-  sent_at: nullableString,
-  ended_at: z.string(),
-  status_code: z.number().int(),
-  /** Seconds. */
-  duration: z.number(),
-  runner_id: nullableString,
-  /** Only with expand=billing; null until the billing event is recorded. */
-  billable_units: nullableNumber,
-});
-export type RequestItem = z.infer<typeof RequestItem>;
-
-export const RequestsPage = z.looseObject({
-  ...pageFields,
-  items: z.array(RequestItem),
-});
-export type RequestsPage = z.infer<typeof RequestsPage>;
+// Requests by endpoint: the requests collector checks each item field by field (its hot path, see
+// src/collectors/requests.ts toRequestLine) rather than through a zod schema.
 
 // ---- analytics (serverless and models) --------------------------------------------------------
 
@@ -130,29 +108,17 @@ export const ANALYTICS_METRIC_NAMES = [
 export type AnalyticsMetricName = (typeof ANALYTICS_METRIC_NAMES)[number];
 
 // A metric not asked for, or with no data, is absent or null; one not listed here passes through unchecked.
-const metricFields = Object.fromEntries(ANALYTICS_METRIC_NAMES.map((name) => [name, nullableNumber])) as Record<
-  AnalyticsMetricName,
-  typeof nullableNumber
->;
+// Counts (`*_count`) are whole numbers.
+const metricFields = Object.fromEntries(
+  ANALYTICS_METRIC_NAMES.map((name) => [name, name.endsWith('_count') ? z.number().int().nonnegative().nullish() : nullableNumber]),
+) as Record<AnalyticsMetricName, typeof nullableNumber>;
 
+/** One row of an analytics page (time series or summary). */
 export const AnalyticsRow = z.looseObject({
   endpoint_id: z.string(),
   ...metricFields,
 });
 export type AnalyticsRow = z.infer<typeof AnalyticsRow>;
-
-export const AnalyticsBucket = z.looseObject({
-  bucket: z.string(),
-  results: z.array(AnalyticsRow),
-});
-export type AnalyticsBucket = z.infer<typeof AnalyticsBucket>;
-
-export const AnalyticsPage = z.looseObject({
-  ...pageFields,
-  summary: z.array(AnalyticsRow).nullish(),
-  time_series: z.array(AnalyticsBucket).nullish(),
-});
-export type AnalyticsPage = z.infer<typeof AnalyticsPage>;
 
 // ---- apps ------------------------------------------------------------------------------------
 

@@ -69,6 +69,13 @@ describe('toRequestRow', () => {
     });
   });
 
+  it('takes billable_units as a number, null or absent (absent: not billed yet)', () => {
+    const { billable_units: _u, ...unbilled } = item;
+    expect(toRequestRow({ ...item, billable_units: 4 }, collected)).toMatchObject({ billable_units: '4' });
+    expect(toRequestRow({ ...item, billable_units: null }, collected)).toMatchObject({ billable_units: null });
+    expect(toRequestRow(unbilled, collected)).toMatchObject({ billable_units: null, version: collected.collectedAtMs });
+  });
+
   it('converts offsets to UTC and tiny numbers without exponents', () => {
     const row = toRequestRow({ ...item, ended_at: '2026-11-21T11:00:03.5+01:00', billable_units: 1e-7 }, collected);
     expect(row).toMatchObject({ ended_at: '2026-11-21 10:00:03.500', billable_units: '0.0000001' });

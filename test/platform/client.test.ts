@@ -7,7 +7,6 @@ import {
   authFailureMessage,
   PlatformClient,
   PlatformError,
-  RequestsPage,
   appPath,
   platformPaths,
   type PlatformClientOptions,
@@ -435,6 +434,7 @@ describe('PlatformClient: responses', () => {
 });
 
 describe('PlatformClient.paginate', () => {
+  const RequestsPage = z.looseObject({ items: z.array(z.looseObject({ request_id: z.string() })) });
   const item = (id: string) => ({ request_id: id, endpoint_id: 'acme/img', ended_at: '2026-03-01T00:00:00Z', status_code: 200, duration: 1 });
 
   it('follows next_cursor across 3 pages and passes each cursor back unchanged', async () => {

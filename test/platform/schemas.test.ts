@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  AnalyticsPage,
+  AnalyticsRow,
   AppsResponse,
   EventsPage,
   Jwks,
@@ -8,11 +8,12 @@ import {
   MetaResponse,
   ModelsPage,
   QueueResponse,
-  RequestsPage,
   RevisionsPage,
   RunnersHistoryResponse,
-  UsagePage,
+  SeriesPage,
+  UsageRow,
 } from '../../src/platform/schemas.js';
+import { toDecimalString } from '../../src/store/values.js';
 
 const usageRow = {
   app: 'acme/img',
@@ -32,51 +33,55 @@ const usageRow = {
 };
 
 describe('response schemas', () => {
-  it('keep unknown fields at every level of the usage page, and money exactly as given', () => {
-    const page = UsagePage.parse({
+  it('keep unknown fields of the series page envelope and of its buckets, and leave the rows to be checked one by one', () => {
+    const page = SeriesPage.parse({
       next_cursor: 'abc',
       has_more: true,
       window: { tz: 'Europe/Paris' },
-      summary: [usageRow],
-      time_series: [{ bucket: '2026-03-29T00:00:00+01:00', hours: 23, results: [usageRow] }],
+      summary: [usageRow, 'not a row'],
+      time_series: [{ bucket: '2026-03-29T00:00:00+01:00', hours: 23, results: [usageRow, { quantity: 'x' }] }],
     });
     expect(page.window).toEqual({ tz: 'Europe/Paris' });
-    expect(page.summary?.[0]).toEqual(usageRow);
-    expect(page.summary?.[0].cost_subtotal).toBe(2.0702875);
     expect(page.time_series?.[0].hours).toBe(23);
-    expect(page.time_series?.[0].results[0].region).toBe('us-east');
+    // A malformed row does not fail its page: the collector rejects it alone.
+    expect(page.summary).toEqual([usageRow, 'not a row']);
+    expect(UsageRow.safeParse(page.time_series?.[0].results[1]).success).toBe(false);
+    expect(SeriesPage.safeParse({ time_series: [{ bucket: 'b', results: 'x' }] }).success).toBe(false);
+  });
+
+  it('keep unknown fields of a usage row and pass its money on as the JSON numbers given, never coerced', () => {
+    // Parsed from the wire text: trailing zeros and exponents are how the platform may print them.
+    const raw: unknown = JSON.parse(
+      '{"app":"acme/img","environment":null,"machine_type":"GPU-H100","unit":"second","quantity":3600.50,' +
+        '"unit_price":5.75e-4,"cost_subtotal":2.07028750,"cost_total":1e-7,"cost":1e-7,"currency":"USD","is_surge":true,"region":"us-east"}',
+    );
+    const row = UsageRow.parse(raw);
+    expect(row.region).toBe('us-east');
+    expect([row.quantity, row.unit_price, row.cost_subtotal, row.cost_total].map((v) => toDecimalString(v!))).toEqual([
+      '3600.5',
+      '0.000575',
+      '2.0702875',
+      '0.0000001',
+    ]);
+    // Money as text is not a number the interface sends: refused, not coerced.
+    expect(UsageRow.safeParse({ ...usageRow, cost: '1.86325875' }).success).toBe(false);
+    expect(UsageRow.safeParse({ ...usageRow, unit_price: null }).success).toBe(false);
   });
 
   it('accept a usage row carrying only the interface fields', () => {
     const { percent_discount, cost_subtotal, cost_discount, cost_total, region, ...minimal } = usageRow;
-    const page = UsagePage.parse({ next_cursor: null, has_more: false, summary: [minimal] });
-    expect(page.summary?.[0].cost_total).toBeUndefined();
-    expect(page.summary?.[0].cost).toBe(1.86325875);
+    const row = UsageRow.parse(minimal);
+    expect(row.cost_total).toBeUndefined();
+    expect(row.cost).toBe(1.86325875);
   });
 
-  it('take billable_units as a number, null or absent', () => {
-    const base = { request_id: 'r', endpoint_id: 'acme/img', ended_at: '2026-03-01T00:00:01Z', status_code: 200, duration: 1.5 };
-    const page = RequestsPage.parse({
-      next_cursor: null,
-      has_more: false,
-      items: [
-        { ...base, billable_units: 4 },
-        { ...base, billable_units: null, started_at: '2026-03-01T00:00:00Z', cache_hit: false },
-        base,
-      ],
-    });
-    expect(page.items.map((i) => i.billable_units)).toEqual([4, null, undefined]);
-    expect(page.items[1].cache_hit).toBe(false);
-    expect(RequestsPage.safeParse({ items: [{ ...base, status_code: 'x' }] }).success).toBe(false);
-  });
-
-  it('keep analytics metrics the schema does not list', () => {
-    const page = AnalyticsPage.parse({
-      summary: [{ endpoint_id: 'acme/img', request_count: 10, p99_duration: null, p999_duration: 9.1 }],
-      time_series: [{ bucket: '2026-03-01T00:00:00Z', results: [{ endpoint_id: 'acme/img/route', error_count: 1 }] }],
-    });
-    expect(page.summary?.[0]).toEqual({ endpoint_id: 'acme/img', request_count: 10, p99_duration: null, p999_duration: 9.1 });
-    expect(page.time_series?.[0].results[0].error_count).toBe(1);
+  it('keep analytics metrics the schema does not list; counts are whole numbers >= 0', () => {
+    const row = { endpoint_id: 'acme/img', request_count: 10, p99_duration: null, p999_duration: 9.1 };
+    expect(AnalyticsRow.parse(row)).toEqual(row);
+    expect(AnalyticsRow.parse({ endpoint_id: 'acme/img/route', error_count: 1, p50_duration: 0.25 }).p50_duration).toBe(0.25);
+    expect(AnalyticsRow.safeParse({ endpoint_id: 'acme/img', request_count: 1.5 }).success).toBe(false);
+    expect(AnalyticsRow.safeParse({ endpoint_id: 'acme/img', error_count: -1 }).success).toBe(false);
+    expect(AnalyticsRow.safeParse({ request_count: 1 }).success).toBe(false);
   });
 
   it('parse the other responses of the notes, keeping unknown fields', () => {
