@@ -196,34 +196,11 @@ describe('every panel against a store filled by the collectors from the simulato
     const range = defaultRange(model, demo.nowMs);
     const timezone = (await report('cost.json')).variables.find((v) => v.name === 'timezone')!.current.value as string;
     const day = DateTime.fromMillis(demo.nowMs, { zone: timezone }).startOf('day');
-    await demo.service.store.client.insert({
-      table: 'usage_buckets',
-      format: 'JSONEachRow',
-      values: [
-        {
-          timezone,
-          timeframe: 'day',
-          bucket: toDateTime64(day.toJSDate()),
-          bucket_offset_minutes: day.offset,
-          bucket_date: day.toISODate(),
-          app: 'gone-app',
-          environment: '',
-          machine_type: 'GPU-GONE',
-          is_surge: false,
-          unit: 'second',
-          quantity: '0',
-          unit_price: '0',
-          percent_discount: null,
-          cost_subtotal: null,
-          cost_discount: null,
-          cost_total: '0',
-          currency: '',
-          raw: '',
-          version: 1,
-          is_deleted: 1,
-          collected_at: toDateTime64(Date.now()),
-        },
-      ],
+    // The other columns take their defaults (0, '', NULL): what a tombstone holds.
+    await demo.service.store.client.command({
+      query: `INSERT INTO usage_buckets (timezone, timeframe, bucket, bucket_offset_minutes, bucket_date, app, machine_type, version, is_deleted)
+              VALUES ({timezone:String}, 'day', {bucket:DateTime64(3, 'UTC')}, {offset:Int32}, {date:Date}, 'gone-app', 'GPU-GONE', 1, 1)`,
+      query_params: { timezone, bucket: toDateTime64(day.toJSDate()), offset: day.offset, date: day.toISODate() },
     });
     const r = await runDashboard(model, demo.service.store, range);
     expect(r.problems).toEqual([]);
