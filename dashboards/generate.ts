@@ -886,6 +886,28 @@ ORDER BY status_5xx DESC, endpoint_id`,
 // ---- Runners -----------------------------------------------------------------------------------------------
 
 /** Scraped samples of one platform metric with its labels, in the time range, for the selected apps. */
+/** The highest scraped sample per interval and app of a per-application platform gauge. */
+function scrapedPerAppPanel(metric: string, column: string, title: string, what: string): PanelSpec {
+  return {
+    type: 'timeseries',
+    title,
+    description: `${what}, from ${metric} (the highest sample per interval).`,
+    w: 8,
+    h: 8,
+    unit: 'short',
+    displayName: '${__field.labels.app}',
+    queries: [
+      {
+        format: 'timeseries',
+        sql: `SELECT ${timeInterval('s.ts')} AS time, ${appOf("m.labels['application']")} AS app, max(s.value) AS ${column}
+FROM ${scraped(metric)}
+GROUP BY time, app
+ORDER BY time, app`,
+      },
+    ],
+  };
+}
+
 function scraped(metric: string): string {
   return `metric_samples AS s
 INNER JOIN (SELECT fingerprint, labels FROM metric_series FINAL WHERE metric = '${metric}') AS m ON s.fingerprint = m.fingerprint
@@ -968,42 +990,8 @@ ORDER BY time, app`,
       },
     ],
     [
-      {
-        type: 'timeseries',
-        title: 'Queue size by app (scraped)',
-        description: 'Requests waiting in the queue, from svc_app_queue_size (the highest sample per interval).',
-        w: 8,
-        h: 8,
-        unit: 'short',
-        displayName: '${__field.labels.app}',
-        queries: [
-          {
-            format: 'timeseries',
-            sql: `SELECT ${timeInterval('s.ts')} AS time, ${appOf("m.labels['application']")} AS app, max(s.value) AS queue_size
-FROM ${scraped('svc_app_queue_size')}
-GROUP BY time, app
-ORDER BY time, app`,
-          },
-        ],
-      },
-      {
-        type: 'timeseries',
-        title: 'Concurrent requests by app (scraped)',
-        description: 'Requests being processed, from svc_app_concurrent_requests (the highest sample per interval).',
-        w: 8,
-        h: 8,
-        unit: 'short',
-        displayName: '${__field.labels.app}',
-        queries: [
-          {
-            format: 'timeseries',
-            sql: `SELECT ${timeInterval('s.ts')} AS time, ${appOf("m.labels['application']")} AS app, max(s.value) AS concurrent_requests
-FROM ${scraped('svc_app_concurrent_requests')}
-GROUP BY time, app
-ORDER BY time, app`,
-          },
-        ],
-      },
+      scrapedPerAppPanel('svc_app_queue_size', 'queue_size', 'Queue size by app (scraped)', 'Requests waiting in the queue'),
+      scrapedPerAppPanel('svc_app_concurrent_requests', 'concurrent_requests', 'Concurrent requests by app (scraped)', 'Requests being processed'),
       {
         type: 'timeseries',
         title: 'Runners by state (scraped)',

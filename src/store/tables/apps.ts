@@ -46,26 +46,16 @@ export const currentApps = namedQuery(
    WHERE is_deleted = 0
      AND (length({owners:Array(String)}) = 0 OR has({owners:Array(String)}, owner))
    ORDER BY owner, name`,
-  z.object({
-    owner: z.string(),
-    name: z.string(),
-    endpoint_id: z.string(),
-    app_id: z.string().nullable(),
-    environment: z.string().nullable(),
-    machine_type: z.string().nullable(),
-    machine_types: z.array(z.string()),
-    auth_mode: z.string().nullable(),
+  // The stored row's columns, with numbers as ClickHouse returns them (UInt64/Float64 may come quoted).
+  AppRow.omit({ raw: true, version: true, is_deleted: true, collected_at: true }).extend({
     keep_alive: nullableCh,
     min_concurrency: nullableCh,
     max_concurrency: nullableCh,
     request_timeout: nullableCh,
     startup_timeout: nullableCh,
-    valid_regions: z.array(z.string()),
-    updated_at: z.string().nullable(),
     active_runners: nullableCh,
     queue_size: nullableCh,
     queue_size_source: z.string(),
-    observed_at: z.string(),
   }),
 );
 
