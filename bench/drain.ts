@@ -110,7 +110,7 @@ async function serve(): Promise<void> {
   const { parseConfig } = await import('../src/config.js');
   const { startService } = await import('../src/service.js');
   const { logDrainExtension } = await import('../src/ingest/drain.js');
-  type Runtime = import('../src/service.js').Runtime;
+  type Runtime = import('../src/runtime.js').Runtime;
   type App = import('fastify').FastifyInstance;
   const config = parseConfig(process.env);
   let rtRef: (Runtime & { app: App }) | undefined;

@@ -1,10 +1,20 @@
+import { randomBytes } from 'node:crypto';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError, getConfig, type Config } from './config.js';
+import { ConfigError, getConfig, isDemoMode, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { StoreUnavailableError } from './store/client.js';
 import { MigrationError } from './store/migrate.js';
 import { closeRuntime, openRuntime, startService } from './service.js';
-import { serviceExtensions } from './extensions.js';
+import type { Extension } from './runtime.js';
+import { collectorsExtension, type DemoWiring } from './jobs/extension.js';
+import { apiExtension } from './api/index.js';
+import { analyticsRoutes } from './api/analytics-routes.js';
+import { logsRoutes } from './api/logs-routes.js';
+import { requestCostRoutes } from './api/request-cost-routes.js';
+import { businessMetricsExtension } from './http/business-metrics.js';
+import { logDrainExtension } from './ingest/drain.js';
+import { webhookExtension } from './ingest/webhooks.js';
+import { allJobs } from '../jobs/index.js';
 import { collectCommand } from './jobs/cli.js';
 
 /** A CLI command: its own options (parsed strictly) and what it does. Returns the exit code. */
@@ -37,7 +47,7 @@ const commands: Record<string, Command> = {
   collect: {
     summary: 'run one collector now (backfills with --from/--to); `tallyhouse collect` lists them',
     usage: 'tallyhouse collect <job> [--from YYYY-MM-DD --to YYYY-MM-DD] [--timezone ZONE]',
-    raw: collectCommand,
+    raw: (argv) => collectCommand(allJobs, argv),
   },
   scrape: {
     summary: 'scrape a Prometheus exposition now (`--target URL`, `--dry-run` prints NDJSON and stores nothing)',
@@ -74,6 +84,23 @@ function usage(): string {
   const width = Math.max(...Object.keys(commands).map((n) => n.length));
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
   return `Usage: tallyhouse <command> [options]\n\nCommands:\n${lines.join('\n')}\n\nConfiguration is read from the environment; see README.md.\n`;
+}
+
+/**
+ * The composition root: what `serve` runs besides the health routes, in start order (stopped in reverse).
+ * Only this module imports the list of everything that runs (ARCHITECTURE.md, "Layers").
+ */
+export function serviceExtensions(config: Config): Extension[] {
+  // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
+  // the receiver fetches from the simulator.
+  const demo: DemoWiring = isDemoMode(config) ? { drainSecret: randomBytes(32).toString('hex') } : {};
+  return [
+    businessMetricsExtension(),
+    apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes]),
+    logDrainExtension({ demoSecret: demo.drainSecret }),
+    webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
+    collectorsExtension(allJobs, demo),
+  ];
 }
 
 async function serve(): Promise<number> {

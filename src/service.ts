@@ -8,16 +8,7 @@ import { openStore, type Store } from './store/client.js';
 import { migrate } from './store/migrate.js';
 import { BatchWriter } from './store/writer.js';
 import { healthRoutes } from './http/health.js';
-import type { Extension } from './extensions.js';
-
-/** What every component of the running service gets: configuration, logging, metrics, the store. */
-export interface Runtime {
-  config: Config;
-  logger: Logger;
-  registry: Registry;
-  store: Store;
-  writer: BatchWriter;
-}
+import type { Component, Extension, Runtime } from './runtime.js';
 
 export interface Service extends Runtime {
   app: FastifyInstance;
@@ -25,12 +16,6 @@ export interface Service extends Runtime {
   url: string;
   /** Stop accepting requests, stop the scheduler, flush the writer, close the store: in that order. */
   close(): Promise<void>;
-}
-
-/** Something started with the service and stopped before the writer is flushed (a scheduler, a pusher). */
-export interface Component {
-  name: string;
-  stop(): Promise<void>;
 }
 
 export interface ServiceOptions {

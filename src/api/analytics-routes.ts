@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { DateTime, IANAZone } from 'luxon';
 import { z } from 'zod';
-import type { Runtime } from '../service.js';
+import type { Runtime } from '../runtime.js';
 import { ERROR_METRICS, errorsByBucket, latencyByBucket } from '../store/tables/analytics-buckets.js';
 import { runnerHistoryByBucket } from '../store/tables/runner-history.js';
 import { badParameter, formatParam, listParam, sendTable, type Table } from './http.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { stringify } from 'csv-stringify/sync';
 import { z } from 'zod';
-import type { Runtime } from '../service.js';
+import type { Runtime } from '../runtime.js';
 import { ISO_DATE } from '../store/values.js';
 
 /** A client error that names the parameter and what it expects; the only kind of detail a response carries. */

@@ -2,7 +2,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { FastifyInstance } from 'fastify';
 import { DateTime } from 'luxon';
 import { z } from 'zod';
-import type { Runtime } from '../service.js';
+import type { Runtime } from '../runtime.js';
 import { badParameter, formatParam, listParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
 

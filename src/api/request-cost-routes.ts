@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { DateTime, IANAZone } from 'luxon';
 import { z } from 'zod';
-import type { Runtime } from '../service.js';
+import type { Runtime } from '../runtime.js';
 import { Checkpoints } from '../store/tables/checkpoints.js';
 import { requestCostByEndpoint, requestCostByEndpointDay } from '../store/tables/requests.js';
 import { dailyCostByEndpoint, dailyCostByEndpointDay } from '../store/tables/requests-daily.js';

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { DateTime } from 'luxon';
 import { z } from 'zod';
-import type { Runtime } from '../service.js';
+import type { Runtime } from '../runtime.js';
 import { storedUnitPrices, unitPrices, type UnitPriceRow } from '../store/tables/unit-prices.js';
 import { decimalToScaled, HAS_ZONE, ISO_DATE, nextVersionMs, scaledToDecimal, toDateTime64, toDecimalString } from '../store/values.js';
 

@@ -1,4 +1,4 @@
-import type { Runtime } from '../service.js';
+import type { Runtime } from '../runtime.js';
 import { counter, gauge, histogram } from '../metrics.js';
 import { metricSamples, metricSeries, scrapes } from '../store/tables/metrics.js';
 import { renderStatement } from '../store/migrate.js';

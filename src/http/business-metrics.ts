@@ -1,7 +1,7 @@
 import { DateTime } from 'luxon';
 import { z } from 'zod';
-import type { Runtime } from '../service.js';
-import type { Extension } from '../extensions.js';
+import type { Runtime } from '../runtime.js';
+import type { Extension } from '../runtime.js';
 import { currentStoreGeneration, gauge } from '../metrics.js';
 import { lastSuccessByJob } from '../store/tables/job-runs.js';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDemoMode, type Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { Extension } from '../extensions.js';
+import type { Extension } from '../runtime.js';
 import { MAX_REJECT_RAW_BYTES, truncateUtf8, type BatchWriter } from '../store/writer.js';
 import { applyLogRetention } from '../store/tables/logs.js';
 import { formatDateTime64, LOG_ROW_COLUMNS, type BatchContext } from './drain-lines.js';

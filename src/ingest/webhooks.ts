@@ -9,7 +9,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import { request } from 'undici';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { Extension } from '../extensions.js';
+import type { Extension } from '../runtime.js';
 import type { BatchWriter } from '../store/writer.js';
 import { webhookDeliveries, type WebhookDeliveryRow } from '../store/tables/webhook-deliveries.js';
 import { formatDateTime64 } from './drain-lines.js';

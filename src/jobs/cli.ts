@@ -3,12 +3,12 @@ import { IANAZone } from 'luxon';
 import { getConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { closeRuntime, openRuntime } from '../service.js';
-import { allJobs } from '../../jobs/index.js';
+import type { JobDefinition } from './job.js';
 import { openPlatformSource } from './platform-source.js';
 import { consoleProgress } from './progress.js';
 import { Scheduler } from './scheduler.js';
 
-export function collectUsage(): string {
+export function collectUsage(allJobs: JobDefinition[]): string {
   const lines = allJobs.map((j) => {
     const extra = Object.entries(j.options ?? {}).map(([k, o]) => `\n      --${k}  ${o.description}`).join('');
     return `  ${j.name.padEnd(10)} ${j.description}${extra}`;
@@ -17,11 +17,11 @@ export function collectUsage(): string {
 }
 
 /** `tallyhouse collect <job> [...]`: runs one job now, with progress on stderr; exit 1 when it fails. */
-export async function collectCommand(argv: string[]): Promise<number> {
+export async function collectCommand(allJobs: JobDefinition[], argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   const job = allJobs.find((j) => j.name === name);
   if (!job) {
-    process.stderr.write(`tallyhouse collect: ${name ? `unknown job ${JSON.stringify(name)}` : 'which job?'}\n\n${collectUsage()}`);
+    process.stderr.write(`tallyhouse collect: ${name ? `unknown job ${JSON.stringify(name)}` : 'which job?'}\n\n${collectUsage(allJobs)}`);
     return 2;
   }
   let values: Record<string, string | boolean | undefined>;
@@ -34,7 +34,7 @@ export async function collectCommand(argv: string[]): Promise<number> {
       allowPositionals: false,
     }));
   } catch (err) {
-    process.stderr.write(`tallyhouse collect ${name}: ${(err as Error).message}\n\n${collectUsage()}`);
+    process.stderr.write(`tallyhouse collect ${name}: ${(err as Error).message}\n\n${collectUsage(allJobs)}`);
     return 2;
   }
   const config = getConfig();

@@ -1,4 +1,4 @@
-import type { Extension } from '../extensions.js';
+import type { Extension } from '../runtime.js';
 import type { JobDefinition } from './job.js';
 import { openPlatformSource } from './platform-source.js';
 import { Scheduler } from './scheduler.js';

@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import type { Runtime } from '../service.js';
+import type { Runtime } from '../runtime.js';
 import type { CallContext, KeyScope, PlatformClient } from '../platform/index.js';
 import type { Checkpoints } from '../store/tables/checkpoints.js';
 import type { Progress } from './progress.js';

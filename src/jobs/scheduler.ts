@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import cron, { type ScheduledTask } from 'node-cron';
 import { counter, gauge, histogram, markStoreChanged } from '../metrics.js';
-import type { Runtime } from '../service.js';
+import type { Runtime } from '../runtime.js';
 import { authFailureMessage, PlatformError, type PlatformClient } from '../platform/index.js';
 import { Checkpoints } from '../store/tables/checkpoints.js';
 import { jobRuns, type JobRunRow } from '../store/tables/job-runs.js';

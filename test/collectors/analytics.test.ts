@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { DateTime } from 'luxon';
 import { startSim, type Sim } from '../../src/sim/index.js';
-import type { Runtime } from '../../src/service.js';
+import type { Runtime } from '../../src/runtime.js';
 import { ANALYTICS_METRIC_NAMES } from '../../src/platform/index.js';
 import { analyticsByBucket, errorTotals } from '../../src/store/tables/analytics-buckets.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';

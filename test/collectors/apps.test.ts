@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type Sim } from '../../src/sim/index.js';
-import type { Runtime } from '../../src/service.js';
+import type { Runtime } from '../../src/runtime.js';
 import type { JobDefinition } from '../../src/jobs/job.js';
 import { listApps, listEndpoints, type AppRef } from '../../src/collectors/endpoints.js';
 import { appsJob } from '../../jobs/apps.js';

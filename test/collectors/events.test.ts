@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DateTime } from 'luxon';
 import { startSim, type Sim } from '../../src/sim/index.js';
-import type { Runtime } from '../../src/service.js';
+import type { Runtime } from '../../src/runtime.js';
 import { eventCounts, runnerStatesAt, runnerStateChanges } from '../../src/store/tables/app-events.js';
 import { normalizePayloadStates } from '../../src/collectors/events.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';

@@ -8,7 +8,7 @@ import type { PlatformClient } from '../../src/platform/index.js';
 import { Scheduler } from '../../src/jobs/scheduler.js';
 import { financeReport } from '../../src/api/finance.js';
 import { allJobs } from '../../jobs/index.js';
-import type { Runtime } from '../../src/service.js';
+import type { Runtime } from '../../src/runtime.js';
 import { decimalToScaled } from '../../src/store/values.js';
 import { closeRuntime, openTestRuntime, queryRows } from '../support/store.js';
 import { runJob, simClient } from '../support/jobs.js';

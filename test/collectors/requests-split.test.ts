@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type Sim } from '../../src/sim/index.js';
-import type { Runtime } from '../../src/service.js';
+import type { Runtime } from '../../src/runtime.js';
 import { toDateTime64 } from '../../src/store/values.js';
 import { Checkpoints } from '../../src/store/tables/checkpoints.js';
 import { requestCostByEndpoint } from '../../src/store/tables/requests.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type Sim } from '../../src/sim/index.js';
-import type { Runtime } from '../../src/service.js';
+import type { Runtime } from '../../src/runtime.js';
 import { decimalToScaled, toDateTime64 } from '../../src/store/values.js';
 import { requestCostByEndpointDay, requestCosts } from '../../src/store/tables/requests.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';

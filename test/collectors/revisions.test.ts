@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type Sim } from '../../src/sim/index.js';
-import type { Runtime } from '../../src/service.js';
+import type { Runtime } from '../../src/runtime.js';
 import { currentRevisions, revisionsOf } from '../../src/store/tables/app-revisions.js';
 import { openTestRuntime, closeRuntime } from '../support/store.js';
 import { runJob } from '../support/jobs.js';

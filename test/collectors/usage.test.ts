@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DateTime } from 'luxon';
 import { startSim, type Sim } from '../../src/sim/index.js';
-import type { Runtime } from '../../src/service.js';
+import type { Runtime } from '../../src/runtime.js';
 import { decimalToScaled } from '../../src/store/values.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';
 import { runJob, simClient } from '../support/jobs.js';

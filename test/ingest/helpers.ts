@@ -6,10 +6,10 @@ import { createRegistry } from '../../src/metrics.js';
 import { logDrainExtension, type LogDrainOptions } from '../../src/ingest/drain.js';
 import type { Spool } from '../../src/ingest/spool.js';
 import type { SpoolReplayer } from '../../src/ingest/replayer.js';
-import type { Extension } from '../../src/extensions.js';
+import type { Extension } from '../../src/runtime.js';
 import { testConfig, queryRows } from '../support/store.js';
 import { expect } from 'vitest';
-import type { Runtime } from '../../src/service.js';
+import type { Runtime } from '../../src/runtime.js';
 import type { DrainBatch } from '../../src/sim/index.js';
 import { formatDateTime64, LABEL_COLUMNS } from '../../src/ingest/drain-lines.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allTables } from '../../src/store/tables/index.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';
-import type { Runtime } from '../../src/service.js';
+import type { Runtime } from '../../src/runtime.js';
 import { USAGE_SCALES } from '../../src/store/tables/usage-buckets.js';
 import { BILLABLE_UNITS_SCALE } from '../../src/store/tables/requests.js';
 import { UNIT_PRICE_SCALE } from '../../src/collectors/prices.js';

@@ -1,7 +1,7 @@
 import { PlatformClient } from '../../src/platform/index.js';
 import { Scheduler, type JobRunResult } from '../../src/jobs/scheduler.js';
 import type { JobArgs, JobDefinition } from '../../src/jobs/job.js';
-import type { Runtime } from '../../src/service.js';
+import type { Runtime } from '../../src/runtime.js';
 import { allJobs } from '../../jobs/index.js';
 import type { Sim } from '../../src/sim/index.js';
 

@@ -2,7 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig, type Config } from '../../src/config.js';
-import { openRuntime, closeRuntime, type Runtime } from '../../src/service.js';
+import { openRuntime, closeRuntime } from '../../src/service.js';
+import type { Runtime } from '../../src/runtime.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 
