@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { IANAZone } from 'luxon';
 import cron from 'node-cron';
 
-// One schema for the whole environment, parsed once (STYLE.md rule 4).
+// One schema for the whole environment, parsed once (CONTRIBUTING.md rule 4).
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])

@@ -1,6 +1,6 @@
 // One error class for every way a Platform API call can fail, carrying whether to retry.
 // Classification uses the status, the headers and the machine-readable error type only;
-// message text is for people and is never inspected (STYLE.md rule 5).
+// message text is for people and is never inspected (CONTRIBUTING.md rule 5).
 
 export type KeyScope = 'api' | 'admin';
 

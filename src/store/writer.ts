@@ -72,7 +72,7 @@ interface TableBuffer {
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
- * One batch writer for every table (STYLE.md rule 6): a buffer per table, flushed at a row or byte
+ * One batch writer for every table (CONTRIBUTING.md rule 6): a buffer per table, flushed at a row or byte
  * limit, on an interval, and on close; transient failures retried with the same deduplication token
  * (so a batch that landed before its answer was lost is not doubled); rows ClickHouse refuses are
  * isolated by bisection and go to `ingest_rejects` with the reason. `insert()` resolves once its rows

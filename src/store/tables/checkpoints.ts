@@ -22,7 +22,7 @@ const readCheckpoint = namedQuery(
 
 /**
  * Checkpoints per job and key. `save()` resolves once the checkpoint is committed; callers save one only
- * after the data it covers is committed (STYLE.md rule 8), so a restarted job resumes without a gap.
+ * after the data it covers is committed (CONTRIBUTING.md rule 8), so a restarted job resumes without a gap.
  */
 export class Checkpoints {
   constructor(

@@ -123,7 +123,7 @@ export function costAggregates(decimals: 'text' | 'typed'): string {
   ].join(',\n       ');
 }
 
-// One template for both groupings (STYLE.md: one query with a parameter, not near-identical copies). The
+// One template for both groupings (CONTRIBUTING.md: one query with a parameter, not near-identical copies). The
 // grouping is chosen from this allow-list, never from caller text.
 const COST_GROUPINGS = {
   endpoint: { select: '', groupBy: 'endpoint_id' },

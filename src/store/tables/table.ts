@@ -13,7 +13,7 @@ export function defineTable<S extends z.ZodObject>(name: string, row: S): TableD
 }
 
 /**
- * A named, parameterised query (STYLE.md rule 2): `{name:Type}` placeholders bound server-side and a zod
+ * A named, parameterised query (CONTRIBUTING.md rule 2): `{name:Type}` placeholders bound server-side and a zod
  * schema for the rows that come back. Values are never interpolated into the SQL text.
  */
 export function namedQuery<P extends Record<string, unknown>, R extends z.ZodType>(
