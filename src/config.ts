@@ -24,7 +24,7 @@ const timezoneList = z
     z
       .array(
         z.string().refine((tz) => IANAZone.isValidZone(tz), {
-          error: (issue) => `unknown IANA time zone ${JSON.stringify(issue.input)}`,
+          error: 'expected IANA time zone names (e.g. UTC,Europe/Berlin); one of them is not one',
         }),
       )
       .min(1, 'expected at least one IANA time zone'),
@@ -44,6 +44,19 @@ const jobCronFields = Object.fromEntries(JOB_NAMES.map((n) => [`JOB_${n.toUpperC
 const csvList = z
   .string()
   .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean));
+
+/**
+ * The minimum lengths of secrets, one per kind (README, "Configuration"): a bearer token is compared whole, an
+ * HMAC key must resist guessing offline.
+ */
+export const MIN_TOKEN_LENGTH = 16;
+export const MIN_HMAC_SECRET_LENGTH = 32;
+const token = z.string().min(MIN_TOKEN_LENGTH, `expected a token of at least ${MIN_TOKEN_LENGTH} characters`);
+
+/** Hosts that only this machine reaches: the query API and /metrics answer there without a token. */
+export function isLoopbackHost(host: string): boolean {
+  return /^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(host);
+}
 
 export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -89,8 +102,11 @@ export const ConfigSchema = z.object({
   ANALYTICS_TIMEFRAME: z.enum(['minute', 'hour', 'day']).default('hour'),
 
   // Log drain (issue 7).
-  LOG_DRAIN_SECRET: z.string().min(32, 'expected a secret of at least 32 characters').optional(),
-  LOG_DRAIN_TOKEN: z.string().min(16, 'expected a token of at least 16 characters').optional(),
+  LOG_DRAIN_SECRET: z
+    .string()
+    .min(MIN_HMAC_SECRET_LENGTH, `expected a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters`)
+    .optional(),
+  LOG_DRAIN_TOKEN: token.optional(),
   LOG_DRAIN_MAX_BODY_BYTES: positiveInt.default(32 * 1024 * 1024),
   LOG_DRAIN_SPOOL_MAX_BYTES: positiveInt.default(1024 * 1024 * 1024),
   LOG_RETENTION_DAYS: positiveInt.default(30),
@@ -103,7 +119,11 @@ export const ConfigSchema = z.object({
   // Also scrape Tallyhouse's own /metrics into the store (job "tallyhouse"), for the pipeline-health dashboard.
   SCRAPE_SELF: bool.default(true),
   SCRAPE_SELF_INTERVAL: z.string().regex(/^\d+(ms|s|m)$/, 'expected a duration like 15s or 1m').default('30s'),
-  SVC_METRICS_PATH: z.string().regex(/^\//, 'expected a path starting with /').default('/metrics'), // or /v1/serverless/metrics
+  // A path on SVC_BASE_URL, never another host: the platform key goes with the request ("//host/x" is a URL).
+  SVC_METRICS_PATH: z
+    .string()
+    .regex(/^\/(?![\/\\])[^\s?#\\]*$/, 'expected a path on SVC_BASE_URL starting with a single /, e.g. /metrics')
+    .default('/metrics'), // or /v1/serverless/metrics
   METRICS_RETENTION_DAYS: positiveInt.default(30),
   METRICS_MAX_APPS: positiveInt.default(200),
   // Monthly budgets per app, exported as tallyhouse_app_budget for the budget alert: {"app-name": 1500, ...}
@@ -125,9 +145,12 @@ export const ConfigSchema = z.object({
   BUDGET_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'expected a currency code like USD').default('USD'),
 
   // Query API.
-  API_TOKENS: csvList.optional(),
-  // When set, GET /metrics (which carries per-app cost) needs `Authorization: Bearer <METRICS_TOKEN>`.
-  METRICS_TOKEN: z.string().min(16, 'expected a token of at least 16 characters').optional(),
+  API_TOKENS: csvList
+    .pipe(z.array(z.string().min(MIN_TOKEN_LENGTH, `expected comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters each`)))
+    .optional(),
+  // When set, GET /metrics (which carries per-app cost) needs `Authorization: Bearer <METRICS_TOKEN>`; required
+  // when HOST is not a loopback address.
+  METRICS_TOKEN: token.optional(),
 });
 
 export type Config = Readonly<z.output<typeof ConfigSchema>>;
@@ -163,7 +186,8 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     case 'invalid_type':
       return issue.expected === 'number' ? 'expected a number' : `expected ${issue.expected}`;
     case 'too_small':
-      return `expected a value >= ${String(issue.minimum)}`;
+      // A schema's own message (a secret's minimum length) says more than the bare bound.
+      return issue.message && !issue.message.startsWith('Too small') ? issue.message : `expected a value >= ${String(issue.minimum)}`;
     case 'too_big':
       return `expected a value <= ${String(issue.maximum)}`;
     case 'invalid_value':

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
-import type { Config } from './config.js';
+import { ConfigError, isLoopbackHost, MIN_TOKEN_LENGTH, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { createRegistry } from './metrics.js';
 import { openStore, type Store } from './store/client.js';
@@ -69,6 +69,15 @@ export async function closeRuntime(rt: Runtime): Promise<void> {
 }
 
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
+  if (!config.METRICS_TOKEN && !isLoopbackHost(config.HOST)) {
+    // Like the query API: cost per app is not served to anyone who can reach a public address.
+    throw new ConfigError([
+      {
+        variable: 'METRICS_TOKEN',
+        expected: `a token of at least ${MIN_TOKEN_LENGTH} characters when HOST is not a loopback address: GET /metrics carries month-to-date cost per app`,
+      },
+    ]);
+  }
   const rt = await openRuntime(config, opts);
   const app = Fastify({
     loggerInstance: rt.logger.child({ component: 'http' }),
@@ -78,12 +87,6 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
   await app.register(healthRoutes, { store: rt.store, registry: rt.registry, metricsToken: config.METRICS_TOKEN });
-  if (!config.METRICS_TOKEN && !/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(config.HOST)) {
-    rt.logger.warn(
-      { host: config.HOST },
-      'GET /metrics (which includes month-to-date cost per app) answers anyone who can reach this address; set METRICS_TOKEN to require a bearer token',
-    );
-  }
   const components: Component[] = [];
   for (const extend of opts.extensions ?? []) {
     const component = await extend({ ...rt, app });

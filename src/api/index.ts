@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { ConfigError } from '../config.js';
+import { ConfigError, isLoopbackHost } from '../config.js';
 import type { Extension } from '../runtime.js';
 import type { Runtime } from '../runtime.js';
 import { collectedTimezones, costByGroups, COST_GROUPS, type CostGroup } from '../store/tables/usage-buckets.js';
@@ -11,7 +11,6 @@ import { RouteRegistry } from './routes.js';
 
 export const API_PREFIX = '/api/v1';
 
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 
 /** Extra route groups (cost per request, latency, errors, runners, logs) register through this hook. */
 export type ApiRoutes = (app: FastifyInstance, registry: RouteRegistry, rt: Runtime) => void;
@@ -20,11 +19,11 @@ export type ApiRoutes = (app: FastifyInstance, registry: RouteRegistry, rt: Runt
 export function apiExtension(extraRoutes: ApiRoutes[] = []): Extension {
   return async (rt) => {
     const tokens = rt.config.API_TOKENS ?? [];
-    if (tokens.length === 0 && !LOOPBACK.test(rt.config.HOST)) {
+    if (tokens.length === 0 && !isLoopbackHost(rt.config.HOST)) {
       throw new ConfigError([
         {
           variable: 'API_TOKENS',
-          expected: `at least one token when HOST (${rt.config.HOST}) is not a loopback address: the query API serves cost data and refuses to listen openly without authentication`,
+          expected: `at least one token when HOST is not a loopback address: the query API serves cost data and refuses to listen openly without authentication`,
         },
       ]);
     }

@@ -3,7 +3,7 @@ import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import { request } from 'undici';
 import { z } from 'zod';
-import type { Config } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
 import { ExpositionError, parseExposition, type Sample } from '../promtext/index.js';
 import { safeUrl } from '../store/client.js';
 import { toDateTime64 } from '../store/values.js';
@@ -72,13 +72,16 @@ export function scrapeTargets(config: Config, platform: { baseUrl: string; apiKe
     let raw: unknown;
     try {
       raw = JSON.parse(config.SCRAPE_TARGETS);
-    } catch (err) {
-      throw new Error(`SCRAPE_TARGETS: expected a JSON list of targets: ${(err as Error).message}`);
+    } catch {
+      // The parser's message quotes the text around the error, which may be a header's secret.
+      throw new ConfigError([{ variable: 'SCRAPE_TARGETS', expected: 'a JSON list of targets: the value is not valid JSON' }]);
     }
     const parsed = z.array(TargetSchema).safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new Error(`SCRAPE_TARGETS[${issue.path.join('.')}]: ${issue.message}`);
+      // The path and the schema's message name what is wrong; the value itself is never echoed.
+      const where = issue.path.length > 0 ? ` at [${issue.path.join('.')}]` : '';
+      throw new ConfigError([{ variable: 'SCRAPE_TARGETS', expected: `a JSON list of targets; the entry${where} is invalid: ${describeTargetIssue(issue)}` }]);
     }
     return parsed.data.map(toTarget);
   }
@@ -95,6 +98,23 @@ export function scrapeTargets(config: Config, platform: { baseUrl: string; apiKe
       }),
     ),
   ];
+}
+
+function describeTargetIssue(issue: z.core.$ZodIssue): string {
+  // zod's default messages for unions and enums can quote the input; name the expectation only.
+  switch (issue.code) {
+    case 'invalid_type':
+      return `expected ${issue.expected}`;
+    case 'unrecognized_keys':
+      return `unknown field(s) ${issue.keys.join(', ')}`;
+    case 'invalid_format':
+      // The schema's own messages (a URL, a duration like 15s) never quote the input.
+      return issue.format === 'url' ? 'expected an http(s) URL' : issue.message;
+    case 'too_small':
+      return `expected at least ${String(issue.minimum)}`;
+    default:
+      return issue.code.replaceAll('_', ' ');
+  }
 }
 
 export class ScrapeError extends Error {
