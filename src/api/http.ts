@@ -72,10 +72,25 @@ export function wantsCsv(request: FastifyRequest, format?: string): boolean {
   return /\btext\/csv\b/.test(accept) && !/\bapplication\/json\b/.test(accept);
 }
 
-/** RFC 4180 CSV: a header row, CRLF line ends, quoting where needed, numbers unformatted, UTF-8. */
+/** A plain decimal number, as money and quantities are sent (exact decimal text): a spreadsheet reads it as a number. */
+const PLAIN_NUMBER = /^-?\d+(\.\d+)?$/;
+/** What a spreadsheet treats as the start of a formula (OWASP "CSV injection"). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * A cell a spreadsheet will not evaluate (CONTRIBUTING.md rule 18): text that starts like a formula gets a leading
+ * `'`; numbers, and text that is a plain decimal number (a negative difference), stay numbers.
+ */
+export function safeCell(value: Cell | undefined): string | number | boolean {
+  if (value === null || value === undefined) return '';
+  if (typeof value !== 'string') return value;
+  return FORMULA_START.test(value) && !PLAIN_NUMBER.test(value) ? `'${value}` : value;
+}
+
+/** RFC 4180 CSV: a header row, CRLF line ends, quoting where needed, numbers unformatted, UTF-8, safe to open. */
 export function toCsv(table: Table): string {
   return stringify(
-    table.rows.map((r) => table.columns.map((c) => (r[c] === null || r[c] === undefined ? '' : r[c]))),
+    table.rows.map((r) => table.columns.map((c) => safeCell(r[c]))),
     { header: true, columns: table.columns, record_delimiter: 'windows', cast: { boolean: (b) => (b ? 'true' : 'false') } },
   );
 }
