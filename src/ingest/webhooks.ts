@@ -33,7 +33,8 @@ export type WebhookOutcome =
   | 'invalid_signature'
   | 'keys_unavailable'
   | 'store_unavailable'
-  | 'too_large';
+  | 'too_large'
+  | 'busy';
 
 /** The key set's URL: WEBHOOK_JWKS_URL, else SVC_BASE_URL/.well-known/jwks.json. */
 export function jwksUrl(config: Pick<Config, 'WEBHOOK_JWKS_URL' | 'SVC_BASE_URL'>): string {
@@ -48,43 +49,58 @@ export class KeySetUnavailableError extends Error {
 }
 
 export interface KeySetOptions {
-  /** How long fetched keys are used (the interface: at most 24 hours). */
+  /** How long fetched keys are used (the interface: at most 24 hours; never longer, even when a refresh fails). */
   maxAgeMs?: number;
   /** A signature no cached key verifies refetches the set, at most this often (a bad request cannot make us hammer it). */
   minRefetchIntervalMs?: number;
+  /** A failed fetch is remembered this long: requests meanwhile get its answer without a new outbound fetch. */
+  failureMemoryMs?: number;
   timeoutMs?: number;
   logger?: Logger;
+  now?: () => number;
 }
+
+const DAY_MS = 24 * 3_600_000;
 
 /** The Ed25519 keys of the key set (`{keys: [{kty: OKP, crv: Ed25519, x}]}`), cached, fetched one at a time. */
 export class KeySet {
   private keys: KeyObject[] | undefined;
   private fetchedAt = 0;
   private inflight: Promise<KeyObject[]> | null = null;
+  private lastFailure: { at: number; error: KeySetUnavailableError } | undefined;
+  private warnedStale = false;
   private readonly maxAgeMs: number;
   private readonly minRefetchIntervalMs: number;
+  private readonly failureMemoryMs: number;
   private readonly timeoutMs: number;
+  private readonly now: () => number;
 
   /** `url` may be a function: resolved at each fetch (demo mode learns the simulator's address after start-up). */
   constructor(private readonly source: string | (() => string), private readonly opts: KeySetOptions = {}) {
-    this.maxAgeMs = Math.min(opts.maxAgeMs ?? 24 * 3_600_000, 24 * 3_600_000);
+    this.maxAgeMs = Math.min(opts.maxAgeMs ?? DAY_MS, DAY_MS);
     this.minRefetchIntervalMs = opts.minRefetchIntervalMs ?? 30_000;
+    this.failureMemoryMs = opts.failureMemoryMs ?? 30_000;
     this.timeoutMs = opts.timeoutMs ?? 5_000;
+    this.now = opts.now ?? Date.now;
   }
 
   get url(): string {
     return typeof this.source === 'string' ? this.source : this.source();
   }
 
-  /** Cached keys while fresh; otherwise fetched (a failed refresh keeps using stale keys rather than none). */
+  /**
+   * Cached keys while fresh (under 24 hours since fetched); otherwise fetched. Keys older than that are never
+   * used: while the set cannot be refreshed, deliveries are refused (503) and the platform retries them.
+   */
   async current(): Promise<KeyObject[]> {
-    if (this.keys && Date.now() - this.fetchedAt < this.maxAgeMs) return this.keys;
+    if (this.keys && this.now() - this.fetchedAt < this.maxAgeMs) return this.keys;
     try {
       return await this.fetch();
     } catch (err) {
-      if (this.keys) {
-        this.opts.logger?.warn({ url: this.url, err: (err as Error).message }, 'webhook key set refresh failed; using the cached keys');
-        return this.keys;
+      if (this.keys && !this.warnedStale) {
+        // Once per outage, not once per refused delivery.
+        this.warnedStale = true;
+        this.opts.logger?.error({ url: this.url, err: (err as Error).message }, 'webhook key set is older than 24 hours and cannot be refreshed; deliveries are refused (503) until it can');
       }
       throw err;
     }
@@ -92,12 +108,24 @@ export class KeySet {
 
   /** After an unknown signature: the set again, unless it was fetched very recently. */
   async refetch(): Promise<KeyObject[] | undefined> {
-    if (this.keys && Date.now() - this.fetchedAt < this.minRefetchIntervalMs) return undefined;
+    if (this.keys && this.now() - this.fetchedAt < this.minRefetchIntervalMs) return undefined;
     return this.fetch();
   }
 
   private fetch(): Promise<KeyObject[]> {
-    this.inflight ??= this.load().finally(() => {
+    const failure = this.lastFailure;
+    if (failure && this.now() - failure.at < this.failureMemoryMs) return Promise.reject(failure.error);
+    this.inflight ??= this.load().then(
+      (keys) => {
+        this.lastFailure = undefined;
+        this.warnedStale = false;
+        return keys;
+      },
+      (err: KeySetUnavailableError) => {
+        this.lastFailure = { at: this.now(), error: err };
+        throw err;
+      },
+    ).finally(() => {
       this.inflight = null;
     });
     return this.inflight;
@@ -129,7 +157,7 @@ export class KeySet {
     }
     if (keys.length === 0) throw new KeySetUnavailableError(url, 'no Ed25519 key in the set');
     this.keys = keys;
-    this.fetchedAt = Date.now();
+    this.fetchedAt = this.now();
     this.opts.logger?.info({ url, keys: keys.length }, 'webhook key set fetched');
     return keys;
   }
@@ -143,12 +171,17 @@ export interface SignedDelivery {
   signature: Buffer;
 }
 
-/** Steps 2-4 of the verification: headers, timestamp, the signed message. */
-export function readSignedDelivery(
-  headers: Record<string, string | string[] | undefined>,
-  raw: Buffer,
-  nowSeconds: number,
-): SignedDelivery | { outcome: WebhookOutcome; reason: string } {
+interface SignedHeaders {
+  requestId: string;
+  userId: string;
+  timestampText: string;
+  signatureHex: string;
+}
+
+type Refusal = { outcome: WebhookOutcome; reason: string };
+
+/** Steps 2-3 of the verification, on the headers alone: they are checked before the body is read. */
+export function readSignedHeaders(headers: Record<string, string | string[] | undefined>, nowSeconds: number): SignedHeaders | Refusal {
   const value = (name: string) => {
     const v = headers[name];
     return typeof v === 'string' ? v.trim() : undefined;
@@ -164,20 +197,30 @@ export function readSignedDelivery(
     return { outcome: 'missing_headers', reason: `missing ${missing.join(', ')}` };
   }
   if (!/^\d+$/.test(timestampText)) return { outcome: 'stale_timestamp', reason: 'X-Svc-Webhook-Timestamp is not Unix seconds' };
-  const timestamp = Number(timestampText);
-  if (Math.abs(nowSeconds - timestamp) > TIMESTAMP_LEEWAY_SECONDS) {
+  if (Math.abs(nowSeconds - Number(timestampText)) > TIMESTAMP_LEEWAY_SECONDS) {
     return { outcome: 'stale_timestamp', reason: `X-Svc-Webhook-Timestamp is more than ${TIMESTAMP_LEEWAY_SECONDS} s away from the current time` };
   }
   if (!/^[0-9a-fA-F]{128}$/.test(signatureHex)) {
     return { outcome: 'invalid_signature', reason: 'X-Svc-Webhook-Signature is not a hex Ed25519 signature (128 hex digits)' };
   }
+  return { requestId, userId, timestampText, signatureHex };
+}
+
+/** Steps 2-4 of the verification: headers, timestamp, the signed message. */
+export function readSignedDelivery(
+  headers: Record<string, string | string[] | undefined>,
+  raw: Buffer,
+  nowSeconds: number,
+): SignedDelivery | Refusal {
+  const h = readSignedHeaders(headers, nowSeconds);
+  if ('outcome' in h) return h;
   const bodyHash = createHash('sha256').update(raw).digest('hex');
   return {
-    requestId,
-    userId,
-    timestamp,
-    message: Buffer.from(`${requestId}\n${userId}\n${timestampText}\n${bodyHash}`, 'utf8'),
-    signature: Buffer.from(signatureHex, 'hex'),
+    requestId: h.requestId,
+    userId: h.userId,
+    timestamp: Number(h.timestampText),
+    message: Buffer.from(`${h.requestId}\n${h.userId}\n${h.timestampText}\n${bodyHash}`, 'utf8'),
+    signature: Buffer.from(h.signatureHex, 'hex'),
   };
 }
 
@@ -248,6 +291,7 @@ export interface WebhookRouteOptions {
   /** Longest wait for the store before answering 503 (the row stays queued; the retry collapses with it). */
   storeTimeoutMs?: number;
   now?: () => number;
+  maxConcurrentBodies?: number;
 }
 
 const STATUS: Record<WebhookOutcome, number> = {
@@ -258,7 +302,11 @@ const STATUS: Record<WebhookOutcome, number> = {
   keys_unavailable: 503,
   store_unavailable: 503,
   too_large: 413,
+  busy: 503,
 };
+
+/** Bodies read at once; more wait for a retry (503) rather than holding up to 16 MiB each in memory. */
+export const MAX_CONCURRENT_WEBHOOK_BODIES = 32;
 
 /** The webhook route, as an encapsulated plugin reading the raw body (the signature covers its bytes). */
 export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOptions): Promise<void> {
@@ -267,6 +315,33 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_WEBHOOK_BODY_BYTES }, (_req, body, done) => done(null, body));
   const errorSchema = { type: 'object', properties: { error: { type: 'string' }, message: { type: 'string' } } } as const;
+  const maxBodies = opts.maxConcurrentBodies ?? MAX_CONCURRENT_WEBHOOK_BODIES;
+  let bodiesInFlight = 0;
+
+  // Authenticate before work (CONTRIBUTING.md rule 17): the headers are checked before a byte of the body is
+  // read; the signature itself needs the body, whose size fastify bounds by MAX_WEBHOOK_BODY_BYTES.
+  app.addHook('onRequest', async (req, reply) => {
+    const refuse = (outcome: WebhookOutcome, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
+      metrics.deliveries.inc({ outcome });
+      req.log.warn({ outcome, reason: body.message }, 'webhook refused');
+      return reply.code(STATUS[outcome]).headers({ connection: 'close', ...headers }).send(body);
+    };
+    const h = readSignedHeaders(req.headers, Math.floor(now() / 1000));
+    if ('outcome' in h) return refuse(h.outcome, { error: 'Unauthorized', message: h.reason });
+    if (bodiesInFlight >= maxBodies) {
+      return refuse('busy', { error: 'Service Unavailable', message: 'too many webhook bodies are being read; retry later' }, { 'retry-after': '5' });
+    }
+    bodiesInFlight++;
+    let released = false;
+    const release = () => {
+      if (!released) {
+        released = true;
+        bodiesInFlight--;
+      }
+    };
+    reply.raw.once('finish', release);
+    reply.raw.once('close', release);
+  });
 
   app.post(
     WEBHOOK_PATH,

@@ -134,7 +134,7 @@ describe('webhook receiver', () => {
     const fresh = await keySetProxy(() => sim);
     fresh.state.failuresLeft = 2;
     const app: FastifyInstance = Fastify();
-    await app.register(webhookRoutes, { keySet: new KeySet(fresh.url, { minRefetchIntervalMs: 0 }), writer: rt.writer, registry: new Registry() });
+    await app.register(webhookRoutes, { keySet: new KeySet(fresh.url, { minRefetchIntervalMs: 0, failureMemoryMs: 0 }), writer: rt.writer, registry: new Registry() });
     await app.listen({ port: 0, host: '127.0.0.1' });
     try {
       const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}${WEBHOOK_PATH}`;
