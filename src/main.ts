@@ -4,7 +4,7 @@ import { ConfigError, getConfig, isDemoMode, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { StoreUnavailableError } from './store/client.js';
 import { MigrationError } from './store/migrate.js';
-import { closeRuntime, openRuntime, startService } from './service.js';
+import { closeRuntime, openRuntime, PortInUseError, startService } from './service.js';
 import type { Extension } from './runtime.js';
 import { collectorsExtension, type DemoWiring } from './jobs/extension.js';
 import { apiExtension } from './api/index.js';
@@ -163,7 +163,7 @@ export function reportFatal(err: unknown): number {
     process.stderr.write(`tallyhouse: ${err.message}\n`);
     return 2;
   }
-  if (err instanceof StoreUnavailableError || err instanceof MigrationError) {
+  if (err instanceof StoreUnavailableError || err instanceof MigrationError || err instanceof PortInUseError) {
     process.stderr.write(`tallyhouse: ${err.message}\n`);
     return 1;
   }

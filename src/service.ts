@@ -1,7 +1,8 @@
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
-import { ConfigError, isLoopbackHost, MIN_TOKEN_LENGTH, type Config } from './config.js';
+import { ConfigError, isDemoMode, isLoopbackHost, MIN_TOKEN_LENGTH, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { createRegistry } from './metrics.js';
 import { openStore, type Store } from './store/client.js';
@@ -41,9 +42,10 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
   });
   try {
     const result = await migrate(store, { logger });
+    const applied = result.applied.length;
     logger.info(
-      { store: store.location, mode: store.mode, applied: result.applied.length, already: result.skipped },
-      'store ready',
+      { store: store.location, mode: store.mode, applied, already: result.skipped },
+      applied > 0 ? `store ready: ${applied} migration(s) applied, ${result.skipped} already` : 'store ready: schema up to date',
     );
   } catch (err) {
     await store.close().catch(() => undefined);
@@ -68,6 +70,43 @@ export async function closeRuntime(rt: Runtime): Promise<void> {
   }
 }
 
+/** A request slower than this is logged at warn. */
+const SLOW_REQUEST_MS = 2_000;
+
+export class PortInUseError extends Error {
+  constructor(host: string, port: number) {
+    super(`port ${port} on ${host} is already in use (another Tallyhouse?): stop that process or set PORT to a free port`);
+    this.name = 'PortInUseError';
+  }
+}
+
+/** Binds and releases the port, so a conflict is found before anything starts (the real bind comes last). */
+async function assertPortFree(host: string, port: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' ? new PortInUseError(host, port) : err));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
+/** What a person starting Tallyhouse needs to know, as fields of the "listening" line. */
+function startupBanner(config: Config, rt: Runtime, url: string): Record<string, unknown> {
+  const today = new Date().toISOString().slice(0, 10);
+  const monthStart = `${today.slice(0, 7)}-01`;
+  const tomorrow = new Date(Date.parse(today) + 86_400_000).toISOString().slice(0, 10);
+  return {
+    url,
+    mode: isDemoMode(config) ? 'demo (built-in platform simulator)' : 'platform',
+    store: `${rt.store.mode} ${rt.store.location}`,
+    api: `${url}/api/v1`,
+    openapi: `${url}/api/v1/openapi.json`,
+    metrics: `${url}/metrics`,
+    logDrain: `POST ${url}/v1/drains/logs`,
+    example: `curl '${url}/api/v1/cost?from=${monthStart}&to=${tomorrow}&group_by=app'`,
+    dashboards: 'dashboards/ (Grafana provisioning; docker compose up runs Grafana with them)',
+  };
+}
+
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   if (!config.METRICS_TOKEN && !isLoopbackHost(config.HOST)) {
     // Like the query API: cost per app is not served to anyone who can reach a public address.
@@ -78,15 +117,28 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       },
     ]);
   }
+  // The port first: a busy port is one line before the store, the simulator or a job has started.
+  if (config.PORT !== 0) await assertPortFree(config.HOST, config.PORT);
   const rt = await openRuntime(config, opts);
   const app = Fastify({
     loggerInstance: rt.logger.child({ component: 'http' }),
+    // Routine requests (the drain pushes every few seconds) log at debug; errors and slow requests at warn.
+    disableRequestLogging: true,
     bodyLimit: 1024 * 1024,
     // Behind compose/k8s a stuck client must not hold shutdown hostage.
     forceCloseConnections: 'idle',
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
+  app.addHook('onResponse', async (request, reply) => {
+    const fields = { method: request.method, url: request.url, statusCode: reply.statusCode, durationMs: Math.round(reply.elapsedTime) };
+    if (reply.statusCode >= 400 || reply.elapsedTime >= SLOW_REQUEST_MS) request.log.warn(fields, reply.statusCode >= 400 ? 'request failed' : 'slow request');
+    else request.log.debug(fields, 'request completed');
+  });
   await app.register(healthRoutes, { store: rt.store, registry: rt.registry, metricsToken: config.METRICS_TOKEN });
+  app.get('/', async () => ({
+    service: 'tallyhouse',
+    links: { api: '/api/v1', openapi: '/api/v1/openapi.json', metrics: '/metrics', health: '/healthz', ready: '/readyz' },
+  }));
   const components: Component[] = [];
   for (const extend of opts.extensions ?? []) {
     const component = await extend({ ...rt, app });
@@ -102,7 +154,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
-  rt.logger.info({ url }, 'tallyhouse listening');
+  rt.logger.info(startupBanner(config, rt, url), `tallyhouse listening on ${url}; try: curl ${url}/api/v1`);
 
   let closing: Promise<void> | undefined;
   const close = () => {

@@ -135,7 +135,7 @@ export async function migrate(store: Store, opts: { dir?: string; logger?: Logge
       // A stable token: a ledger insert retried by the client is not recorded twice.
       clickhouse_settings: { insert_deduplication_token: `migration-${migration.version}-${migration.checksum}` },
     });
-    opts.logger?.info({ migration: migration.name }, 'migration applied');
+    opts.logger?.debug({ migration: migration.name }, 'migration applied');
     result.applied.push(migration.name);
   }
   return result;

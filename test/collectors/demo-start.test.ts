@@ -18,10 +18,14 @@ describe('npm start on a fresh data directory', () => {
       await serve.waitFor(/demo mode: no platform key configured/, 30_000);
       await serve.waitFor(/"job":"usage"[^\n]*"msg":"job finished"/, 30_000);
       await serve.waitFor(/"job":"tallyhouse"[^\n]*"msg":"scrape target scheduled"/, 30_000);
-      // The simulator pushes its log lines and webhooks to the service as its clock runs (every few seconds).
-      await serve.waitFor(/"url":"\/v1\/drains\/logs"[\s\S]*"url":"\/v1\/webhooks\/queue"|"url":"\/v1\/webhooks\/queue"[\s\S]*"url":"\/v1\/drains\/logs"/, 30_000);
-      await new Promise((r) => setTimeout(r, 1_000));
-      metrics = await (await fetch(`${url}/metrics`)).text();
+      // The simulator pushes its log lines and webhooks to the service as its clock runs (every few seconds):
+      // wait until the service has replayed drain lines into the store and stored a webhook.
+      const accepted = (text: string) =>
+        /^tallyhouse_drain_replayed_lines_total [1-9]/m.test(text) && /^tallyhouse_webhooks_total\{outcome="accepted"\} [1-9]/m.test(text);
+      while (!accepted(metrics)) {
+        await new Promise((r) => setTimeout(r, 250));
+        metrics = await (await fetch(`${url}/metrics`)).text();
+      }
     } finally {
       serve.child.kill('SIGTERM');
     }
