@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, getConfig, isDemoMode, type Config } from './config.js';
 import { createLogger } from './log.js';
-import { StoreUnavailableError } from './store/client.js';
+import { DataDirInUseError, EmbeddedStoreMissingError, StoreUnavailableError } from './store/client.js';
 import { MigrationError } from './store/migrate.js';
 import { closeRuntime, openRuntime, PortInUseError, startService } from './service.js';
 import type { Extension } from './runtime.js';
@@ -163,7 +163,13 @@ export function reportFatal(err: unknown): number {
     process.stderr.write(`tallyhouse: ${err.message}\n`);
     return 2;
   }
-  if (err instanceof StoreUnavailableError || err instanceof MigrationError || err instanceof PortInUseError) {
+  if (
+    err instanceof StoreUnavailableError ||
+    err instanceof MigrationError ||
+    err instanceof PortInUseError ||
+    err instanceof DataDirInUseError ||
+    err instanceof EmbeddedStoreMissingError
+  ) {
     process.stderr.write(`tallyhouse: ${err.message}\n`);
     return 1;
   }

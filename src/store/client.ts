@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { SESSION_SETTINGS } from './settings.js';
@@ -34,6 +34,46 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/** A data directory another process holds: chDB (like ClickHouse) allows one process per directory. */
+export class DataDirInUseError extends Error {
+  constructor(readonly path: string, readonly pid: number) {
+    super(
+      `the data directory ${path} is in use by another process (pid ${pid}, a running Tallyhouse?): run this command through that service (TALLYHOUSE_URL), stop it, or set DATA_DIR to another directory`,
+    );
+    this.name = 'DataDirInUseError';
+  }
+}
+
+/** The embedded engine is not installed (the production image leaves it out). */
+export class EmbeddedStoreMissingError extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the embedded store (chDB) is not installed here (the production image leaves it out): set CLICKHOUSE_URL to a ClickHouse server');
+    this.name = 'EmbeddedStoreMissingError';
+  }
+}
+
+/**
+ * The pid of a live process other than this one that holds `dir` (the engine writes `PID: n` into `dir/status`
+ * and keeps it locked while it runs; a file left by a killed process names a dead pid).
+ */
+export function dataDirHolder(dir: string): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(resolve(dir, 'status'), 'utf8');
+  } catch {
+    return undefined;
+  }
+  const pid = Number(/^PID:\s*(\d+)/m.exec(text)?.[1]);
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch (err) {
+    // EPERM: alive, but another user's.
+    return (err as NodeJS.ErrnoException).code === 'EPERM' ? pid : undefined;
+  }
+}
+
 function describeCause(cause: unknown): string {
   if (cause instanceof Error) {
     const code = (cause as { code?: unknown }).code;
@@ -66,11 +106,19 @@ async function openEmbeddedStore(opts: StoreOptions): Promise<Store> {
       `the embedded store is already open on ${embeddedPath}; chDB allows one data directory per process (asked for ${path})`,
     );
   }
+  const holder = dataDirHolder(path);
+  if (holder !== undefined) throw new DataDirInUseError(path, holder);
   mkdirSync(path, { recursive: true });
-  embeddedPath = path;
   // Loaded here, not at the top: the production image has no embedded engine (chdb) and always sets CLICKHOUSE_URL.
-  const { createEmbeddedConnection } = await import('./embedded.js');
-  const client = createClient({ connection: createEmbeddedConnection(path) });
+  let connection;
+  try {
+    const { createEmbeddedConnection } = await import('./embedded.js');
+    connection = createEmbeddedConnection(path);
+  } catch (err) {
+    throw dataDirHolder(path) !== undefined ? new DataDirInUseError(path, dataDirHolder(path)!) : new EmbeddedStoreMissingError(err);
+  }
+  embeddedPath = path;
+  const client = createClient({ connection });
   try {
     await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}` });
     // One database per process, so the session's current database is set once.
