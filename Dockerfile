@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Tallyhouse's production image: the compiled service, production dependencies only, running as a non-root user.
 # docker compose builds it (docker-compose.yml); on its own: docker build -t tallyhouse .
-ARG NODE_IMAGE=node:20.19.4-bookworm-slim
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 # ---- build: every dependency, TypeScript compiled to dist/ -------------------------------------------------
 FROM ${NODE_IMAGE} AS build

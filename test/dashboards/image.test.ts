@@ -38,6 +38,10 @@ async function imageLayout(): Promise<string> {
   return app;
 }
 
+/** Built once for the file: compiling takes most of the time. */
+let layout: Promise<string> | undefined;
+const imageApp = () => (layout ??= imageLayout());
+
 let clickhouse: ClickHouseHttp | undefined;
 let child: ChildProcess | undefined;
 
@@ -49,7 +53,7 @@ afterAll(async () => {
 describe('the production image layout', () => {
   // src/store/client.ts loads ./embedded.js (and with it chdb) only when CLICKHOUSE_URL is unset.
   it('migrates and serves against a ClickHouse server without the embedded engine, and stops cleanly', async () => {
-    const app = await imageLayout();
+    const app = await imageApp();
     clickhouse = await startClickHouseHttp({ dataDir: processDataDir() });
     const port = await freePort();
     const output: string[] = [];
@@ -87,5 +91,19 @@ describe('the production image layout', () => {
 
     child.kill('SIGTERM');
     expect(await exited, output.join('')).toBe(0);
+  }, 90_000);
+
+  it('without CLICKHOUSE_URL says in one line that it needs one, and exits 1', async () => {
+    const app = await imageApp();
+    const p = spawn(process.execPath, ['--import', './no-chdb.mjs', 'bin/tallyhouse.js', 'migrate'], {
+      cwd: app,
+      env: { PATH: process.env.PATH, NODE_ENV: 'production', DATA_DIR: join(app, 'data') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    p.stderr!.on('data', (b) => (stderr += String(b)));
+    const code = await new Promise<number | null>((resolve) => p.once('exit', (c) => resolve(c)));
+    expect(code).toBe(1);
+    expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/^tallyhouse: the embedded store \(chDB\) is not installed here .*set CLICKHOUSE_URL/)]);
   }, 90_000);
 });
