@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, getConfig, isDemoMode, type Config } from './config.js';
 import { createLogger } from './log.js';
@@ -80,10 +81,23 @@ export function registerCommand(name: string, command: Command): void {
   commands[name] = command;
 }
 
+/** The version in package.json: one folder up from src/ when run from the sources, two from dist/src/ in the image. */
+function packageVersion(): string {
+  for (const path of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'tallyhouse' && pkg.version) return pkg.version;
+    } catch {
+      // not there: the other layout
+    }
+  }
+  return 'unknown';
+}
+
 function usage(): string {
   const width = Math.max(...Object.keys(commands).map((n) => n.length));
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
-  return `Usage: tallyhouse <command> [options]\n\nCommands:\n${lines.join('\n')}\n\nConfiguration is read from the environment; see README.md.\n`;
+  return `Usage: tallyhouse <command> [options]   (tallyhouse <command> --help; tallyhouse --version)\n\nCommands:\n${lines.join('\n')}\n\nConfiguration is read from the environment; see README.md.\n`;
 }
 
 /**
@@ -137,10 +151,19 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(usage());
     return name === undefined ? 2 : 0;
   }
+  if (name === '--version' || name === '-v' || name === 'version') {
+    process.stdout.write(`tallyhouse ${packageVersion()} (node ${process.version})\n`);
+    return 0;
+  }
   const command = commands[name];
   if (!command) {
     process.stderr.write(`tallyhouse: unknown command ${JSON.stringify(name)}\n\n${usage()}`);
     return 2;
+  }
+  // `--help` on any command (those that parse their own arguments, `collect` and `sim`, answer it themselves).
+  if ((rest.includes('--help') || rest.includes('-h')) && name !== 'collect' && name !== 'sim') {
+    process.stdout.write(`Usage: ${command.usage}\n\n${command.summary}\n`);
+    return 0;
   }
   if (command.raw) return command.raw(rest);
   let parsed: { values: Record<string, unknown>; positionals: string[] };

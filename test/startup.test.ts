@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -22,5 +22,22 @@ describe('start-up conflicts', () => {
     } finally {
       busy.close();
     }
+  });
+});
+
+describe('the CLI answers --version and --help without opening anything', () => {
+  it('--version prints the package version and the Node version', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    const p = runCli(['--version']);
+    expect((await p.exited).code).toBe(0);
+    expect(p.stdout().trim()).toBe(`tallyhouse ${version} (node ${process.version})`);
+  });
+
+  it.each(['migrate', 'report', 'scrape', 'serve'])('%s --help prints its usage and exits 0', async (command) => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), 'th-help-')), 'data');
+    const p = runCli([command, '--help'], { DATA_DIR: dataDir });
+    expect((await p.exited).code).toBe(0);
+    expect(p.stdout()).toMatch(new RegExp(`^Usage: tallyhouse ${command}`));
+    expect(existsSync(dataDir)).toBe(false);
   });
 });
