@@ -17,6 +17,7 @@ import { logDrainExtension } from './ingest/drain.js';
 import { webhookExtension } from './ingest/webhooks.js';
 import { allJobs } from '../jobs/index.js';
 import { collectCommand } from './jobs/cli.js';
+import { PricesFileError, readPricesFile } from './collectors/prices.js';
 
 /** A CLI command: its own options (parsed strictly) and what it does. Returns the exit code. */
 interface Command {
@@ -117,9 +118,24 @@ export function serviceExtensions(config: Config): Extension[] {
   ];
 }
 
+/** Files the configuration names are read at start-up: a bad one is a configuration error (exit 2), not a failure every run. */
+async function checkConfiguredFiles(config: Config): Promise<void> {
+  if (!config.PRICES_FILE) return;
+  try {
+    await readPricesFile(config.PRICES_FILE);
+  } catch (err) {
+    if (err instanceof PricesFileError) throw new ConfigError([{ variable: 'PRICES_FILE', expected: err.message.replace(/^PRICES_FILE /, 'a readable prices file; ') }]);
+    throw err;
+  }
+}
+
 async function serve(): Promise<number> {
   const config = getConfig();
+  await checkConfiguredFiles(config);
   const logger = createLogger(config.LOG_LEVEL);
+  if (config.SVC_API_KEY && !config.SVC_ADMIN_KEY) {
+    logger.warn('SVC_API_KEY is set without SVC_ADMIN_KEY: usage (the bill) needs an ADMIN-scope key, so the usage job will fail until SVC_ADMIN_KEY is set; the other jobs run');
+  }
   const service = await startService(config, { logger, extensions: serviceExtensions(config) });
   return new Promise<number>((resolve) => {
     let stopping = false;

@@ -41,3 +41,32 @@ describe('the CLI answers --version and --help without opening anything', () => 
     expect(existsSync(dataDir)).toBe(false);
   });
 });
+
+describe('settings that would fail later are refused or flagged at start-up', () => {
+  it('PRICES_FILE that cannot be read: exit 2 naming the variable, nothing opened', async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), 'th-prices-')), 'data');
+    const p = runCli(['serve'], { PORT: '0', DATA_DIR: dataDir, PRICES_FILE: '/nonexistent/prices.json' });
+    expect((await p.exited).code).toBe(2);
+    expect(p.stderr().trim()).toBe('tallyhouse: invalid configuration: PRICES_FILE: a readable prices file; /nonexistent/prices.json: cannot be read (ENOENT)');
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
+  it('an API key without the admin key is warned about at start-up', async () => {
+    const p = runCli(['serve'], {
+      PORT: '0',
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'th-keys-')),
+      SVC_API_KEY: 'api-key-0123456789abcdef',
+      SVC_ADMIN_KEY: '',
+      SVC_BASE_URL: 'http://127.0.0.1:9',
+      JOBS_ENABLED: 'false',
+    });
+    try {
+      const [line] = await p.waitFor(/.*SVC_API_KEY is set without SVC_ADMIN_KEY.*/);
+      expect(JSON.parse(line)).toMatchObject({ level: 40 });
+      await p.waitFor(/tallyhouse listening/); // SIGTERM is handled from then on
+    } finally {
+      p.child.kill('SIGTERM');
+    }
+    expect((await p.exited).code).toBe(0);
+  });
+});
