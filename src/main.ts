@@ -4,8 +4,11 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, getConfig, isDemoMode, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { DataDirInUseError, EmbeddedStoreMissingError, StoreUnavailableError } from './store/client.js';
-import { MigrationError } from './store/migrate.js';
-import { closeRuntime, openRuntime, PortInUseError, startService } from './service.js';
+import { PortInUseError, startService, withCommandRuntime } from './service.js';
+import { migrate, MigrationError } from './store/migrate.js';
+import { commandHost, commandIO } from './cli/io.js';
+import { findService, runInService, ServiceUnreachableError } from './cli/remote.js';
+import { adminExtension } from './http/admin.js';
 import type { Extension } from './runtime.js';
 import { collectorsExtension, type DemoWiring } from './jobs/extension.js';
 import { apiExtension } from './api/index.js';
@@ -18,6 +21,18 @@ import { webhookExtension } from './ingest/webhooks.js';
 import { allJobs } from '../jobs/index.js';
 import { collectCommand } from './jobs/cli.js';
 import { PricesFileError, readPricesFile } from './collectors/prices.js';
+
+/** Commands a running service can run for a CLI beside it (src/http/admin.ts). */
+const HOSTED_COMMANDS = new Set(['collect', 'report', 'migrate', 'scrape']);
+
+/** `tallyhouse migrate`: the store's schema brought up to date; the same line whether it ran here or in the service. */
+async function migrateCommand(): Promise<number> {
+  return withCommandRuntime(getConfig(), async (rt) => {
+    const result = await migrate(rt.store, {});
+    commandIO().err(`schema up to date: ${result.applied.length + result.skipped} migrations applied\n`);
+    return 0;
+  });
+}
 
 /** A CLI command: its own options (parsed strictly) and what it does. Returns the exit code. */
 interface Command {
@@ -39,12 +54,7 @@ const commands: Record<string, Command> = {
   migrate: {
     summary: 'apply pending migrations from sql/ and exit',
     usage: 'tallyhouse migrate',
-    run: async () => {
-      const config = getConfig();
-      const rt = await openRuntime(config);
-      await closeRuntime(rt);
-      return 0;
-    },
+    run: () => migrateCommand(),
   },
   collect: {
     summary: 'run one collector now (backfills with --from/--to); `tallyhouse collect` lists them',
@@ -115,6 +125,12 @@ export function serviceExtensions(config: Config): Extension[] {
     logDrainExtension({ demoSecret: demo.drainSecret }),
     webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
     collectorsExtension(allJobs, demo),
+    adminExtension({
+      commands: Object.fromEntries(
+        [...HOSTED_COMMANDS].map((name) => [name, (argv: string[]) => main([name, ...argv])]),
+      ),
+      reportFatal,
+    }),
   ];
 }
 
@@ -164,22 +180,27 @@ async function serve(): Promise<number> {
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h') {
-    process.stdout.write(usage());
+    commandIO().out(usage());
     return name === undefined ? 2 : 0;
   }
   if (name === '--version' || name === '-v' || name === 'version') {
-    process.stdout.write(`tallyhouse ${packageVersion()} (node ${process.version})\n`);
+    commandIO().out(`tallyhouse ${packageVersion()} (node ${process.version})\n`);
     return 0;
   }
   const command = commands[name];
   if (!command) {
-    process.stderr.write(`tallyhouse: unknown command ${JSON.stringify(name)}\n\n${usage()}`);
+    commandIO().err(`tallyhouse: unknown command ${JSON.stringify(name)}\n\n${usage()}`);
     return 2;
   }
   // `--help` on any command (those that parse their own arguments, `collect` and `sim`, answer it themselves).
   if ((rest.includes('--help') || rest.includes('-h')) && name !== 'collect' && name !== 'sim') {
-    process.stdout.write(`Usage: ${command.usage}\n\n${command.summary}\n`);
+    commandIO().out(`Usage: ${command.usage}\n\n${command.summary}\n`);
     return 0;
+  }
+  // While a service holds the data directory (or TALLYHOUSE_URL names one), it runs the command for us.
+  if (HOSTED_COMMANDS.has(name) && !commandHost()) {
+    const target = findService(getConfig().DATA_DIR);
+    if (target) return runInService(target, argv);
   }
   if (command.raw) return command.raw(rest);
   let parsed: { values: Record<string, unknown>; positionals: string[] };
@@ -191,15 +212,15 @@ export async function main(argv: string[]): Promise<number> {
       strict: true,
     });
   } catch (err) {
-    process.stderr.write(`tallyhouse ${name}: ${(err as Error).message}\n\nUsage: ${command.usage}\n`);
+    commandIO().err(`tallyhouse ${name}: ${(err as Error).message}\n\nUsage: ${command.usage}\n`);
     return 2;
   }
   return command.run!(parsed);
 }
 
-export function reportFatal(err: unknown): number {
+export function reportFatal(err: unknown, write: (text: string) => void = (t) => void process.stderr.write(t)): number {
   if (err instanceof ConfigError) {
-    process.stderr.write(`tallyhouse: ${err.message}\n`);
+    write(`tallyhouse: ${err.message}\n`);
     return 2;
   }
   if (
@@ -207,12 +228,13 @@ export function reportFatal(err: unknown): number {
     err instanceof MigrationError ||
     err instanceof PortInUseError ||
     err instanceof DataDirInUseError ||
-    err instanceof EmbeddedStoreMissingError
+    err instanceof EmbeddedStoreMissingError ||
+    err instanceof ServiceUnreachableError
   ) {
-    process.stderr.write(`tallyhouse: ${err.message}\n`);
+    write(`tallyhouse: ${err.message}\n`);
     return 1;
   }
-  process.stderr.write(`tallyhouse: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  write(`tallyhouse: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   return 1;
 }
 

@@ -10,6 +10,7 @@ import { migrate } from './store/migrate.js';
 import { BatchWriter } from './store/writer.js';
 import { healthRoutes } from './http/health.js';
 import type { Component, Extension, Runtime } from './runtime.js';
+import { commandHost } from './cli/io.js';
 
 export interface Service extends Runtime {
   app: FastifyInstance;
@@ -60,6 +61,21 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
     registry,
   });
   return { config, logger, registry, store, writer };
+}
+
+/**
+ * What a one-shot command runs on: the service's runtime when the service hosts the command for a CLI beside it,
+ * else a runtime opened for the command and closed after it.
+ */
+export async function withCommandRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>): Promise<T> {
+  const host = commandHost();
+  if (host) return fn(host.runtime);
+  const rt = await openRuntime(config);
+  try {
+    return await fn(rt);
+  } finally {
+    await closeRuntime(rt);
+  }
 }
 
 export async function closeRuntime(rt: Runtime): Promise<void> {

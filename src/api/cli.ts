@@ -1,9 +1,10 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { IANAZone } from 'luxon';
 import { getConfig } from '../config.js';
-import { createLogger } from '../log.js';
-import { closeRuntime, openRuntime } from '../service.js';
+import { commandIO } from '../cli/io.js';
+import { withCommandRuntime } from '../service.js';
 import { financeReport, financeTable } from './finance.js';
 import { toCsv } from './http.js';
 
@@ -11,9 +12,10 @@ const USAGE = 'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--ou
 
 /** `tallyhouse report finance ...`: the finance report from the store, as CSV (default) or JSON. */
 export async function reportCommand(argv: string[]): Promise<number> {
+  const io = commandIO();
   const [kind, ...rest] = argv;
   if (kind !== 'finance') {
-    process.stderr.write(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}` : 'which report?'}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}` : 'which report?'}\n\nUsage: ${USAGE}`);
     return 2;
   }
   let values: { month?: string; timezone?: string; out?: string; format?: string };
@@ -24,7 +26,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
       strict: true,
     }));
   } catch (err) {
-    process.stderr.write(`tallyhouse report finance: ${(err as Error).message}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse report finance: ${(err as Error).message}\n\nUsage: ${USAGE}`);
     return 2;
   }
   const problems: string[] = [];
@@ -34,24 +36,24 @@ export async function reportCommand(argv: string[]): Promise<number> {
   const format = values.format ?? (values.out?.endsWith('.json') ? 'json' : 'csv');
   if (format !== 'csv' && format !== 'json') problems.push('--format: expected csv or json');
   if (problems.length > 0) {
-    process.stderr.write(`tallyhouse report finance: ${problems.join('; ')}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse report finance: ${problems.join('; ')}\n\nUsage: ${USAGE}`);
     return 2;
   }
-  const config = getConfig();
-  const rt = await openRuntime(config, { logger: createLogger(config.LOG_LEVEL) });
-  try {
+  if (values.out && !existsSync(dirname(resolve(values.out)))) {
+    io.err(`tallyhouse report finance: --out: the directory ${dirname(resolve(values.out))} does not exist\n\nUsage: ${USAGE}`);
+    return 2;
+  }
+  return withCommandRuntime(getConfig(), async (rt) => {
     const report = await financeReport(rt.store, values.month!, timezone);
     const text = format === 'json' ? `${JSON.stringify(report, null, 2)}\n` : toCsv(financeTable(report));
     if (values.out) {
-      writeFileSync(values.out, text);
-      process.stderr.write(
+      await io.writeFile(values.out, text);
+      io.err(
         `finance report ${values.month} (${timezone}): ${report.rows.length} rows, ${report.reconciliation.flagged} flagged by the reconciliation -> ${values.out}\n`,
       );
     } else {
-      process.stdout.write(text);
+      io.out(text);
     }
     return 0;
-  } finally {
-    await closeRuntime(rt);
-  }
+  });
 }

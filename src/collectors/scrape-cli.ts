@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import { getConfig } from '../config.js';
-import { createLogger } from '../log.js';
+import { commandIO } from '../cli/io.js';
 import { sampleToJson } from '../promtext/index.js';
-import { closeRuntime, openRuntime } from '../service.js';
+import { withCommandRuntime } from '../service.js';
 import { commandLineTarget, scrapeTarget, scrapeTargets, ScrapeError, type ScrapeTarget } from './scrape.js';
 import { Scraper } from './scraper.js';
 
@@ -14,6 +14,7 @@ const USAGE = 'tallyhouse scrape [--target URL] [--job NAME] [--header "Name: va
  * reason (and line number) on stderr.
  */
 export async function scrapeCommand(argv: string[]): Promise<number> {
+  const io = commandIO();
   let values: { target?: string; job?: string; header?: string[]; 'dry-run'?: boolean };
   try {
     ({ values } = parseArgs({
@@ -27,7 +28,7 @@ export async function scrapeCommand(argv: string[]): Promise<number> {
       strict: true,
     }));
   } catch (err) {
-    process.stderr.write(`tallyhouse scrape: ${(err as Error).message}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse scrape: ${(err as Error).message}\n\nUsage: ${USAGE}`);
     return 2;
   }
   const config = getConfig();
@@ -43,11 +44,11 @@ export async function scrapeCommand(argv: string[]): Promise<number> {
       ? [commandLineTarget(values.target, values.job, headers)]
       : scrapeTargets(config, { baseUrl: config.SVC_BASE_URL, apiKey: config.SVC_API_KEY });
   } catch (err) {
-    process.stderr.write(`tallyhouse scrape: ${(err as Error).message}\n`);
+    io.err(`tallyhouse scrape: ${(err as Error).message}\n`);
     return 2;
   }
   if (targets.length === 0) {
-    process.stderr.write('tallyhouse scrape: no target: give --target URL, or set SCRAPE_TARGETS or SVC_API_KEY\n');
+    io.err('tallyhouse scrape: no target: give --target URL, or set SCRAPE_TARGETS or SVC_API_KEY\n');
     return 2;
   }
   if (values['dry-run']) {
@@ -57,29 +58,26 @@ export async function scrapeCommand(argv: string[]): Promise<number> {
         const result = await scrapeTarget(target);
         const out: string[] = [];
         for (const s of result.samples) out.push(JSON.stringify(sampleToJson(s)));
-        if (out.length > 0) process.stdout.write(`${out.join('\n')}\n`);
-        process.stderr.write(`${target.job} ${target.instance}: ${result.samples.length} samples (not stored: dry run)\n`);
+        if (out.length > 0) io.out(`${out.join('\n')}\n`);
+        io.err(`${target.job} ${target.instance}: ${result.samples.length} samples (not stored: dry run)\n`);
       } catch (err) {
         failed++;
-        process.stderr.write(`tallyhouse scrape: ${target.url}: ${err instanceof ScrapeError ? err.message : (err as Error).message}\n`);
+        io.err(`tallyhouse scrape: ${target.url}: ${err instanceof ScrapeError ? err.message : (err as Error).message}\n`);
       }
     }
     return failed > 0 ? 1 : 0;
   }
-  const rt = await openRuntime(config, { logger: createLogger(config.LOG_LEVEL) });
-  try {
+  return withCommandRuntime(config, async (rt) => {
     const scraper = new Scraper(rt, targets);
     let failed = 0;
     for (const target of targets) {
       const outcome = await scraper.scrape(target);
-      if (outcome.up) process.stderr.write(`${target.job} ${target.instance}: ${outcome.samples} samples stored\n`);
+      if (outcome.up) io.err(`${target.job} ${target.instance}: ${outcome.samples} samples stored\n`);
       else {
         failed++;
-        process.stderr.write(`tallyhouse scrape: ${target.url}: ${outcome.error}\n`);
+        io.err(`tallyhouse scrape: ${target.url}: ${outcome.error}\n`);
       }
     }
     return failed > 0 ? 1 : 0;
-  } finally {
-    await closeRuntime(rt);
-  }
+  });
 }

@@ -1,0 +1,88 @@
+/**
+ * The CLI side of the admin endpoint (src/http/admin.ts): finds the service that holds the data directory (or
+ * the one TALLYHOUSE_URL names), sends it the command and replays what the command writes, so the user types the
+ * same command and gets the same output whether the service runs or not.
+ */
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { request } from 'undici';
+import { ADMIN_COMMANDS_PATH, ADMIN_FILE, AdminFile } from '../http/admin.js';
+import { dataDirHolder } from '../store/client.js';
+
+export interface ServiceTarget {
+  url: string;
+  token: string;
+}
+
+export class ServiceUnreachableError extends Error {
+  constructor(url: string, reason: string) {
+    super(`the running service at ${url} did not take the command (${reason}): is it still starting, or stopping?`);
+    this.name = 'ServiceUnreachableError';
+  }
+}
+
+function readAdminFile(dataDir: string): AdminFile | undefined {
+  try {
+    const parsed = AdminFile.safeParse(JSON.parse(readFileSync(join(dataDir, ADMIN_FILE), 'utf8')));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The service to send a command to: TALLYHOUSE_URL (token from TALLYHOUSE_ADMIN_TOKEN or the data directory),
+ * or the live process holding DATA_DIR that published its address there. Undefined: run the command here.
+ */
+export function findService(dataDir: string, env: NodeJS.ProcessEnv = process.env): ServiceTarget | undefined {
+  const file = readAdminFile(dataDir);
+  if (env.TALLYHOUSE_URL) {
+    const token = env.TALLYHOUSE_ADMIN_TOKEN ?? file?.token;
+    return token ? { url: env.TALLYHOUSE_URL.replace(/\/+$/, ''), token } : undefined;
+  }
+  const holder = dataDirHolder(dataDir);
+  if (holder !== undefined && file && file.pid === holder) return { url: file.url, token: file.token };
+  return undefined;
+}
+
+/** Rewrites file arguments to absolute paths: the command runs in the service, whose working directory is not ours. */
+export function absolutePaths(argv: string[], fileOptions: readonly string[] = ['--out']): string[] {
+  return argv.map((arg, i) => {
+    const eq = fileOptions.find((o) => arg.startsWith(`${o}=`));
+    if (eq) return `${eq}=${resolve(arg.slice(eq.length + 1))}`;
+    return i > 0 && fileOptions.includes(argv[i - 1]) ? resolve(arg) : arg;
+  });
+}
+
+/** Sends the command and replays its output; resolves with its exit code. */
+export async function runInService(target: ServiceTarget, argv: string[]): Promise<number> {
+  let res;
+  try {
+    res = await request(`${target.url}${ADMIN_COMMANDS_PATH}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${target.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ argv: absolutePaths(argv), tty: Boolean(process.stderr.isTTY) }),
+      // A backfill may run for hours; its output keeps the connection alive.
+      headersTimeout: 60_000,
+      bodyTimeout: 0,
+    });
+  } catch (err) {
+    throw new ServiceUnreachableError(target.url, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
+  }
+  if (res.statusCode !== 200) {
+    const text = await res.body.text();
+    throw new ServiceUnreachableError(target.url, `HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
+  }
+  let exit: number | undefined;
+  for await (const line of createInterface({ input: res.body, crlfDelay: Infinity })) {
+    if (!line) continue;
+    const msg = JSON.parse(line) as { fd?: 1 | 2; file?: string; data?: string; exit?: number };
+    if (msg.exit !== undefined) exit = msg.exit;
+    else if (msg.file !== undefined) await writeFile(msg.file, msg.data ?? '');
+    else (msg.fd === 1 ? process.stdout : process.stderr).write(msg.data ?? '');
+  }
+  if (exit === undefined) throw new ServiceUnreachableError(target.url, 'the answer ended before the command did');
+  return exit;
+}

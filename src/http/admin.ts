@@ -1,0 +1,103 @@
+/**
+ * The admin endpoint a CLI beside the running service sends its command to (`collect`, `report`, `migrate`,
+ * `scrape`): the embedded store allows one process per data directory, so while the service runs, the CLI asks it
+ * to run the command and streams back what the command writes. Loopback only, and a bearer token the service
+ * writes into DATA_DIR/admin.json (mode 0600) at start-up, so only a user who can read the data directory can
+ * use it. The answer is NDJSON: `{"fd":1|2,"data":...}`, `{"file":path,"data":...}`, then `{"exit":code}`.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { runHosted, type CommandHost, type HostedJobRunner } from '../cli/io.js';
+import type { Extension } from '../runtime.js';
+
+export const ADMIN_COMMANDS_PATH = '/admin/v1/commands';
+export const ADMIN_FILE = 'admin.json';
+
+/** What the CLI reads to find the service holding its data directory. */
+export const AdminFile = z.object({ pid: z.number().int(), url: z.url(), token: z.string().min(32) });
+export type AdminFile = z.infer<typeof AdminFile>;
+
+const CommandBody = z.strictObject({
+  argv: z.array(z.string().max(4096)).min(1).max(64),
+  tty: z.boolean().default(false),
+});
+
+export type HostedCommand = (argv: string[]) => Promise<number>;
+
+export interface AdminOptions {
+  /** The commands a CLI may send, by name (argv[0]). */
+  commands: Record<string, HostedCommand>;
+  /** The service's job runner, once the scheduler exists (collect runs there, on the service's platform source). */
+  jobs?: () => HostedJobRunner | undefined;
+  /** Turns a command's failure into its message and exit code, as the CLI process would. */
+  reportFatal: (err: unknown, err2: (text: string) => void) => number;
+}
+
+const isLoopback = (address: string | undefined) => !!address && /^(127\.|::1$|::ffff:127\.)/.test(address);
+
+export function adminExtension(opts: AdminOptions): Extension {
+  return async (rt) => {
+    const token = randomBytes(32).toString('hex');
+    const expected = createHash('sha256').update(token).digest();
+    const file = join(rt.config.DATA_DIR, ADMIN_FILE);
+
+    rt.app.post(ADMIN_COMMANDS_PATH, { bodyLimit: 512 * 1024 }, async (request, reply) => {
+      if (!isLoopback(request.socket.remoteAddress)) {
+        return reply.code(403).send({ error: { type: 'forbidden', message: 'the admin endpoint answers on loopback only' } });
+      }
+      const m = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
+      const given = m ? createHash('sha256').update(m[1].trim()).digest() : null;
+      if (!given || !timingSafeEqual(given, expected)) {
+        return reply.code(401).send({ error: { type: 'authorization_error', message: `expected "Authorization: Bearer <token from ${ADMIN_FILE}>"` } });
+      }
+      const body = CommandBody.safeParse(request.body);
+      if (!body.success) return reply.code(400).send({ error: { type: 'bad_request', message: 'expected {"argv": [command, ...args]}' } });
+      const [name, ...args] = body.data.argv;
+      const command = opts.commands[name];
+      if (!command) return reply.code(404).send({ error: { type: 'not_found', message: `no command ${JSON.stringify(name)} runs in the service` } });
+
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+      const send = (value: unknown) => {
+        if (!res.destroyed) res.write(`${JSON.stringify(value)}\n`);
+      };
+      const host: CommandHost = {
+        runtime: rt,
+        jobs: opts.jobs?.(),
+        io: {
+          out: (data) => send({ fd: 1, data }),
+          err: (data) => send({ fd: 2, data }),
+          writeFile: async (path, data) => send({ file: path, data }),
+          isTTY: body.data.tty,
+        },
+      };
+      request.log.info({ command: name }, 'running a command for a CLI beside the service');
+      let code: number;
+      try {
+        code = await runHosted(host, () => command(args));
+      } catch (err) {
+        code = opts.reportFatal(err, host.io.err);
+      }
+      send({ exit: code });
+      res.end();
+    });
+
+    rt.app.addHook('onListen', async () => {
+      const address = rt.app.server.address();
+      if (!address || typeof address === 'string') return;
+      const host = ['0.0.0.0', '::', ''].includes(rt.config.HOST) ? '127.0.0.1' : rt.config.HOST;
+      const url = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
+      const content: AdminFile = { pid: process.pid, url, token };
+      writeFileSync(file, JSON.stringify(content), { mode: 0o600 });
+    });
+    return {
+      name: 'admin',
+      async stop() {
+        rmSync(file, { force: true });
+      },
+    };
+  };
+}
