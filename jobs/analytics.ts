@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob, type JobContext } from '../src/jobs/job.js';
-import { commaList } from '../src/jobs/options.js';
+import { commaList, recollectHours } from '../src/jobs/options.js';
 import type { TimeRange } from '../src/jobs/time-args.js';
 import {
   analyticsTargets,
@@ -39,11 +39,7 @@ export const analyticsJob = defineJob({
   options: z.object({
     timeframe: z.enum(TIMEFRAMES).optional().describe('minute, hour or day (default: ANALYTICS_TIMEFRAME)'),
     kinds: commaList(z.enum(['serverless', 'models'])).default(['serverless', 'models']).describe('serverless,models (default: both)'),
-    'recollect-hours': z.coerce
-      .number()
-      .min(0)
-      .default(DEFAULT_RECOLLECT_HOURS)
-      .describe(`hours re-collected by a scheduled run (default ${DEFAULT_RECOLLECT_HOURS})`),
+    'recollect-hours': recollectHours(DEFAULT_RECOLLECT_HOURS),
   }),
   async run(ctx, options) {
     const config = ctx.runtime.config;

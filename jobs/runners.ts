@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob, type JobContext } from '../src/jobs/job.js';
-import { commaList } from '../src/jobs/options.js';
+import { commaList, recollectHours } from '../src/jobs/options.js';
 import type { TimeRange } from '../src/jobs/time-args.js';
 import { listApps, type AppRef } from '../src/collectors/endpoints.js';
 import {
@@ -36,11 +36,7 @@ export const runnersJob = defineJob({
   options: z.object({
     timeframe: z.enum(TIMEFRAMES).default('hour').describe('minute, hour or day (default hour)'),
     aggregations: commaList(z.enum(['max', 'avg'])).default(['max', 'avg']).describe('max,avg (default both)'),
-    'recollect-hours': z.coerce
-      .number()
-      .min(0)
-      .default(DEFAULT_RECOLLECT_HOURS)
-      .describe(`hours re-collected by a scheduled run (default ${DEFAULT_RECOLLECT_HOURS})`),
+    'recollect-hours': recollectHours(DEFAULT_RECOLLECT_HOURS),
   }),
   async run(ctx, options) {
     const timezones = ctx.timezone ? [ctx.timezone] : ctx.runtime.config.TIMEZONES;

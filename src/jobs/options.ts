@@ -16,6 +16,11 @@ export function commaList<T extends z.ZodType<string, string>>(item: T) {
     .pipe(z.array(item).min(1, 'expected at least one value'));
 }
 
+/** `--recollect-hours`: how far before its checkpoint a scheduled run starts again (recent buckets still fill in). */
+export function recollectHours(defaultHours: number) {
+  return z.coerce.number().min(0).default(defaultHours).describe(`hours re-collected by a scheduled run (default ${defaultHours})`);
+}
+
 function wellFormed(value: string, range: 'dates' | 'times'): boolean {
   if (range === 'dates' && !isDateArg(value)) return false;
   try {
