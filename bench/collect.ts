@@ -25,6 +25,7 @@ import { createRegistry } from '../src/metrics.js';
 import { openRuntime, closeRuntime } from '../src/service.js';
 import { PlatformClient, chunk } from '../src/platform/index.js';
 import { Scheduler } from '../src/jobs/scheduler.js';
+import { parseJobArgs } from '../src/jobs/options.js';
 import { requestsJob, REQUESTS_CONCURRENCY } from '../jobs/requests.js';
 import {
   coveringEndpointIds,
@@ -180,11 +181,8 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
     storing = true;
     const t0 = process.hrtime.bigint();
     for (const c of window) {
-      const result = await scheduler.run('requests', 'manual', {
-        from: c.from.toISOString(),
-        to: c.to.toISOString(),
-        endpoints: spec.ids.join(','),
-      });
+      const args = parseJobArgs(requestsJob, { from: c.from.toISOString(), to: c.to.toISOString(), endpoints: spec.ids.join(',') });
+      const result = await scheduler.run('requests', 'manual', args);
       if (result.status !== 'ok') throw new Error(`requests job failed: ${result.error}`);
       records += result.rows;
     }

@@ -21,6 +21,7 @@ import { PlatformClient } from '../src/platform/index.js';
 import { Scheduler } from '../src/jobs/scheduler.js';
 import { allJobs } from '../jobs/index.js';
 import { consoleProgress } from '../src/jobs/progress.js';
+import { parseJobArgs } from '../src/jobs/options.js';
 
 const { values } = parseArgs({
   options: {
@@ -150,11 +151,11 @@ async function seed(svc: Service) {
     ['requests', { from, to }],
   ] as const) {
     process.stderr.write(`seeding: ${job}\n`);
-    const run = await scheduler.run(job, 'manual', args, consoleProgress());
+    const run = await scheduler.run(job, 'manual', parseJobArgs(scheduler.get(job)!, args), consoleProgress());
     if (run.status !== 'ok') throw new Error(`seeding ${job} failed: ${run.error}`);
   }
   // The daily rollup of the requests (built on the first scheduled run; a backfill only refreshes it).
-  const { maintainRequestRollup } = await import('../src/collectors/requests-rollup.js');
+  const { maintainRequestRollup } = await import('../jobs/requests.js');
   const { Checkpoints } = await import('../src/store/tables/checkpoints.js');
   await maintainRequestRollup(
     { runtime: svc, checkpoints: new Checkpoints(svc.store, svc.writer), log: svc.logger, now: () => sim.clock.now() },

@@ -1,8 +1,10 @@
-import type { JobContext, JobDefinition } from '../src/jobs/job.js';
+import { z } from 'zod';
+import { defineJob, type JobContext } from '../src/jobs/job.js';
+import { commaList, recollectHours } from '../src/jobs/options.js';
+import type { TimeRange } from '../src/jobs/time-args.js';
 import {
   analyticsTargets,
   collectAnalyticsRange,
-  parseTimeArg,
   rangeChunks,
   warnRefused,
   type AnalyticsKind,
@@ -10,7 +12,7 @@ import {
   type AnalyticsTimeframe,
   type RefusedEndpoints,
 } from '../src/collectors/analytics.js';
-import { bucketStart } from '../src/collectors/time.js';
+import { bucketStart, TIMEFRAMES } from '../src/collectors/time.js';
 import { runResumable } from '../src/jobs/resumable.js';
 
 const HOUR_MS = 3_600_000;
@@ -27,32 +29,31 @@ const DEFAULT_RECOLLECT_HOURS = 2;
  * With --from/--to it backfills that range in chunks and resumes after an interruption. Endpoints the platform
  * refuses (not owned) are skipped with one warning naming them.
  */
-export const analyticsJob: JobDefinition = {
+export const analyticsJob = defineJob({
   name: 'analytics',
   description: 'serverless and models analytics (counts, error types, latency percentiles) per endpoint and bucket',
   defaultCron: '*/15 * * * *',
   scope: 'api',
   label: 'the analytics collector',
-  options: {
-    timeframe: { type: 'string', description: 'minute, hour or day (default: ANALYTICS_TIMEFRAME)' },
-    kinds: { type: 'string', description: 'serverless,models (default: both)' },
-    'recollect-hours': { type: 'string', description: `hours re-collected by a scheduled run (default ${DEFAULT_RECOLLECT_HOURS})` },
-  },
-  async run(ctx) {
+  range: 'times',
+  options: z.object({
+    timeframe: z.enum(TIMEFRAMES).optional().describe('minute, hour or day (default: ANALYTICS_TIMEFRAME)'),
+    kinds: commaList(z.enum(['serverless', 'models'])).default(['serverless', 'models']).describe('serverless,models (default: both)'),
+    'recollect-hours': recollectHours(DEFAULT_RECOLLECT_HOURS),
+  }),
+  async run(ctx, options) {
     const config = ctx.runtime.config;
-    const timezones = ctx.args.timezone ? [ctx.args.timezone] : config.TIMEZONES;
-    const timeframe = parseTimeframe(ctx.args.timeframe ?? config.ANALYTICS_TIMEFRAME);
-    const kinds = parseKinds(ctx.args.kinds);
+    const timezones = ctx.timezone ? [ctx.timezone] : config.TIMEZONES;
+    const timeframe = options.timeframe ?? config.ANALYTICS_TIMEFRAME;
+    const kinds = options.kinds;
     const targets = await analyticsTargets(ctx, kinds);
     const refused: RefusedEndpoints = new Map();
     try {
-      if (ctx.args.from || ctx.args.to) {
-        if (!ctx.args.from || !ctx.args.to) throw new Error('a backfill needs both --from and --to (YYYY-MM-DD or ISO 8601, --to exclusive)');
-        for (const timezone of timezones) await backfill(ctx, { timezone, timeframe, kinds, targets, refused });
+      const range = ctx.range;
+      if (range) {
+        for (const timezone of timezones) await backfill(ctx, range, { timezone, timeframe, kinds, targets, refused });
       } else {
-        const recollectHours = Number(ctx.args['recollect-hours'] ?? DEFAULT_RECOLLECT_HOURS);
-        if (!Number.isFinite(recollectHours) || recollectHours < 0) throw new Error('--recollect-hours must be a number >= 0');
-        for (const timezone of timezones) await scheduled(ctx, { timezone, timeframe, kinds, targets, refused }, recollectHours);
+        for (const timezone of timezones) await scheduled(ctx, { timezone, timeframe, kinds, targets, refused }, options['recollect-hours']);
       }
     } finally {
       warnRefused(ctx, refused);
@@ -61,7 +62,7 @@ export const analyticsJob: JobDefinition = {
     const all = [...targets.serverless, ...targets.models];
     if (all.length > 0 && all.every((id) => refused.has(id))) throw refused.get(all[0])!;
   },
-};
+});
 
 interface RunPlan {
   timezone: string;
@@ -69,18 +70,6 @@ interface RunPlan {
   kinds: AnalyticsKind[];
   targets: AnalyticsTargets;
   refused: RefusedEndpoints;
-}
-
-function parseTimeframe(value: string): AnalyticsTimeframe {
-  if (value === 'minute' || value === 'hour' || value === 'day') return value;
-  throw new Error(`--timeframe must be minute, hour or day, got ${JSON.stringify(value)}`);
-}
-
-function parseKinds(value: string | undefined): AnalyticsKind[] {
-  if (!value) return ['serverless', 'models'];
-  const kinds = value.split(',').map((s) => s.trim()).filter(Boolean);
-  for (const k of kinds) if (k !== 'serverless' && k !== 'models') throw new Error(`--kinds takes serverless and/or models, got ${JSON.stringify(k)}`);
-  return kinds as AnalyticsKind[];
 }
 
 async function scheduled(ctx: JobContext, plan: RunPlan, recollectHours: number): Promise<void> {
@@ -104,16 +93,16 @@ async function scheduled(ctx: JobContext, plan: RunPlan, recollectHours: number)
   }
 }
 
-async function backfill(ctx: JobContext, plan: RunPlan): Promise<void> {
+async function backfill(ctx: JobContext, range: TimeRange, plan: RunPlan): Promise<void> {
   const { timezone, timeframe } = plan;
-  const from = parseTimeArg(ctx.args.from!, timezone, '--from');
-  const to = Math.min(parseTimeArg(ctx.args.to!, timezone, '--to'), ctx.now().getTime());
-  if (to <= from) throw new Error(`--to (${ctx.args.to}) must be after --from (${ctx.args.from}) and not after now; --to is exclusive`);
+  const { fromMs: from, toMs } = range.instants(timezone);
+  const to = Math.min(toMs, ctx.now().getTime());
+  if (to <= from) throw new Error(`--to (${range.to}) must be after --from (${range.from}) and not after now; --to is exclusive`);
   await runResumable(ctx, {
     job: 'analytics',
-    key: `backfill:${timezone}:${timeframe}:${plan.kinds.join(',')}:${ctx.args.from}:${ctx.args.to}`,
+    key: `backfill:${timezone}:${timeframe}:${plan.kinds.join(',')}:${range.from}:${range.to}`,
     chunks: rangeChunks(from, to, timeframe, timezone),
-    label: `analytics ${timezone} ${ctx.args.from}..${ctx.args.to}`,
+    label: `analytics ${timezone} ${range.from}..${range.to}`,
     position: (c) => new Date(c.startMs).toISOString(),
     logFields: { timezone },
     work: async (c) => {

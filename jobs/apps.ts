@@ -1,4 +1,4 @@
-import type { JobDefinition } from '../src/jobs/job.js';
+import { defineJob } from '../src/jobs/job.js';
 import { collectApps } from '../src/collectors/apps.js';
 
 /**
@@ -6,15 +6,15 @@ import { collectApps } from '../src/collectors/apps.js';
  * active runners, queue size). The endpoint ids it stores feed the requests, analytics, runners, events
  * and revisions collectors (unless ENDPOINT_IDS is set). The listing has no history: --from/--to do not apply.
  */
-export const appsJob: JobDefinition = {
+export const appsJob = defineJob({
   name: 'apps',
   description: 'serverless apps (latest state) and their endpoint ids, with each app\'s queue backlog',
   defaultCron: '0 * * * *',
   scope: 'api',
   label: 'the apps collector',
   async run(ctx) {
-    if (ctx.args.from || ctx.args.to) ctx.log.warn('the apps listing is the current state only; --from/--to are ignored');
+    if (ctx.range) ctx.log.warn('the apps listing is the current state only; --from/--to are ignored');
     const result = await collectApps(ctx);
     ctx.log.info(result, 'apps collected');
   },
-};
+});

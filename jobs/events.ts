@@ -1,7 +1,8 @@
-import type { JobContext, JobDefinition } from '../src/jobs/job.js';
+import { z } from 'zod';
+import { defineJob, type JobContext } from '../src/jobs/job.js';
+import type { TimeRange } from '../src/jobs/time-args.js';
 import { commitRows, collectorRejects } from '../src/collectors/common.js';
 import { listApps, type AppRef } from '../src/collectors/endpoints.js';
-import { parseTimeArg } from '../src/collectors/analytics.js';
 import { PAGE_LIMIT, readEventsOfApps, type AppEventsResult } from '../src/collectors/events.js';
 import { appEvents } from '../src/store/tables/app-events.js';
 import { runResumable } from '../src/jobs/resumable.js';
@@ -24,33 +25,33 @@ const BACKFILL_BATCH = 10;
  * stops paging at the first older event; events already stored are skipped by id, so three runs store each
  * event once. --from/--to reads that window for every app (again skipping what is stored).
  */
-export const eventsJob: JobDefinition = {
+export const eventsJob = defineJob({
   name: 'events',
   description: 'operational events per app (deployments, config changes, runner lifecycle), runner states normalised',
   defaultCron: '*/5 * * * *',
   scope: 'api',
   label: 'the events collector',
-  options: {
-    'page-limit': { type: 'string', description: `events per page, 1-${PAGE_LIMIT} (default ${PAGE_LIMIT})` },
-    'overlap-minutes': {
-      type: 'string',
-      description: `minutes before the watermark read again, for events the platform records late (default ${DEFAULT_OVERLAP_MINUTES})`,
-    },
-  },
-  async run(ctx) {
-    const pageLimit = Number(ctx.args['page-limit'] ?? PAGE_LIMIT);
-    if (!Number.isInteger(pageLimit) || pageLimit < 1 || pageLimit > PAGE_LIMIT) throw new Error(`--page-limit must be an integer 1-${PAGE_LIMIT}`);
+  range: 'times',
+  options: z.object({
+    'page-limit': z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(PAGE_LIMIT)
+      .default(PAGE_LIMIT)
+      .describe(`events per page, 1-${PAGE_LIMIT} (default ${PAGE_LIMIT})`),
+    'overlap-minutes': z.coerce
+      .number()
+      .min(0)
+      .default(DEFAULT_OVERLAP_MINUTES)
+      .describe(`minutes before the watermark read again, for events the platform records late (default ${DEFAULT_OVERLAP_MINUTES})`),
+  }),
+  async run(ctx, options) {
     const apps = await listApps(ctx);
-    if (ctx.args.from || ctx.args.to) {
-      if (!ctx.args.from || !ctx.args.to) throw new Error('a backfill needs both --from and --to (YYYY-MM-DD or ISO 8601, --to exclusive)');
-      await backfill(ctx, apps, pageLimit);
-      return;
-    }
-    const overlapMinutes = Number(ctx.args['overlap-minutes'] ?? DEFAULT_OVERLAP_MINUTES);
-    if (!Number.isFinite(overlapMinutes) || overlapMinutes < 0) throw new Error('--overlap-minutes must be a number >= 0');
-    await scheduled(ctx, apps, overlapMinutes * MINUTE_MS, pageLimit);
+    if (ctx.range) await backfill(ctx, ctx.range, apps, options['page-limit']);
+    else await scheduled(ctx, apps, options['overlap-minutes'] * MINUTE_MS, options['page-limit']);
   },
-};
+});
 
 type Watermarks = Record<string, string>;
 
@@ -104,17 +105,15 @@ async function commit(ctx: JobContext, results: AppEventsResult[], rejects: Retu
   return rows.length;
 }
 
-async function backfill(ctx: JobContext, apps: AppRef[], pageLimit: number): Promise<void> {
-  const from = parseTimeArg(ctx.args.from!, ctx.args.timezone ?? 'UTC', '--from');
-  const to = parseTimeArg(ctx.args.to!, ctx.args.timezone ?? 'UTC', '--to');
-  if (to <= from) throw new Error(`--to (${ctx.args.to}) must be after --from (${ctx.args.from}); --to is exclusive`);
+async function backfill(ctx: JobContext, range: TimeRange, apps: AppRef[], pageLimit: number): Promise<void> {
+  const { fromMs: from, toMs: to } = range.instants(ctx.timezone ?? 'UTC');
   // Apps in a fixed order, a batch at a time; the checkpoint is the number of apps done.
   const ordered = [...apps].sort((a, b) => (a.endpoint_id < b.endpoint_id ? -1 : a.endpoint_id > b.endpoint_id ? 1 : 0));
   await runResumable(ctx, {
     job: 'events',
-    key: `backfill:${ctx.args.from}:${ctx.args.to}`,
+    key: `backfill:${range.from}:${range.to}`,
     chunks: chunk(ordered, BACKFILL_BATCH).map((batch, i) => ({ appsBefore: i * BACKFILL_BATCH, batch })),
-    label: `events ${ctx.args.from}..${ctx.args.to} (batches of ${BACKFILL_BATCH} apps)`,
+    label: `events ${range.from}..${range.to} (batches of ${BACKFILL_BATCH} apps)`,
     position: (c) => String(c.appsBefore),
     work: async (c) => {
       const rejects = collectorRejects('events');

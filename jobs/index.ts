@@ -7,5 +7,8 @@ import { eventsJob } from './events.js';
 import { revisionsJob } from './revisions.js';
 import { requestsJob } from './requests.js';
 
-/** Every scheduled job, one file each. */
-export const allJobs: JobDefinition[] = [usageJob, requestsJob, appsJob, analyticsJob, runnersJob, eventsJob, revisionsJob];
+/**
+ * Every scheduled job, one file each. The order is the demo start-up order (one after the other): apps first, since
+ * it discovers the endpoints the later ones read. JOB_NAMES in src/config.ts lists the same names in this order.
+ */
+export const allJobs: JobDefinition[] = [appsJob, usageJob, requestsJob, analyticsJob, runnersJob, eventsJob, revisionsJob];

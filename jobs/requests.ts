@@ -1,18 +1,16 @@
 import { createHash } from 'node:crypto';
-import type { JobContext, JobDefinition } from '../src/jobs/job.js';
+import { DateTime } from 'luxon';
+import { z } from 'zod';
+import { defineJob, type JobContext } from '../src/jobs/job.js';
+import { commaList } from '../src/jobs/options.js';
+import type { TimeRange } from '../src/jobs/time-args.js';
 import { chunk } from '../src/platform/index.js';
 import { listEndpoints } from '../src/collectors/endpoints.js';
 import { PricesFileError, readPricesFile, syncUnitPrices } from '../src/collectors/prices.js';
-import { maintainRequestRollup, markRollupStale, rollupReady } from '../src/collectors/requests-rollup.js';
-import { refreshRequestDays } from '../src/store/tables/requests-daily.js';
+import { ROLLUP_JOB, ROLLUP_STALE, rollupKey, rollupReady } from '../src/collectors/requests-rollup.js';
+import { refreshRequestDays, requestsExtent } from '../src/store/tables/requests-daily.js';
 import { runResumable } from '../src/jobs/resumable.js';
-import {
-  collectRequestWindow,
-  coveringEndpointIds,
-  dayChunks,
-  forEachLimited,
-  parseTimeArg,
-} from '../src/collectors/requests.js';
+import { collectRequestWindow, coveringEndpointIds, dayChunks, forEachLimited } from '../src/collectors/requests.js';
 
 const JOB = 'requests';
 const HOUR_MS = 3_600_000;
@@ -29,17 +27,24 @@ export const SCHEDULED_KEY = 'scheduled';
  * was still null then is filled in) up to now, in day chunks, saving the watermark after each committed
  * chunk. With --from/--to it backfills that range in day chunks and resumes after an interruption.
  */
-export const requestsJob: JobDefinition = {
+export const requestsJob = defineJob({
   name: JOB,
   description: 'requests per endpoint with billable units; unit prices from PRICES_FILE',
   defaultCron: '*/5 * * * *',
   scope: 'api',
   label: 'the requests collector',
-  options: {
-    endpoints: { type: 'string', description: 'comma-separated endpoint ids (default: ENDPOINT_IDS, else every endpoint of the apps)' },
-    'lookback-hours': { type: 'string', description: `first run / new endpoint: hours to reach back (default ${FIRST_RUN_LOOKBACK_HOURS})` },
-  },
-  async run(ctx) {
+  range: 'times',
+  options: z.object({
+    endpoints: commaList(z.string())
+      .optional()
+      .describe('comma-separated endpoint ids (default: ENDPOINT_IDS, else every endpoint of the apps)'),
+    'lookback-hours': z.coerce
+      .number()
+      .positive()
+      .default(FIRST_RUN_LOOKBACK_HOURS)
+      .describe(`first run / new endpoint: hours to reach back (default ${FIRST_RUN_LOOKBACK_HOURS})`),
+  }),
+  async run(ctx, options) {
     // A bad prices file must not stop request collection (costs are computed when read): collect, then fail
     // the run with the file's error so job_runs and the log name the entry and field.
     let pricesError: PricesFileError | undefined;
@@ -60,27 +65,17 @@ export const requestsJob: JobDefinition = {
       }
     }
 
-    const ids = coveringEndpointIds(
-      ctx.args.endpoints ? ctx.args.endpoints.split(',') : await listEndpoints(ctx),
-    );
+    const ids = coveringEndpointIds(options.endpoints ?? (await listEndpoints(ctx)));
     let touched: { from: Date; to: Date } | null = null;
     if (ids.length === 0) ctx.log.warn('no endpoints to collect requests for');
-    else if (ctx.args.from || ctx.args.to) await backfill(ctx, ids);
-    else touched = await scheduled(ctx, ids);
+    else if (ctx.range) await backfill(ctx, ctx.range, ids);
+    else touched = await scheduled(ctx, ids, { lookbackMs: options['lookback-hours'] * HOUR_MS, allEndpoints: !options.endpoints });
     // Per-day totals for the query API: the days this run wrote (a backfill refreshes its chunks as it goes).
     await maintainRequestRollup(ctx, touched, { rebuild: pricesChanged });
 
     if (pricesError) throw pricesError;
   },
-};
-
-function lookbackMs(ctx: JobContext): number {
-  const raw = ctx.args['lookback-hours'];
-  if (raw === undefined) return FIRST_RUN_LOOKBACK_HOURS * HOUR_MS;
-  const hours = Number(raw);
-  if (!Number.isFinite(hours) || hours <= 0) throw new Error(`--lookback-hours must be a positive number, got ${JSON.stringify(raw)}`);
-  return hours * HOUR_MS;
-}
+});
 
 function parseWatermarks(value: string | undefined): Record<string, string> {
   if (!value) return {};
@@ -101,14 +96,18 @@ function parseWatermarks(value: string | undefined): Record<string, string> {
  * is committed, the group's watermarks move to the chunk's end (never backwards) and the map of this run's
  * endpoints is saved.
  */
-async function scheduled(ctx: JobContext, ids: string[]): Promise<{ from: Date; to: Date } | null> {
+async function scheduled(
+  ctx: JobContext,
+  ids: string[],
+  opts: { lookbackMs: number; allEndpoints: boolean },
+): Promise<{ from: Date; to: Date } | null> {
   const nowMs = ctx.now().getTime();
   const recollectMs = ctx.runtime.config.REQUESTS_RECOLLECT_HOURS * HOUR_MS;
-  const firstStartMs = nowMs - lookbackMs(ctx);
+  const firstStartMs = nowMs - opts.lookbackMs;
   const saved = parseWatermarks(await ctx.checkpoints.get(JOB, SCHEDULED_KEY));
   // Only this run's endpoints are kept, so ids no longer collected (apps gone, ENDPOINT_IDS changed) do not stay in
   // the map for good. A run over --endpoints keeps the others': it is not the whole set.
-  const watermarks = ctx.args.endpoints
+  const watermarks = !opts.allEndpoints
     ? saved
     : Object.fromEntries(ids.filter((id) => Object.hasOwn(saved, id)).map((id) => [id, saved[id]]));
 
@@ -143,14 +142,11 @@ async function scheduled(ctx: JobContext, ids: string[]): Promise<{ from: Date; 
 }
 
 /** --from/--to: day chunks (in --timezone, default UTC), every endpoint group per chunk, then a checkpoint. */
-async function backfill(ctx: JobContext, ids: string[]): Promise<void> {
-  if (!ctx.args.from || !ctx.args.to) {
-    throw new Error('a backfill needs both --from and --to (YYYY-MM-DD or ISO 8601 datetimes, --to exclusive)');
-  }
-  const timezone = ctx.args.timezone ?? 'UTC';
-  const from = parseTimeArg(ctx.args.from, timezone, '--from');
-  const requestedTo = parseTimeArg(ctx.args.to, timezone, '--to');
-  if (requestedTo <= from) throw new Error(`--to (${ctx.args.to}) must be after --from (${ctx.args.from}); --to is exclusive`);
+async function backfill(ctx: JobContext, range: TimeRange, ids: string[]): Promise<void> {
+  const timezone = ctx.timezone ?? 'UTC';
+  const instants = range.instants(timezone);
+  const from = new Date(instants.fromMs);
+  const requestedTo = new Date(instants.toMs);
   // Nothing exists after now; the platform would cut the range there anyway.
   const to = new Date(Math.min(requestedTo.getTime(), ctx.now().getTime()));
   const groups = chunk(ids, 50);
@@ -159,7 +155,7 @@ async function backfill(ctx: JobContext, ids: string[]): Promise<void> {
     job: JOB,
     key: `backfill:${from.toISOString()}:${requestedTo.toISOString()}:${idsHash}`,
     chunks: dayChunks(from, to, timezone),
-    label: `requests ${ctx.args.from}..${ctx.args.to}`,
+    label: `requests ${range.from}..${range.to}`,
     position: (c) => c.from.toISOString(),
     work: async (c) => {
       let count = 0;
@@ -174,4 +170,45 @@ async function backfill(ctx: JobContext, ids: string[]): Promise<void> {
       return `${c.from.toISOString().slice(0, 10)}: ${count} requests`;
     },
   });
+}
+
+/** Marks every zone's rollup stale (before anything else can fail), so the next maintenance rebuilds it. */
+async function markRollupStale(ctx: Pick<JobContext, 'runtime' | 'checkpoints'>): Promise<void> {
+  for (const timezone of ctx.runtime.config.TIMEZONES) await ctx.checkpoints.save(ROLLUP_JOB, rollupKey(timezone), ROLLUP_STALE);
+}
+
+/**
+ * Keeps `requests_daily` in step with `requests` for every zone in TIMEZONES: the days a run touched, plus
+ * everything since the last successful refresh (so a run that died between committing requests and refreshing
+ * leaves no stale day behind). A zone never built, or a change of prices, rebuilds the zone in full, a month at a
+ * time. The checkpoint is saved only after the refresh is committed.
+ */
+export async function maintainRequestRollup(
+  ctx: Pick<JobContext, 'runtime' | 'checkpoints' | 'log' | 'now'>,
+  touched: { from: Date; to: Date } | null,
+  opts: { rebuild?: boolean } = {},
+): Promise<void> {
+  const { store, config } = ctx.runtime;
+  const now = ctx.now();
+  for (const timezone of config.TIMEZONES) {
+    const through = await ctx.checkpoints.get(ROLLUP_JOB, rollupKey(timezone));
+    if (!through || through === ROLLUP_STALE || opts.rebuild) {
+      const [extent] = await requestsExtent(store, {});
+      if (extent && extent.n > 0) {
+        let start = DateTime.fromSQL(extent.first, { zone: 'utc' });
+        const end = DateTime.fromSQL(extent.last, { zone: 'utc' }).plus({ milliseconds: 1 });
+        while (start < end) {
+          const next = DateTime.min(start.plus({ months: 1 }), end);
+          await refreshRequestDays(store, timezone, start.toJSDate(), next.toJSDate());
+          start = next;
+        }
+        ctx.log.info({ timezone, requests: extent.n }, 'requests_daily rebuilt');
+      }
+    } else {
+      const from = touched ? new Date(Math.min(touched.from.getTime(), Date.parse(through))) : new Date(Date.parse(through));
+      const to = touched ? new Date(Math.max(touched.to.getTime(), now.getTime())) : now;
+      if (from < to) await refreshRequestDays(store, timezone, from, to);
+    }
+    await ctx.checkpoints.save(ROLLUP_JOB, rollupKey(timezone), now.toISOString());
+  }
 }

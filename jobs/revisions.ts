@@ -1,4 +1,4 @@
-import type { JobDefinition } from '../src/jobs/job.js';
+import { defineJob } from '../src/jobs/job.js';
 import { listApps } from '../src/collectors/endpoints.js';
 import { collectRevisions } from '../src/collectors/revisions.js';
 
@@ -6,14 +6,14 @@ import { collectRevisions } from '../src/collectors/revisions.js';
  * Revision history per app (deployment status, deployer, message, annotations), all of it each run: it is
  * short, and `is_current` moves with each deployment. --from/--to do not apply (the list has no window).
  */
-export const revisionsJob: JobDefinition = {
+export const revisionsJob = defineJob({
   name: 'revisions',
   description: 'revision history per app (status, deployer, message, annotations, which one is current)',
   defaultCron: '0 * * * *',
   scope: 'api',
   label: 'the revisions collector',
   async run(ctx) {
-    if (ctx.args.from || ctx.args.to) ctx.log.warn('the revisions list has no time window; --from/--to are ignored');
+    if (ctx.range) ctx.log.warn('the revisions list has no time window; --from/--to are ignored');
     const apps = await listApps(ctx);
     const result = await collectRevisions(ctx, apps);
     if (result.refused.size > 0) {
@@ -22,4 +22,4 @@ export const revisionsJob: JobDefinition = {
     }
     ctx.log.info({ rows: result.rows, rejected: result.rejected }, 'revisions collected');
   },
-};
+});

@@ -1,6 +1,8 @@
-import type { JobContext, JobDefinition } from '../src/jobs/job.js';
+import { z } from 'zod';
+import { defineJob, type JobContext } from '../src/jobs/job.js';
+import { commaList, recollectHours } from '../src/jobs/options.js';
+import type { TimeRange } from '../src/jobs/time-args.js';
 import { listApps, type AppRef } from '../src/collectors/endpoints.js';
-import { parseTimeArg } from '../src/collectors/analytics.js';
 import {
   collectRunnerHistory,
   historyChunks,
@@ -8,7 +10,7 @@ import {
   type RunnerAggregation,
   type RunnerTimeframe,
 } from '../src/collectors/runners.js';
-import { bucketStart } from '../src/collectors/time.js';
+import { bucketStart, TIMEFRAMES } from '../src/collectors/time.js';
 import { runResumable } from '../src/jobs/resumable.js';
 import type { PlatformError } from '../src/platform/index.js';
 
@@ -24,32 +26,29 @@ const DEFAULT_RECOLLECT_HOURS = 2;
  * `avg`, per configured timezone. A scheduled run collects from where the last run got to (re-collecting
  * the last --recollect-hours: the current bucket is partial); --from/--to backfills (at most 90 days back).
  */
-export const runnersJob: JobDefinition = {
+export const runnersJob = defineJob({
   name: 'runners',
   description: 'runner counts by state (running, idle, pending, draining) per app and bucket',
   defaultCron: '*/15 * * * *',
   scope: 'api',
   label: 'the runners collector',
-  options: {
-    timeframe: { type: 'string', description: 'minute, hour or day (default hour)' },
-    aggregations: { type: 'string', description: 'max,avg (default both)' },
-    'recollect-hours': { type: 'string', description: `hours re-collected by a scheduled run (default ${DEFAULT_RECOLLECT_HOURS})` },
-  },
-  async run(ctx) {
-    const timezones = ctx.args.timezone ? [ctx.args.timezone] : ctx.runtime.config.TIMEZONES;
-    const timeframe = parseTimeframe(ctx.args.timeframe ?? 'hour');
-    const aggregations = parseAggregations(ctx.args.aggregations);
+  range: 'times',
+  options: z.object({
+    timeframe: z.enum(TIMEFRAMES).default('hour').describe('minute, hour or day (default hour)'),
+    aggregations: commaList(z.enum(['max', 'avg'])).default(['max', 'avg']).describe('max,avg (default both)'),
+    'recollect-hours': recollectHours(DEFAULT_RECOLLECT_HOURS),
+  }),
+  async run(ctx, options) {
+    const timezones = ctx.timezone ? [ctx.timezone] : ctx.runtime.config.TIMEZONES;
     const apps = await listApps(ctx);
     const refused = new Map<string, PlatformError>();
-    const plan = { timeframe, aggregations, apps, refused };
+    const plan = { timeframe: options.timeframe, aggregations: options.aggregations, apps, refused };
     try {
-      if (ctx.args.from || ctx.args.to) {
-        if (!ctx.args.from || !ctx.args.to) throw new Error('a backfill needs both --from and --to (YYYY-MM-DD or ISO 8601, --to exclusive)');
-        for (const timezone of timezones) await backfill(ctx, { ...plan, timezone });
+      const range = ctx.range;
+      if (range) {
+        for (const timezone of timezones) await backfill(ctx, range, { ...plan, timezone });
       } else {
-        const recollectHours = Number(ctx.args['recollect-hours'] ?? DEFAULT_RECOLLECT_HOURS);
-        if (!Number.isFinite(recollectHours) || recollectHours < 0) throw new Error('--recollect-hours must be a number >= 0');
-        for (const timezone of timezones) await scheduled(ctx, { ...plan, timezone }, recollectHours);
+        for (const timezone of timezones) await scheduled(ctx, { ...plan, timezone }, options['recollect-hours']);
       }
     } finally {
       if (refused.size > 0) {
@@ -58,7 +57,7 @@ export const runnersJob: JobDefinition = {
       }
     }
   },
-};
+});
 
 interface Plan {
   timezone: string;
@@ -66,18 +65,6 @@ interface Plan {
   aggregations: RunnerAggregation[];
   apps: AppRef[];
   refused: Map<string, PlatformError>;
-}
-
-function parseTimeframe(value: string): RunnerTimeframe {
-  if (value === 'minute' || value === 'hour' || value === 'day') return value;
-  throw new Error(`--timeframe must be minute, hour or day, got ${JSON.stringify(value)}`);
-}
-
-function parseAggregations(value: string | undefined): RunnerAggregation[] {
-  if (!value) return ['max', 'avg'];
-  const list = value.split(',').map((s) => s.trim()).filter(Boolean);
-  for (const a of list) if (a !== 'max' && a !== 'avg') throw new Error(`--aggregations takes max and/or avg, got ${JSON.stringify(a)}`);
-  return list as RunnerAggregation[];
 }
 
 async function collect(ctx: JobContext, plan: Plan, chunk: { startMs: number; endMs: number }) {
@@ -113,21 +100,22 @@ async function scheduled(ctx: JobContext, plan: Plan, recollectHours: number): P
   }
 }
 
-async function backfill(ctx: JobContext, plan: Plan): Promise<void> {
+async function backfill(ctx: JobContext, range: TimeRange, plan: Plan): Promise<void> {
   const nowMs = ctx.now().getTime();
-  let from = parseTimeArg(ctx.args.from!, plan.timezone, '--from');
-  const to = Math.min(parseTimeArg(ctx.args.to!, plan.timezone, '--to'), nowMs);
+  const instants = range.instants(plan.timezone);
+  let from = instants.fromMs;
+  const to = Math.min(instants.toMs, nowMs);
   const oldest = oldestAllowed(nowMs, plan);
   if (from < oldest) {
-    ctx.log.warn({ from: ctx.args.from, oldest: new Date(oldest).toISOString() }, 'the platform keeps 90 days of runner history; collecting from the oldest bucket it serves');
+    ctx.log.warn({ from: range.from, oldest: new Date(oldest).toISOString() }, 'the platform keeps 90 days of runner history; collecting from the oldest bucket it serves');
     from = oldest;
   }
-  if (to <= from) throw new Error(`--to (${ctx.args.to}) must be after --from (${ctx.args.from}) and not after now; --to is exclusive`);
+  if (to <= from) throw new Error(`--to (${range.to}) must be after --from (${range.from}) and not after now; --to is exclusive`);
   await runResumable(ctx, {
     job: 'runners',
-    key: `backfill:${plan.timezone}:${plan.timeframe}:${plan.aggregations.join(',')}:${ctx.args.from}:${ctx.args.to}`,
+    key: `backfill:${plan.timezone}:${plan.timeframe}:${plan.aggregations.join(',')}:${range.from}:${range.to}`,
     chunks: historyChunks(from, to, plan.timeframe, plan.timezone),
-    label: `runners ${plan.timezone} ${ctx.args.from}..${ctx.args.to}`,
+    label: `runners ${plan.timezone} ${range.from}..${range.to}`,
     position: (c) => new Date(c.startMs).toISOString(),
     logFields: { timezone: plan.timezone },
     work: async (c) => {

@@ -1,6 +1,9 @@
-import type { JobDefinition, JobContext } from '../src/jobs/job.js';
+import { z } from 'zod';
+import { defineJob, type JobContext } from '../src/jobs/job.js';
+import { commaList } from '../src/jobs/options.js';
 import { runResumable } from '../src/jobs/resumable.js';
-import { collectUsageChunk, monthChunks, parseLocalDate, scheduledWindow } from '../src/collectors/usage.js';
+import { parseLocalDate } from '../src/jobs/time-args.js';
+import { collectUsageChunk, monthChunks, scheduledWindow } from '../src/collectors/usage.js';
 
 /**
  * Serverless usage (admin scope): the daily time series and the platform's summary, per configured
@@ -8,22 +11,23 @@ import { collectUsageChunk, monthChunks, parseLocalDate, scheduledWindow } from 
  * (recent buckets still change), reaching back further if earlier runs were missed. With --from/--to it
  * backfills that range in month chunks and resumes after an interruption.
  */
-export const usageJob: JobDefinition = {
+export const usageJob = defineJob({
   name: 'usage',
   description: 'serverless usage and cost per app, machine type and day, per timezone',
   defaultCron: '*/30 * * * *',
   scope: 'admin',
   label: 'the usage collector',
-  options: {
-    apps: { type: 'string', description: 'comma-separated app names (default: USAGE_APPS, else all apps)' },
-  },
-  async run(ctx) {
+  // The platform's usage series is daily: a backfill covers whole local days.
+  range: 'dates',
+  options: z.object({
+    apps: commaList(z.string()).optional().describe('comma-separated app names (default: USAGE_APPS, else all apps)'),
+  }),
+  async run(ctx, options) {
     const config = ctx.runtime.config;
-    const timezones = ctx.args.timezone ? [ctx.args.timezone] : config.TIMEZONES;
-    const apps = ctx.args.apps ? ctx.args.apps.split(',').map((s) => s.trim()).filter(Boolean) : config.USAGE_APPS;
-    if (ctx.args.from || ctx.args.to) {
-      if (!ctx.args.from || !ctx.args.to) throw new Error('a backfill needs both --from and --to (YYYY-MM-DD, --to exclusive)');
-      for (const timezone of timezones) await backfill(ctx, timezone, ctx.args.from, ctx.args.to, apps);
+    const timezones = ctx.timezone ? [ctx.timezone] : config.TIMEZONES;
+    const apps = options.apps ?? config.USAGE_APPS;
+    if (ctx.range) {
+      for (const timezone of timezones) await backfill(ctx, timezone, ctx.range.from, ctx.range.to, apps);
       return;
     }
     for (const timezone of timezones) {
@@ -39,7 +43,7 @@ export const usageJob: JobDefinition = {
       }
     }
   },
-};
+});
 
 async function backfill(ctx: JobContext, timezone: string, from: string, to: string, apps: string[] | undefined): Promise<void> {
   await runResumable(ctx, {

@@ -34,8 +34,11 @@ const cronExpression = z
   .string()
   .refine((v) => cron.validate(v), { error: 'expected a cron expression (5 or 6 fields, e.g. "*/5 * * * *")' });
 
-/** Every scheduled job's schedule can be overridden with JOB_<NAME>_CRON. */
-export const JOB_NAMES = ['usage', 'apps', 'requests', 'analytics', 'runners', 'events', 'revisions'] as const;
+/**
+ * Every scheduled job's schedule can be overridden with JOB_<NAME>_CRON. The names of jobs/index.ts's list, in its
+ * order (test/jobs/job-list.test.ts checks); listed here because config must not import the jobs (an import cycle).
+ */
+export const JOB_NAMES = ['apps', 'usage', 'requests', 'analytics', 'runners', 'events', 'revisions'] as const;
 const jobCronFields = Object.fromEntries(JOB_NAMES.map((n) => [`JOB_${n.toUpperCase()}_CRON`, cronExpression.optional()])) as Record<
   `JOB_${Uppercase<(typeof JOB_NAMES)[number]>}_CRON`,
   z.ZodOptional<typeof cronExpression>

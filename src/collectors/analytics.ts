@@ -1,4 +1,4 @@
-import { DateTime, type DurationLikeObject } from 'luxon';
+import type { DurationLikeObject } from 'luxon';
 import type { JobContext } from '../jobs/job.js';
 import {
   ANALYTICS_METRIC_NAMES,
@@ -234,14 +234,6 @@ const CHUNK: Record<AnalyticsTimeframe, DurationLikeObject> = {
 /** Splits [startMs, endMs) into the chunks of one call each, beginning on bucket boundaries. */
 export function rangeChunks(startMs: number, endMs: number, timeframe: AnalyticsTimeframe, timezone: string): Array<{ startMs: number; endMs: number }> {
   return bucketChunks(startMs, endMs, timeframe, timezone, CHUNK[timeframe]);
-}
-
-/** `YYYY-MM-DD` (local midnight in `timezone`) or an ISO 8601 datetime, as epoch ms. */
-export function parseTimeArg(value: string, timezone: string, name: string): number {
-  const ok = /^\d{4}-\d{2}-\d{2}(T.+)?$/.test(value);
-  const dt = ok ? DateTime.fromISO(value, { zone: timezone }) : DateTime.invalid('format');
-  if (!dt.isValid) throw new Error(`${name} must be a date YYYY-MM-DD or an ISO 8601 datetime, got ${JSON.stringify(value)}`);
-  return dt.toMillis();
 }
 
 /** One warning per run naming every endpoint skipped, and why. */

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { platformPaths } from '../platform/index.js';
 import { BILLABLE_UNITS_SCALE, requests, requestVersion, type RequestRow } from '../store/tables/requests.js';
-import { HAS_ZONE, ISO_DATE, isoToDateTime64, nextVersionMs, toDateTime64, toDecimalScale } from '../store/values.js';
+import { isoToDateTime64, nextVersionMs, toDateTime64, toDecimalScale } from '../store/values.js';
 import type { BatchWriter, RejectRow, WriteResult } from '../store/writer.js';
 
 // Requests and their billable units: GET /v1/serverless/requests/by-endpoint?expand=billing, at most 50
@@ -303,15 +303,6 @@ export function dayChunks(from: Date, to: Date, timezone = 'UTC'): Array<{ from:
     start = next;
   }
   return chunks;
-}
-
-/** `--from`/`--to`: a date (midnight in `timezone`) or an ISO 8601 datetime (UTC when it has no zone). */
-export function parseTimeArg(value: string, timezone: string, name: string): Date {
-  const dt = ISO_DATE.test(value)
-    ? DateTime.fromISO(value, { zone: timezone })
-    : DateTime.fromISO(value, { zone: 'utc', setZone: HAS_ZONE.test(value) });
-  if (!dt.isValid) throw new Error(`${name} must be a date YYYY-MM-DD or an ISO 8601 datetime, got ${JSON.stringify(value)}`);
-  return dt.toJSDate();
 }
 
 /** Runs `work` over `items` with at most `limit` at a time; the first failure rejects (the rest still settle). */

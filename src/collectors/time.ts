@@ -1,7 +1,8 @@
 import { DateTime, type DurationLikeObject } from 'luxon';
 
 /** Bucket sizes the platform's time series come in. */
-export type Timeframe = 'minute' | 'hour' | 'day';
+export const TIMEFRAMES = ['minute', 'hour', 'day'] as const;
+export type Timeframe = (typeof TIMEFRAMES)[number];
 
 /** The start of the bucket holding `ms`. */
 export function bucketStart(ms: number, timeframe: Timeframe, timezone: string): number {

@@ -1,9 +1,10 @@
 import { DateTime } from 'luxon';
 import type { JobContext } from '../jobs/job.js';
+import { parseLocalDate } from '../jobs/time-args.js';
 import { chunk, platformPaths, SeriesPage, UsageRow } from '../platform/index.js';
 import { liveUsageBucketKeys, USAGE_SCALES, usageBuckets, type UsageBucketRow } from '../store/tables/usage-buckets.js';
 import { liveUsageSummaryKeys, usageSummaries, type UsageSummaryRow } from '../store/tables/usage-summaries.js';
-import { ISO_DATE, nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../store/values.js';
+import { nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../store/values.js';
 import { collectorRejects, commitRows, describeZodIssue } from './common.js';
 
 export interface UsageRange {
@@ -21,12 +22,6 @@ export interface UsageChunkResult {
   summaryRows: number;
   tombstones: number;
   rejected: number;
-}
-
-export function parseLocalDate(value: string, timezone: string, name: string): DateTime {
-  const dt = ISO_DATE.test(value) ? DateTime.fromISO(value, { zone: timezone }) : DateTime.invalid('format');
-  if (!dt.isValid) throw new Error(`${name} must be a date YYYY-MM-DD, got ${JSON.stringify(value)}`);
-  return dt.startOf('day');
 }
 
 /** Splits [from, to) at calendar-month boundaries: the platform's summary for a chunk is then a month (to date). */

@@ -13,9 +13,6 @@ export interface DemoWiring {
   simUrl?: string;
 }
 
-/** Jobs a demo start runs at once, so a newcomer sees data within seconds. */
-const DEMO_STARTUP_JOBS = ['apps', 'usage', 'requests', 'analytics', 'runners', 'events', 'revisions'];
-
 /**
  * Starts what reads the platform: the job scheduler and the metrics scraper, both on one platform source
  * (in demo mode the in-process simulator, started here).
@@ -55,9 +52,10 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
       }
     }
     if (source.demo) {
-      // One after the other: the apps job discovers the endpoints the later ones read.
+      // Every job at once, so a newcomer sees data within seconds: one after the other, in the list's order (the
+      // apps job, first, discovers the endpoints the later ones read).
       void (async () => {
-        for (const name of DEMO_STARTUP_JOBS) if (scheduler.get(name)) await scheduler.run(name, 'startup');
+        for (const job of jobs) await scheduler.run(job.name, 'startup');
       })();
     }
     return {

@@ -7,6 +7,7 @@ import { Checkpoints } from '../store/tables/checkpoints.js';
 import { jobRuns, type JobRunRow } from '../store/tables/job-runs.js';
 import { toDateTime64 } from '../store/values.js';
 import type { JobArgs, JobDefinition } from './job.js';
+import { parseJobArgs } from './options.js';
 import { silentProgress, type Progress } from './progress.js';
 
 export type Trigger = 'schedule' | 'startup' | 'manual';
@@ -114,8 +115,11 @@ export class Scheduler {
     return this.jobs.get(name);
   }
 
-  /** Runs a job now unless it is already running. Never throws: the outcome is in the result. */
-  async run(name: string, trigger: Trigger, args: JobArgs = {}, progress: Progress = silentProgress): Promise<JobRunResult> {
+  /**
+   * Runs a job now unless it is already running. Never throws: the outcome is in the result. `args` are the
+   * options `parseJobArgs` checked (the CLI's); without them, the job's defaults (a scheduled run).
+   */
+  async run(name: string, trigger: Trigger, args?: JobArgs, progress: Progress = silentProgress): Promise<JobRunResult> {
     const job = this.jobs.get(name);
     if (!job) throw new Error(`unknown job ${JSON.stringify(name)}; jobs: ${[...this.jobs.keys()].join(', ')}`);
     const runId = randomUUID();
@@ -142,7 +146,7 @@ export class Scheduler {
     job: JobDefinition,
     runId: string,
     trigger: Trigger,
-    args: JobArgs,
+    args: JobArgs | undefined,
     progress: Progress,
     controller: AbortController,
     startedAt: number,
@@ -155,27 +159,32 @@ export class Scheduler {
     let status: 'ok' | 'failed' = 'ok';
     let error = '';
     try {
-      await job.run({
-        runtime: this.opts.runtime,
-        platform: this.opts.platform,
-        checkpoints: this.checkpoints,
-        log,
-        signal: controller.signal,
-        call: {
+      const { range, timezone, options } = args ?? parseJobArgs(job);
+      await job.run(
+        {
+          runtime: this.opts.runtime,
+          platform: this.opts.platform,
+          checkpoints: this.checkpoints,
+          log,
           signal: controller.signal,
-          onRetry: (info) => {
-            retries++;
-            this.metrics.retries.inc({ job: job.name });
-            log.debug({ attempt: info.attempt, delayMs: info.delayMs, type: info.error.type, status: info.error.status }, 'platform call retried');
+          call: {
+            signal: controller.signal,
+            onRetry: (info) => {
+              retries++;
+              this.metrics.retries.inc({ job: job.name });
+              log.debug({ attempt: info.attempt, delayMs: info.delayMs, type: info.error.type, status: info.error.status }, 'platform call retried');
+            },
           },
+          now: this.now,
+          addRows: (n) => {
+            rows += n;
+          },
+          progress,
+          range,
+          timezone,
         },
-        now: this.now,
-        addRows: (n) => {
-          rows += n;
-        },
-        progress,
-        args,
-      });
+        options,
+      );
     } catch (err) {
       status = 'failed';
       error = describeJobError(job, err);

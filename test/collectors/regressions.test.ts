@@ -11,7 +11,7 @@ import { allJobs } from '../../jobs/index.js';
 import type { Runtime } from '../../src/runtime.js';
 import { decimalToScaled } from '../../src/store/values.js';
 import { closeRuntime, openTestRuntime, queryRows } from '../support/store.js';
-import { runJob, simClient } from '../support/jobs.js';
+import { jobArgs, runJob, simClient } from '../support/jobs.js';
 
 let rt: Runtime;
 const prices = join(mkdtempSync(join(tmpdir(), 'th-reg-')), 'prices.json');
@@ -92,12 +92,12 @@ describe('usage re-collection with a malformed row', () => {
           "SELECT count() AS n, toString(sum(cost_total)) AS cost FROM usage_buckets FINAL WHERE timezone = 'Europe/Lisbon'",
         )
       )[0];
-    expect((await scheduler.run('usage', 'manual', args)).status).toBe('ok');
+    expect((await scheduler.run('usage', 'manual', jobArgs('usage', args))).status).toBe('ok');
     const before = await total();
     const truth = sim.truth.usage({ ...args, timeframe: 'day' }).reduce((s, r) => s + BigInt(r.cost_total_nanos), 0n);
     expect(nanos(before.cost)).toBe(truth);
     corrupt = true;
-    expect((await scheduler.run('usage', 'manual', args)).status).toBe('ok');
+    expect((await scheduler.run('usage', 'manual', jobArgs('usage', args))).status).toBe('ok');
     expect(await total()).toEqual(before);
     const [rejects] = await queryRows<{ n: string }>(rt, "SELECT count() AS n FROM ingest_rejects WHERE source = 'collector:usage' AND reason LIKE 'quantity:%'");
     expect(Number(rejects.n)).toBe(1);
@@ -118,7 +118,7 @@ describe('requests rollup after a price change', () => {
     const scheduler = new Scheduler({ runtime: rt, platform, jobs: allJobs, now: () => sim.clock.now() });
     price('0.0005');
     expect((await scheduler.run('apps', 'manual')).status).toBe('ok');
-    expect((await scheduler.run('requests', 'manual', { 'lookback-hours': '72' })).status).toBe('ok');
+    expect((await scheduler.run('requests', 'manual', jobArgs('requests', { 'lookback-hours': '72' }))).status).toBe('ok');
     const costs = async () =>
       (
         await queryRows<{ rollup: string; raw: string }>(
@@ -159,12 +159,12 @@ describe('usage rows that vanish from the platform', () => {
     });
     const scheduler = new Scheduler({ runtime: rt, platform, jobs: allJobs, now: () => sim.clock.now() });
     const args = { from: '2026-11-01', to: '2026-11-08', timezone: 'Asia/Tokyo' };
-    expect((await scheduler.run('usage', 'manual', args)).status).toBe('ok');
+    expect((await scheduler.run('usage', 'manual', jobArgs('usage', args))).status).toBe('ok');
     const apps = async () =>
       (await queryRows<{ app: string }>(rt, "SELECT DISTINCT app FROM usage_buckets FINAL WHERE timezone = 'Asia/Tokyo' ORDER BY app")).map((r) => r.app);
     const all = await apps();
     drop = all[0];
-    expect((await scheduler.run('usage', 'manual', args)).status).toBe('ok');
+    expect((await scheduler.run('usage', 'manual', jobArgs('usage', args))).status).toBe('ok');
     expect(await apps()).toEqual(all.slice(1));
     const expected = sim.truth
       .usage({ ...args, timeframe: 'day' })

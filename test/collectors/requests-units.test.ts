@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 import {
   coveringEndpointIds,
   dayChunks,
-  parseTimeArg,
   toRequestLine,
   toRequestRow,
 } from '../../src/collectors/requests.js';
 import { parsePrices, PricesFileError } from '../../src/collectors/prices.js';
+import { parseTimeArg } from '../../src/jobs/time-args.js';
 import { isoToDateTime64 } from '../../src/store/values.js';
 import { BILLED_VERSION_BIT, RequestRow, requestVersion, requests } from '../../src/store/tables/requests.js';
 
@@ -134,8 +134,8 @@ describe('coveringEndpointIds', () => {
 
 describe('dayChunks and --from/--to', () => {
   it('cuts at midnight of the zone, including a 25-hour DST day', () => {
-    const from = parseTimeArg('2026-10-31', 'America/New_York', '--from');
-    const to = parseTimeArg('2026-11-03T12:00:00Z', 'America/New_York', '--to');
+    const from = new Date(parseTimeArg('2026-10-31', 'America/New_York', '--from'));
+    const to = new Date(parseTimeArg('2026-11-03T12:00:00Z', 'America/New_York', '--to'));
     const chunks = dayChunks(from, to, 'America/New_York').map((c) => [c.from.toISOString(), c.to.toISOString()]);
     expect(chunks).toEqual([
       ['2026-10-31T04:00:00.000Z', '2026-11-01T04:00:00.000Z'],
