@@ -109,7 +109,7 @@ const linesOf = (b: number) => Math.min(BATCH, LINES - b * BATCH);
 async function serve(): Promise<void> {
   const { parseConfig } = await import('../src/config.js');
   const { startService } = await import('../src/service.js');
-  const { logDrainExtension } = await import('../src/ingest/drain.js');
+  const { logDrainExtension } = await import('../src/ingest/drain/extension.js');
   type Runtime = import('../src/runtime.js').Runtime;
   type App = import('fastify').FastifyInstance;
   const config = parseConfig(process.env);

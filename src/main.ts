@@ -16,7 +16,7 @@ import { analyticsRoutes } from './api/analytics-routes.js';
 import { logsRoutes } from './api/logs-routes.js';
 import { requestCostRoutes } from './api/request-cost-routes.js';
 import { businessMetricsExtension } from './http/business-metrics.js';
-import { logDrainExtension } from './ingest/drain.js';
+import { logDrainExtension } from './ingest/drain/extension.js';
 import { webhookExtension } from './ingest/webhooks.js';
 import { allJobs } from '../jobs/index.js';
 import { collectCommand } from './jobs/cli.js';

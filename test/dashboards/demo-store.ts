@@ -1,8 +1,8 @@
 import { startService, type Service } from '../../src/service.js';
 import { businessMetricsExtension } from '../../src/http/business-metrics.js';
-import { logDrainExtension } from '../../src/ingest/drain.js';
+import { logDrainExtension } from '../../src/ingest/drain/extension.js';
 import { webhookExtension } from '../../src/ingest/webhooks.js';
-import type { SpoolReplayer } from '../../src/ingest/replayer.js';
+import type { SpoolReplayer } from '../../src/ingest/drain/replay.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { startSim, type Sim } from '../../src/sim/index.js';

@@ -1,8 +1,8 @@
 // A drain body's bytes -> sealed chunks of `logs` rows (TabSeparated) and `ingest_rejects` rows (JSONEachRow),
-// plus the per-line answer. No I/O: it runs on the request's thread or in a parser worker (drain-worker.ts).
-import { MAX_REJECT_RAW_BYTES, truncateUtf8 } from '../store/writer.js';
-import { mapLine, type BatchContext } from './drain-lines.js';
-import { BodyFormatError, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from './drain-split.js';
+// plus the per-line answer. No I/O: it runs on the request's thread or in a parser worker (parser-worker.ts).
+import { MAX_REJECT_RAW_BYTES, truncateUtf8 } from '../../store/writer.js';
+import { mapLine, type BatchContext } from './map-line.js';
+import { BodyFormatError, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from './split-lines.js';
 
 export const MAX_LISTED_ERRORS = 100;
 export const REJECT_SOURCE = 'log_drain';

@@ -1,62 +1,25 @@
 // POST /v1/drains/logs: the platform's log drain. The body streams through the HMAC, an optional gunzip, the
 // line splitter and the line mapper into a per-request stage; once the body is complete and authenticated,
 // its rows and rejects become one spool record, fsynced before the answer. The spool replayer moves records
-// into the store. Design and limits: src/ingest/README.md.
-import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+// into the store. Design and limits: README.md beside this file.
+import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
-import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isDemoMode, type Config } from '../config.js';
-import type { Logger } from '../log.js';
-import type { Extension } from '../runtime.js';
-import { MAX_REJECT_RAW_BYTES, truncateUtf8, type BatchWriter } from '../store/writer.js';
-import { applyLogRetention } from '../store/tables/logs.js';
-import { formatDateTime64, LOG_ROW_COLUMNS, type BatchContext } from './drain-lines.js';
-import { MAX_LISTED_ERRORS, REJECT_SOURCE, type ParseSummary } from './drain-parse.js';
-import { ParsePool } from './parse-pool.js';
-import { createDrainMetrics, type DrainMetrics } from './drain-metrics.js';
-import { Spool, SpoolFullError, type RowFormat } from './spool.js';
-import { DataStage, StagingBudget } from './stage.js';
-import { SpoolReplayer } from './replayer.js';
+import { toDateTime64 } from '../../store/values.js';
+import { MAX_REJECT_RAW_BYTES, truncateUtf8, type BatchWriter } from '../../store/writer.js';
+import { checkCredentials, DRAIN_OFF_MESSAGE, DRAIN_PATH, type DrainAuth } from './auth.js';
+import { LOG_ROW_COLUMNS, type BatchContext } from './map-line.js';
+import type { DrainMetrics } from './metrics.js';
+import { MAX_LISTED_ERRORS, REJECT_SOURCE, type ParseSummary } from './parse-body.js';
+import type { ParserPool } from './parser-pool.js';
+import { SpoolFullError, type RowFormat, type Spool } from './spool/spool.js';
+import { DataStage, type StagingBudget } from './stage-body.js';
 
-export const DRAIN_PATH = '/v1/drains/logs';
 export const MAX_LINE_BYTES = 1024 * 1024;
 export { MAX_LISTED_ERRORS, REJECT_SOURCE };
 const LOG_ROW_FORMAT: RowFormat = { format: 'TabSeparated', columns: LOG_ROW_COLUMNS };
-
-/** How the drain authenticates senders; undefined = the endpoint is off. */
-export interface DrainAuth {
-  /** HMAC-SHA256 key of X-Svc-Signature. */
-  secret?: string;
-  /** Authorization: Bearer token. */
-  token?: string;
-}
-
-export const DRAIN_OFF_MESSAGE =
-  'the log drain is off: set LOG_DRAIN_SECRET (X-Svc-Signature, HMAC-SHA256 of the body) or LOG_DRAIN_TOKEN (Authorization: Bearer) to enable it';
-
-/**
- * The drain's credentials from the configuration. With neither variable set the drain is off, except in
- * demo mode, where a random secret is generated for this run and logged so a demo sender can sign with it.
- */
-export function resolveDrainAuth(config: Config, logger: Logger, demoSecret?: string): DrainAuth | undefined {
-  if (config.LOG_DRAIN_SECRET !== undefined || config.LOG_DRAIN_TOKEN !== undefined) {
-    return { secret: config.LOG_DRAIN_SECRET, token: config.LOG_DRAIN_TOKEN };
-  }
-  if (isDemoMode(config)) {
-    const secret = demoSecret ?? randomBytes(32).toString('hex');
-    // Logged on purpose (issue 7): a throwaway secret of this demo run, not a configured credential.
-    logger.warn(
-      { path: DRAIN_PATH, demoDrainSigningKey: secret },
-      'demo mode: the log drain accepts bodies signed (X-Svc-Signature) with this generated key; set LOG_DRAIN_SECRET or LOG_DRAIN_TOKEN for real use',
-    );
-    return { secret };
-  }
-  logger.warn({ path: DRAIN_PATH }, DRAIN_OFF_MESSAGE);
-  return undefined;
-}
 
 export interface DrainRouteOptions {
   auth: DrainAuth | undefined;
@@ -68,7 +31,7 @@ export interface DrainRouteOptions {
   /** Rows of one request kept in memory before they spill to a staging file. */
   stageMemoryBytes?: number;
   budget: StagingBudget;
-  parsers: ParsePool;
+  parsers: ParserPool;
 }
 
 interface Answer {
@@ -112,10 +75,6 @@ class RawMeter extends Transform {
   }
 }
 
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
-}
-
 function mediaType(header: string | undefined): string {
   return (header ?? '').split(';')[0].trim().toLowerCase();
 }
@@ -129,36 +88,11 @@ function isZlibError(err: unknown): boolean {
   return String((err as { code?: unknown })?.code ?? '').startsWith('Z_');
 }
 
-/** Checks the headers: undefined = authenticated by token; a Buffer = the signature to check at the end. */
-function authenticate(req: FastifyRequest, auth: DrainAuth): Answer | { signature: Buffer | undefined } {
-  const authorization = req.headers.authorization;
-  const signature = req.headers['x-svc-signature'];
-  if (typeof authorization === 'string' && /^bearer\s/i.test(authorization)) {
-    if (auth.token === undefined) {
-      return answer(401, 'Unauthorized', 'Authorization: Bearer is not accepted here: LOG_DRAIN_TOKEN is not configured (sign the body with X-Svc-Signature)');
-    }
-    const given = authorization.replace(/^bearer\s+/i, '').trim();
-    if (!timingSafeEqual(sha256(given), sha256(auth.token))) return answer(401, 'Unauthorized', 'invalid bearer token');
-    return { signature: undefined };
-  }
-  if (typeof signature === 'string') {
-    if (auth.secret === undefined) {
-      return answer(401, 'Unauthorized', 'X-Svc-Signature is not accepted here: LOG_DRAIN_SECRET is not configured (use Authorization: Bearer)');
-    }
-    const hex = signature.trim();
-    if (!/^[0-9a-fA-F]{64}$/.test(hex)) {
-      return answer(401, 'Unauthorized', 'X-Svc-Signature must be the hex HMAC-SHA256 of the raw body (64 hex digits)');
-    }
-    return { signature: Buffer.from(hex, 'hex') };
-  }
-  return answer(401, 'Unauthorized', 'missing authentication: send X-Svc-Signature (hex HMAC-SHA256 of the raw body) or Authorization: Bearer <token>');
-}
-
 async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promise<Answer> {
   const { auth, spool } = opts;
   if (!auth) return answer(404, 'Not Found', DRAIN_OFF_MESSAGE);
-  const authn = authenticate(req, auth);
-  if ('status' in authn) return { ...authn, close: true };
+  const authn = checkCredentials(req.headers, auth);
+  if ('refused' in authn) return answer(401, 'Unauthorized', authn.refused, { close: true });
 
   const type = mediaType(req.headers['content-type']);
   if (type !== 'application/x-ndjson' && type !== 'application/json') {
@@ -176,7 +110,7 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
   if (spool.isFull()) return spoolFull(spool, true);
 
   const receivedAtMs = Date.now();
-  const ctx: BatchContext = { receivedAt: formatDateTime64(receivedAtMs), batchId: randomUUID() };
+  const ctx: BatchContext = { receivedAt: toDateTime64(receivedAtMs), batchId: randomUUID() };
   const maxLineBytes = opts.maxLineBytes ?? MAX_LINE_BYTES;
   const stageMemory = opts.stageMemoryBytes ?? 4 * 1024 * 1024;
   const rows = new DataStage(opts.budget, stageMemory, () => spool.stagingPath());
@@ -290,8 +224,8 @@ function spoolFull(spool: Spool, close: boolean): Answer {
   return answer(
     503,
     'Service Unavailable',
-    `the log drain spool is full (LOG_DRAIN_SPOOL_MAX_BYTES ${spool.limitBytes} bytes) while the store catches up; retry after ${spool.retryAfter} s`,
-    { headers: { 'retry-after': String(spool.retryAfter) }, close },
+    `the log drain spool is full (LOG_DRAIN_SPOOL_MAX_BYTES ${spool.limitBytes} bytes) while the store catches up; retry after ${spool.retryAfterSeconds} s`,
+    { headers: { 'retry-after': String(spool.retryAfterSeconds) }, close },
   );
 }
 
@@ -350,72 +284,3 @@ export async function drainRoutes(app: FastifyInstance, opts: DrainRouteOptions)
   );
 }
 
-export interface LogDrainOptions {
-  /** In demo mode: use this secret instead of a random one (e.g. the demo simulator's drain secret). */
-  demoSecret?: string;
-  /** Spool segment size (default 64 MiB). */
-  segmentBytes?: number;
-  /** Rows per request kept in memory before spilling (default 4 MiB); all requests together: stagingBudgetBytes. */
-  stageMemoryBytes?: number;
-  stagingBudgetBytes?: number;
-  /** Parser worker threads (default: one per core beyond the first, at most 4; 0 = parse on the request thread). */
-  parserThreads?: number;
-  /** Largest replay batch (default 100,000 rows / 16 MiB): bigger batches, fewer parts; smaller, less memory. */
-  replayMaxBatchRows?: number;
-  replayMaxBatchBytes?: number;
-  /** Called with the replayer once started (tests and benchmarks wait on whenReplayed()). */
-  onStarted?: (drain: { spool: Spool; replayer: SpoolReplayer; auth: DrainAuth | undefined }) => void;
-}
-
-/**
- * The log drain: applies LOG_RETENTION_DAYS to `logs`, opens the spool under DATA_DIR/spool/logs (replaying
- * whatever a previous run left), and serves POST /v1/drains/logs. The spool is replayed even when the
- * endpoint is off, so lines accepted before a reconfiguration still reach the store.
- */
-export function logDrainExtension(options: LogDrainOptions = {}): Extension {
-  return async (rt) => {
-    const logger = rt.logger.child({ component: 'log-drain' });
-    await applyLogRetention(rt.store, rt.config.LOG_RETENTION_DAYS, logger);
-    const auth = resolveDrainAuth(rt.config, logger, options.demoSecret);
-    const spool = await Spool.open({
-      dir: join(rt.config.DATA_DIR, 'spool', 'logs'),
-      maxBytes: rt.config.LOG_DRAIN_SPOOL_MAX_BYTES,
-      segmentBytes: options.segmentBytes,
-      logger,
-    });
-    const metrics = createDrainMetrics(rt.registry, () => spool);
-    const replayer = new SpoolReplayer({
-      spool,
-      store: rt.store,
-      writer: rt.writer,
-      logger,
-      metrics,
-      lingerMs: rt.config.WRITER_FLUSH_INTERVAL_MS,
-      maxBatchRows: options.replayMaxBatchRows,
-      maxBatchBytes: options.replayMaxBatchBytes,
-      infileDir: spool.stagingDir,
-    });
-    replayer.start();
-    const parsers = new ParsePool(options.parserThreads, logger);
-    await rt.app.register(drainRoutes, {
-      auth,
-      spool,
-      writer: rt.writer,
-      metrics,
-      maxBodyBytes: rt.config.LOG_DRAIN_MAX_BODY_BYTES,
-      stageMemoryBytes: options.stageMemoryBytes,
-      budget: new StagingBudget(options.stagingBudgetBytes ?? 64 * 1024 * 1024),
-      parsers,
-    });
-    options.onStarted?.({ spool, replayer, auth });
-    return {
-      name: 'log-drain',
-      async stop() {
-        await parsers.close();
-        await replayer.stop();
-        await spool.close();
-        if (spool.bytes > 0) logger.info({ bytes: spool.bytes, lines: spool.pendingRows }, 'log drain spool kept for the next start');
-      },
-    };
-  };
-}

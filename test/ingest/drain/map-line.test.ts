@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { formatDateTime64, LOG_ROW_COLUMNS, mapLine, parseIsoTimestamp, toDateTime64Text } from '../../src/ingest/drain-lines.js';
-import { BodyFormatError, JsonArraySplitter, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from '../../src/ingest/drain-split.js';
+import { toDateTime64 } from '../../../src/store/values.js';
+import { LOG_ROW_COLUMNS, mapLine, parseIsoTimestamp, toDateTime64Text } from '../../../src/ingest/drain/map-line.js';
+import { BodyFormatError, JsonArraySplitter, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from '../../../src/ingest/drain/split-lines.js';
 
 const ctx = { receivedAt: '2026-11-21 12:00:00.000', batchId: '0b8e7a6c-1f7e-4d64-9a54-3c1b7d1f2e11' };
 
@@ -58,7 +59,7 @@ describe('parseIsoTimestamp', () => {
   });
 
   it('formats DateTime64(3) text, directly from the platform form', () => {
-    expect(formatDateTime64(Date.UTC(2026, 10, 21, 10, 0, 0, 7))).toBe('2026-11-21 10:00:00.007');
+    expect(toDateTime64(Date.UTC(2026, 10, 21, 10, 0, 0, 7))).toBe('2026-11-21 10:00:00.007');
     expect(toDateTime64Text('2026-11-21T10:00:00.123Z')).toBe('2026-11-21 10:00:00.123');
     expect(toDateTime64Text('2026-11-21T10:00:00.1234567Z')).toBe('2026-11-21 10:00:00.123');
     expect(toDateTime64Text('2026-11-21T10:00Z')).toBe('2026-11-21 10:00:00.000');

@@ -3,7 +3,7 @@
 // So a 32 MiB body costs at most `maxMemoryBytes` of memory, and many concurrent ones at most the budget.
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
-import type { StagedData } from './spool.js';
+import type { StagedData } from './spool/spool.js';
 
 /** Bytes of staged rows held in memory by all requests together. */
 export class StagingBudget {

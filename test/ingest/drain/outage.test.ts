@@ -4,10 +4,10 @@
 // The outage lasts the issue's 60 s (answers never wait for the store; the spool absorbs until
 // LOG_DRAIN_SPOOL_MAX_BYTES, tested below with a small limit).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSim, type Sim, type DrainBatch } from '../../src/sim/index.js';
-import { formatDateTime64 } from '../../src/ingest/drain-lines.js';
-import { startClickHouseHttp, type ClickHouseHttp } from '../support/clickhouse-http.js';
-import { processDataDir, queryRows, tempDataDir } from '../support/store.js';
+import { startSim, type Sim, type DrainBatch } from '../../../src/sim/index.js';
+import { toDateTime64 } from '../../../src/store/values.js';
+import { startClickHouseHttp, type ClickHouseHttp } from '../../support/clickhouse-http.js';
+import { processDataDir, queryRows, tempDataDir } from '../../support/store.js';
 import { startDrainService, sentLines, storedLines, postSigned, line, SECRET, type DrainService } from './helpers.js';
 
 const OUTAGE_MS = 60_000;
@@ -27,7 +27,7 @@ describe('the store is down for a while', () => {
     const d = await startDrainService({ CLICKHOUSE_URL: ch.url, CLICKHOUSE_CONNECT_TIMEOUT_MS: '5000', DATA_DIR: tempDataDir(), WRITER_FLUSH_INTERVAL_MS: '200' });
     sim = await startSim({ seed: 11, drainUrl: d.drainUrl, drainSecret: SECRET, drainTimeoutMs: 2_000 });
     try {
-      const since = formatDateTime64(Date.now() - 1);
+      const since = toDateTime64(Date.now() - 1);
       const batches: DrainBatch[] = [];
       const now = sim.clock.now().getTime();
       let window = 0;
@@ -91,7 +91,7 @@ describe('the store is down for a while', () => {
       WRITER_FLUSH_INTERVAL_MS: '100',
     });
     try {
-      const since = formatDateTime64(Date.now() - 1);
+      const since = toDateTime64(Date.now() - 1);
       await ch.stop();
       const batch = (k: number) => Array.from({ length: 100 }, (_, i) => line({ message: `full ${k} ${i} ${'x'.repeat(200)}` })).join('\n');
       let k = 0;

@@ -5,8 +5,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { startClickHouseHttp, type ClickHouseHttp } from '../support/clickhouse-http.js';
-import { processDataDir, tempDataDir } from '../support/store.js';
+import { startClickHouseHttp, type ClickHouseHttp } from '../../support/clickhouse-http.js';
+import { processDataDir, tempDataDir } from '../../support/store.js';
 import { line, sign, SECRET } from './helpers.js';
 
 const ENTRY = fileURLToPath(new URL('./fixtures/drain-service.ts', import.meta.url));

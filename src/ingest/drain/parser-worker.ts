@@ -1,11 +1,11 @@
 // A parser thread of the log drain: bodies arrive in chunks (tagged with their request), rows go back in
-// sealed chunks, then the per-line answer. See parse-pool.ts for the protocol.
+// sealed chunks, then the per-line answer. See parser-pool.ts for the protocol.
 import { parentPort } from 'node:worker_threads';
-import { BatchParser, type ParseOptions } from './drain-parse.js';
-import type { ToWorker, FromWorker } from './parse-pool.js';
+import { BatchParser, type ParseOptions } from './parse-body.js';
+import type { ToWorker, FromWorker } from './parser-pool.js';
 
 const port = parentPort;
-if (!port) throw new Error('drain-worker.ts runs as a worker thread');
+if (!port) throw new Error('parser-worker.ts runs as a worker thread');
 const sessions = new Map<number, BatchParser>();
 
 /** A sealed chunk owns its memory when large; move it rather than copy it. */

@@ -1,12 +1,24 @@
-// The drain's durable local spool: append-only segment files of framed records (length + CRC-32), a group
+// The drain's spool on segment files: append-only segments of framed records (record-frame.ts), a group
 // commit (one fdatasync for every record appended while the previous sync ran), a replay state file that
-// records what the store has confirmed (and the batch being inserted), and the index of delivered bodies.
-// Layout and recovery rules: src/ingest/README.md.
+// records what the store has confirmed (and the batch being inserted), and the index of delivered bodies
+// (seen-index.ts, persisted in seen.log). Layout and recovery rules: ../README.md.
 import { randomUUID } from 'node:crypto';
 import { appendFile, mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import type { Logger } from '../log.js';
+import type { Logger } from '../../../log.js';
+import { fsyncDir, isZero, readExactly, writeAll, zeroRange } from './file-io.js';
+import { decodeFrame, encodeHead, FRAME_BYTES, parseMeta } from './record-frame.js';
+import { SeenIndex } from './seen-index.js';
+import {
+  SpoolFullError,
+  type AppendResult,
+  type Spool,
+  type SpoolBatch,
+  type SpoolOptions,
+  type SpoolRecord,
+  type SpoolRecordInput,
+} from './spool.js';
 
 /** A place in the spool: a segment's sequence number and a byte offset in it. */
 export interface Position {
@@ -18,44 +30,8 @@ export function comparePositions(a: Position, b: Position): number {
   return a.segment - b.segment || a.offset - b.offset;
 }
 
-/** JSONEachRow rows as staged while the request streamed: an optional spilled file, then memory. */
-export interface StagedData {
-  count: number;
-  bytes: number;
-  /** CRC-32 of all the bytes, file part first. */
-  crc: number;
-  file: { path: string; bytes: number } | undefined;
-  memory: Buffer[];
-}
-
-/** What one accepted request leaves in the spool. */
-export interface SpoolRecordInput {
-  /** The body's identity (sha256 hex of the decoded body): a redelivered body is not appended twice. */
-  id: string;
-  receivedAtMs: number;
-  /** `logs` rows, in this ClickHouse input format (the columns as the writer chose them). */
-  rowFormat: RowFormat;
-  rows: StagedData;
-  /** `ingest_rejects` rows. */
-  rejects: StagedData;
-}
-
-/** How a record's rows are written: the ClickHouse format, and the column list for formats without names. */
-export interface RowFormat {
-  format: string;
-  columns?: readonly string[];
-}
-
-/** A record read back for replay. */
-export interface SpoolRecord {
-  id: string;
-  receivedAtMs: number;
-  rowFormat: RowFormat;
-  rows: number;
-  rejects: number;
-  /** logs rows, JSONEachRow (every line ends with \n). */
-  rowData: Buffer;
-  rejectData: Buffer;
+/** A record as read from a segment: where it starts and ends. */
+export interface SegmentRecord extends SpoolRecord {
   start: Position;
   end: Position;
 }
@@ -65,15 +41,6 @@ export interface ReplayPlan {
   to: Position;
 }
 
-export type AppendResult = { status: 'appended'; position: Position } | { status: 'duplicate' };
-
-export class SpoolFullError extends Error {
-  constructor(readonly spoolBytes: number, readonly maxBytes: number, readonly retryAfterSeconds: number) {
-    super(`the log drain spool is full (${spoolBytes} of ${maxBytes} bytes waiting for the store); retry later`);
-    this.name = 'SpoolFullError';
-  }
-}
-
 export class SpoolCorruptError extends Error {
   constructor(readonly position: Position, reason: string) {
     super(`spool segment ${position.segment} is corrupt at offset ${position.offset}: ${reason}`);
@@ -81,16 +48,9 @@ export class SpoolCorruptError extends Error {
   }
 }
 
-export interface SpoolOptions {
-  dir: string;
-  maxBytes: number;
+export interface SegmentSpoolOptions extends SpoolOptions {
   /** A segment is closed for appends once it holds this many bytes. */
   segmentBytes?: number;
-  /** How long, and for how many bodies, a delivered body is recognised when it comes again. */
-  dedupWindowMs?: number;
-  dedupMaxEntries?: number;
-  /** Retry-After of a 503 when the spool is full. */
-  retryAfterSeconds?: number;
   /** fdatasync before acknowledging (tests of the framing may turn it off; the service never does). */
   sync?: boolean;
   /**
@@ -99,25 +59,11 @@ export interface SpoolOptions {
    * file system (ext4 orders them): p90 12 ms -> 1 ms measured while the store writes parts.
    */
   preallocate?: boolean;
-  logger?: Logger;
 }
 
-const MAGIC = 0x54485331; // 'THS1'
-const FRAME_BYTES = 24; // magic, meta length, data length, meta CRC, rows CRC, rejects CRC (u32 LE each)
 const SEGMENT_NAME = /^(\d{12})\.seg$/;
 const SPARE_NAME = 'spare.tmp';
-const ZEROS = Buffer.alloc(1024 * 1024);
 const COPY_CHUNK_BYTES = 1024 * 1024;
-
-interface RecordMeta {
-  id: string;
-  at: number;
-  rows: number;
-  rowBytes: number;
-  rejects: number;
-  /** Row format (absent: JSONEachRow). */
-  fmt?: RowFormat;
-}
 
 interface Pending {
   record: SpoolRecordInput;
@@ -132,167 +78,11 @@ interface ReplayState {
   inflight: ReplayPlan | null;
 }
 
-/** Bodies already spooled, by id, for a bounded time and count (insertion order = age order). */
-class SeenIndex {
-  private readonly entries = new Map<string, number>();
-  constructor(private readonly windowMs: number, private readonly maxEntries: number) {}
-
-  has(id: string, nowMs = Date.now()): boolean {
-    const at = this.entries.get(id.slice(0, 32));
-    return at !== undefined && nowMs - at <= this.windowMs;
-  }
-
-  add(id: string, atMs: number): void {
-    const key = id.slice(0, 32);
-    this.entries.delete(key);
-    this.entries.set(key, atMs);
-    this.evict(Date.now());
-  }
-
-  get size(): number {
-    return this.entries.size;
-  }
-
-  entriesSince(): Iterable<[string, number]> {
-    return this.entries.entries();
-  }
-
-  private evict(nowMs: number): void {
-    for (const [key, at] of this.entries) {
-      if (this.entries.size <= this.maxEntries && nowMs - at <= this.windowMs) break;
-      this.entries.delete(key);
-    }
-  }
-}
-
 function segmentName(seq: number): string {
   return `${String(seq).padStart(12, '0')}.seg`;
 }
 
-async function fsyncDir(dir: string): Promise<void> {
-  // Makes a created, renamed or removed file name durable. Not every platform can open a directory.
-  let fh: FileHandle | undefined;
-  try {
-    fh = await open(dir, 'r');
-    await fh.sync();
-  } catch {
-    // best effort
-  } finally {
-    await fh?.close().catch(() => undefined);
-  }
-}
-
-/** A record's frame and meta, ready to write (CRCs cover the frame's lengths, the meta and the data). */
-function encodeHead(record: SpoolRecordInput): { head: Buffer; size: number } {
-  const meta = Buffer.from(
-    JSON.stringify({
-      id: record.id,
-      at: record.receivedAtMs,
-      rows: record.rows.count,
-      rowBytes: record.rows.bytes,
-      rejects: record.rejects.count,
-      fmt: record.rowFormat,
-    } satisfies RecordMeta),
-  );
-  const dataBytes = record.rows.bytes + record.rejects.bytes;
-  const head = Buffer.allocUnsafe(FRAME_BYTES + meta.length);
-  head.writeUInt32LE(MAGIC, 0);
-  head.writeUInt32LE(meta.length, 4);
-  head.writeUInt32LE(dataBytes, 8);
-  head.writeUInt32LE(crc32(meta, crc32(head.subarray(0, 12))), 12);
-  head.writeUInt32LE(record.rows.crc, 16);
-  head.writeUInt32LE(record.rejects.crc, 20);
-  meta.copy(head, FRAME_BYTES);
-  return { head, size: head.length + dataBytes };
-}
-
-interface Frame {
-  metaLength: number;
-  dataLength: number;
-  metaCrc: number;
-  rowsCrc: number;
-  rejectsCrc: number;
-}
-
-function decodeFrame(buf: Buffer): Frame | string {
-  if (buf.length < FRAME_BYTES) return 'truncated frame';
-  if (buf.readUInt32LE(0) !== MAGIC) return 'bad magic';
-  return {
-    metaLength: buf.readUInt32LE(4),
-    dataLength: buf.readUInt32LE(8),
-    metaCrc: buf.readUInt32LE(12),
-    rowsCrc: buf.readUInt32LE(16),
-    rejectsCrc: buf.readUInt32LE(20),
-  };
-}
-
-function parseMeta(frameBytes: Buffer, metaBytes: Buffer, frame: Frame): RecordMeta | string {
-  if (crc32(metaBytes, crc32(frameBytes.subarray(0, 12))) !== frame.metaCrc) return 'meta checksum mismatch';
-  try {
-    const meta = JSON.parse(metaBytes.toString('utf8')) as RecordMeta;
-    if (typeof meta.id !== 'string' || !(meta.rowBytes >= 0) || meta.rowBytes > frame.dataLength) return 'bad meta';
-    return meta;
-  } catch {
-    return 'meta is not JSON';
-  }
-}
-
-/** Zeros [from, to) of a file, in 1 MiB writes. */
-async function zeroRange(fh: FileHandle, from: number, to: number): Promise<void> {
-  for (let at = from; at < to; at += ZEROS.length) {
-    const n = Math.min(ZEROS.length, to - at);
-    let done = 0;
-    while (done < n) done += (await fh.write(ZEROS, 0, n - done, at + done)).bytesWritten;
-  }
-}
-
-function isZero(buf: Buffer): boolean {
-  for (let i = 0; i < buf.length; i++) if (buf[i] !== 0) return false;
-  return true;
-}
-
-async function readExactly(fh: FileHandle, length: number, position: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(length);
-  let done = 0;
-  while (done < length) {
-    const { bytesRead } = await fh.read(buf, done, length - done, position + done);
-    if (bytesRead === 0) break;
-    done += bytesRead;
-  }
-  return done === length ? buf : buf.subarray(0, done);
-}
-
-async function writeAll(fh: FileHandle, buffers: Buffer[], position: number): Promise<number> {
-  let written = 0;
-  // writev takes at most IOV_MAX buffers per call on some systems; keep the calls small.
-  for (let i = 0; i < buffers.length; i += 512) {
-    const slice = buffers.slice(i, i + 512);
-    const expected = slice.reduce((n, b) => n + b.length, 0);
-    let { bytesWritten } = await fh.writev(slice, position + written);
-    if (bytesWritten !== expected) {
-      // A short write: finish it buffer by buffer.
-      let skip = bytesWritten;
-      for (const b of slice) {
-        if (skip >= b.length) {
-          skip -= b.length;
-          continue;
-        }
-        const rest = b.subarray(skip);
-        skip = 0;
-        let off = 0;
-        while (off < rest.length) {
-          const r = await fh.write(rest, off, rest.length - off, position + written + bytesWritten);
-          off += r.bytesWritten;
-          bytesWritten += r.bytesWritten;
-        }
-      }
-    }
-    written += bytesWritten;
-  }
-  return written;
-}
-
-export class Spool {
+export class SegmentSpool implements Spool {
   private readonly dir: string;
   private readonly segmentsDir: string;
   private readonly stateFile: string;
@@ -300,7 +90,7 @@ export class Spool {
   readonly stagingDir: string;
   private readonly maxBytes: number;
   private readonly segmentBytes: number;
-  private readonly retryAfterSeconds: number;
+  readonly retryAfterSeconds: number;
   private readonly sync: boolean;
   private readonly preallocateBytes: number;
   private spare: Promise<boolean> | null = null;
@@ -323,8 +113,13 @@ export class Spool {
   private closed = false;
   /** fdatasync calls made for appends (one per group commit). */
   syncs = 0;
+  appendedRecords = 0;
+  private recoveredRecords = 0;
+  replayedRecords = 0;
+  /** The batch handed out by nextBatch and not committed yet. */
+  private current: { batch: SpoolBatch; to: Position; records: SegmentRecord[] } | null = null;
 
-  private constructor(opts: SpoolOptions) {
+  private constructor(opts: SegmentSpoolOptions) {
     this.dir = opts.dir;
     this.segmentsDir = join(opts.dir, 'segments');
     this.stagingDir = join(opts.dir, 'staging');
@@ -341,8 +136,8 @@ export class Spool {
   }
 
   /** Opens (creating or recovering) the spool in `dir`: a torn tail left by a crash is cut off. */
-  static async open(opts: SpoolOptions): Promise<Spool> {
-    const spool = new Spool(opts);
+  static async open(opts: SegmentSpoolOptions): Promise<SegmentSpool> {
+    const spool = new SegmentSpool(opts);
     await spool.recover(opts.dedupWindowMs ?? 24 * 3_600_000);
     return spool;
   }
@@ -363,11 +158,6 @@ export class Spool {
     return this.maxBytes;
   }
 
-  /** Where durable data ends: nothing at or after it may be read. */
-  get durableEnd(): Position {
-    return { segment: this.active.seq, offset: this.sizes.get(this.active.seq) ?? 0 };
-  }
-
   get committed(): Position {
     return { ...this.state.committed };
   }
@@ -377,18 +167,9 @@ export class Spool {
     return this.state.inflight;
   }
 
-  /** Whether a body was spooled (or is being spooled) within the dedup window. */
-  isDuplicate(id: string): boolean {
-    return this.seen.has(id) || this.inflightIds.has(id);
-  }
-
   /** True when a record of `size` bytes would not fit (the request then gets 503 + Retry-After). */
   isFull(size = 0): boolean {
     return this.bytes + this.reservedBytes + size > this.maxBytes;
-  }
-
-  get retryAfter(): number {
-    return this.retryAfterSeconds;
   }
 
   onAppend(listener: () => void): () => void {
@@ -417,12 +198,10 @@ export class Spool {
       this.queue.push({ record, size, meta: head, resolve, reject });
       this.pumping ??= this.pump();
     });
-    const result = appended.then(
-      (position): AppendResult => {
-        this.seen.add(record.id, Date.now());
-        return { status: 'appended', position };
-      },
-    );
+    const result = appended.then((): AppendResult => {
+      this.seen.add(record.id, Date.now());
+      return { status: 'appended' };
+    });
     this.inflightIds.set(record.id, result);
     const forget = () => {
       this.inflightIds.delete(record.id);
@@ -463,6 +242,7 @@ export class Spool {
         }
         this.sizes.set(this.active.seq, this.active.size);
         this.unreplayedRows += rows;
+        this.appendedRecords += group.length;
         group.forEach((p, i) => {
           this.reservedBytes -= p.size;
           p.resolve(positions[i]);
@@ -558,7 +338,7 @@ export class Spool {
    * Reads durable records from `from`, within one segment, up to the limits (at least one record when there
    * is one). With `until`, reads exactly up to that position (replaying a persisted plan).
    */
-  async read(from: Position, limits: { maxRows: number; maxBytes: number; until?: Position }): Promise<{ records: SpoolRecord[]; from: Position; to: Position }> {
+  async read(from: Position, limits: { maxRows: number; maxBytes: number; until?: Position }): Promise<{ records: SegmentRecord[]; from: Position; to: Position }> {
     let pos = { ...from };
     // Past the end of a closed segment: the next one.
     while (pos.segment < this.active.seq && pos.offset >= (this.sizes.get(pos.segment) ?? 0)) {
@@ -567,7 +347,7 @@ export class Spool {
       pos = { segment: next, offset: 0 };
     }
     const start = { ...pos };
-    const records: SpoolRecord[] = [];
+    const records: SegmentRecord[] = [];
     let rows = 0;
     const end = limits.until && limits.until.segment === pos.segment ? limits.until.offset : (this.sizes.get(pos.segment) ?? 0);
     if (pos.offset >= end) return { records, from: start, to: pos };
@@ -634,6 +414,38 @@ export class Spool {
     return fh;
   }
 
+  async nextBatch(limits: { maxRows: number; maxBytes: number }): Promise<SpoolBatch | null> {
+    if (this.current) return this.current.batch;
+    for (;;) {
+      const plan = this.state.inflight;
+      try {
+        const read = plan
+          ? await this.read(plan.from, { maxRows: Infinity, maxBytes: Infinity, until: plan.to })
+          : await this.read(this.state.committed, limits);
+        if (read.records.length === 0) {
+          if (plan) await this.commitTo(plan.to, []);
+          return null;
+        }
+        if (!plan) await this.savePlan({ from: read.from, to: read.to });
+        const batch: SpoolBatch = { records: read.records, resumed: plan !== null };
+        this.current = { batch, to: read.to, records: read.records };
+        return batch;
+      } catch (err) {
+        if (!(err instanceof SpoolCorruptError)) throw err;
+        // Data there cannot be framed any more: skip to the next segment, saying how much was lost.
+        const lostBytes = await this.skipSegment(err.position.segment);
+        this.logger?.error({ err: err.message, lostBytes }, 'drain spool segment is damaged; skipped the rest of it');
+      }
+    }
+  }
+
+  async commit(batch: SpoolBatch): Promise<void> {
+    const current = this.current;
+    if (!current || current.batch !== batch) throw new Error('spool: commit of a batch that is not the current one');
+    await this.commitTo(current.to, current.records);
+    this.current = null;
+  }
+
   /** Persists the batch about to be inserted, so a restart replays exactly it (same dedup token). */
   async savePlan(plan: ReplayPlan): Promise<void> {
     this.state = { committed: this.state.committed, inflight: plan };
@@ -644,7 +456,7 @@ export class Spool {
    * The store confirmed everything before `to`: advance, remember the ids (dedup after the segment is gone),
    * and delete segments that are fully replayed.
    */
-  async commit(to: Position, records: ReadonlyArray<Pick<SpoolRecord, 'id' | 'receivedAtMs' | 'rows'>>): Promise<void> {
+  async commitTo(to: Position, records: ReadonlyArray<Pick<SpoolRecord, 'id' | 'receivedAtMs' | 'rows'>>): Promise<void> {
     if (records.length > 0) {
       await appendFile(this.seenFile, records.map((r) => `${r.receivedAtMs} ${r.id}\n`).join(''));
       this.seenLinesWritten += records.length;
@@ -652,12 +464,13 @@ export class Spool {
     this.state = { committed: { ...to }, inflight: null };
     await this.writeState();
     for (const r of records) this.unreplayedRows -= r.rows;
+    this.replayedRecords += records.length;
     await this.dropReplayedSegments();
     if (this.seenLinesWritten > 2 * this.dedupMaxEntries) await this.compactSeen();
   }
 
   /** Skips the rest of a corrupt segment (data there cannot be framed any more); returns the bytes lost. */
-  async skipSegment(segment: number): Promise<number> {
+  private async skipSegment(segment: number): Promise<number> {
     const size = this.sizes.get(segment) ?? 0;
     const from = this.state.committed.segment === segment ? this.state.committed.offset : 0;
     if (segment === this.active.seq) await this.roll();
@@ -789,6 +602,7 @@ export class Spool {
     await this.writeState();
     const bytes = this.bytes;
     if (bytes > 0) this.logger?.info({ bytes, rows: this.unreplayedRows, segments: this.sizes.size }, 'log drain spool holds lines not yet in the store; replaying');
+    this.appendedRecords = this.recoveredRecords;
   }
 
   /**
@@ -830,7 +644,10 @@ export class Spool {
           }
         }
         this.seen.add(meta.id, meta.at);
-        if (pos >= committedOffset) this.unreplayedRows += meta.rows;
+        if (pos >= committedOffset) {
+          this.unreplayedRows += meta.rows;
+          this.recoveredRecords++;
+        }
         pos += total;
       }
       if (problem !== undefined) {

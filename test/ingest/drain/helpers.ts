@@ -1,17 +1,18 @@
 import { createHmac } from 'node:crypto';
 import { request } from 'undici';
-import { startService, type Service } from '../../src/service.js';
-import { createLogger, type Logger } from '../../src/log.js';
-import { createRegistry } from '../../src/metrics.js';
-import { logDrainExtension, type LogDrainOptions } from '../../src/ingest/drain.js';
-import type { Spool } from '../../src/ingest/spool.js';
-import type { SpoolReplayer } from '../../src/ingest/replayer.js';
-import type { Extension } from '../../src/runtime.js';
-import { testConfig, queryRows } from '../support/store.js';
+import { startService, type Service } from '../../../src/service.js';
+import { createLogger, type Logger } from '../../../src/log.js';
+import { createRegistry } from '../../../src/metrics.js';
+import { logDrainExtension, type LogDrainOptions } from '../../../src/ingest/drain/extension.js';
+import type { Spool } from '../../../src/ingest/drain/spool/spool.js';
+import type { SpoolReplayer } from '../../../src/ingest/drain/replay.js';
+import type { Extension } from '../../../src/runtime.js';
+import { testConfig, queryRows } from '../../support/store.js';
 import { expect } from 'vitest';
-import type { Runtime } from '../../src/runtime.js';
-import type { DrainBatch } from '../../src/sim/index.js';
-import { formatDateTime64, LABEL_COLUMNS } from '../../src/ingest/drain-lines.js';
+import type { Runtime } from '../../../src/runtime.js';
+import type { DrainBatch } from '../../../src/sim/index.js';
+import { LABEL_COLUMNS } from '../../../src/ingest/drain/map-line.js';
+import { toDateTime64 } from '../../../src/store/values.js';
 
 export const SECRET = 's'.repeat(64);
 export const TOKEN = 'drain-token-0123456789';
@@ -89,7 +90,7 @@ const COLUMNS = ['app', 'app_id', 'request_id', 'job_id', 'endpoint', 'node', 'w
 /** A line as the store should hold it, from the simulator's text: one canonical string per line. */
 function expectedRow(text: string, line: number): string {
   const obj = JSON.parse(text) as Record<string, unknown>;
-  const row: Record<string, unknown> = { timestamp: formatDateTime64(Date.parse(obj.timestamp as string)), level: obj.level, message: obj.message };
+  const row: Record<string, unknown> = { timestamp: toDateTime64(Date.parse(obj.timestamp as string)), level: obj.level, message: obj.message };
   const attributes: Record<string, string> = {};
   for (const c of COLUMNS) row[c] = '';
   for (const [k, v] of Object.entries(obj)) {

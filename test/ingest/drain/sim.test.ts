@@ -2,10 +2,10 @@
 // (every field of every line compared with the simulator's record of what it sent) and ingest_rejects exactly
 // the malformed ones, each with a reason naming what is wrong.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSim, type Sim } from '../../src/sim/index.js';
-import { formatDateTime64 } from '../../src/ingest/drain-lines.js';
+import { startSim, type Sim } from '../../../src/sim/index.js';
+import { toDateTime64 } from '../../../src/store/values.js';
 import { startDrainService, sentLines, storedLines, SECRET, type DrainService } from './helpers.js';
-import { queryRows } from '../support/store.js';
+import { queryRows } from '../../support/store.js';
 
 let d: DrainService;
 let sim: Sim;
@@ -19,7 +19,7 @@ afterAll(async () => {
   await d?.close();
 });
 
-const nowText = () => formatDateTime64(Date.now() - 1);
+const nowText = () => toDateTime64(Date.now() - 1);
 
 describe('the simulator pushes 100,000 lines, 1% malformed', () => {
   it('stores exactly the valid lines, field by field, and exactly the malformed ones as rejects with a reason', async () => {
@@ -61,7 +61,7 @@ describe('the simulator pushes 100,000 lines, 1% malformed', () => {
     expect(got.valid).toEqual(sent.valid);
     expect(got.malformed).toEqual(sent.malformed);
 
-    const { appLogs, requestLogs } = await import('../../src/store/tables/logs.js');
+    const { appLogs, requestLogs } = await import('../../../src/store/tables/logs.js');
     const first = JSON.parse(result.batches[0].body.split('\n').find((l, i) => !result.batches[0].malformed.some((m) => m.line === i))!) as Record<string, string>;
     const ofApp = await appLogs(d.service.store, { app: first.svc_app_name, from: '2000-01-01 00:00:00', to: '2100-01-01 00:00:00', limit: 100_000 });
     expect(ofApp.length).toBeGreaterThanOrEqual(sent.valid.length);

@@ -7,9 +7,9 @@
 //   worker -> main: rows {buf, count}, rejects {buf, count}, ack, done {summary} | error {message}
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import type { Logger } from '../log.js';
-import type { BatchContext } from './drain-lines.js';
-import { BatchParser, type ParseOptions, type ParseSink, type ParseSummary } from './drain-parse.js';
+import type { Logger } from '../../log.js';
+import type { BatchContext } from './map-line.js';
+import { BatchParser, type ParseOptions, type ParseSink, type ParseSummary } from './parse-body.js';
 
 export type ToWorker =
   | { t: 'begin'; id: number; json: boolean; ctx: BatchContext; maxLineBytes: number }
@@ -74,8 +74,8 @@ class ParserThread {
     this.worker = import.meta.url.endsWith('.ts')
       ? // Sources run through tsx (tests, `npm start` without a build): the worker loads its TypeScript with tsx too
         // (a worker does not inherit the loader hooks of its parent, nor take --import in its execArgv on Node 20).
-        new Worker(TS_BOOTSTRAP, { eval: true, workerData: { base: import.meta.url, entry: new URL('./drain-worker.ts', import.meta.url).href } })
-      : new Worker(new URL('./drain-worker.js', import.meta.url));
+        new Worker(TS_BOOTSTRAP, { eval: true, workerData: { base: import.meta.url, entry: new URL('./parser-worker.ts', import.meta.url).href } })
+      : new Worker(new URL('./parser-worker.js', import.meta.url));
     this.worker.unref();
     this.worker.once('online', () => (this.online = true));
     this.worker.on('message', (m: FromWorker) => this.receive(m));
@@ -138,7 +138,7 @@ class ParserThread {
   }
 }
 
-export class ParsePool {
+export class ParserPool {
   private threads: ParserThread[] = [];
   private nextId = 1;
   private closed = false;

@@ -5,15 +5,16 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../src/store/client.js';
-import { migrate } from '../../src/store/migrate.js';
-import { BatchWriter } from '../../src/store/writer.js';
-import { Spool } from '../../src/ingest/spool.js';
-import { SpoolReplayer } from '../../src/ingest/replayer.js';
-import { DataStage, StagingBudget } from '../../src/ingest/stage.js';
-import { LOG_ROW_COLUMNS, mapLine } from '../../src/ingest/drain-lines.js';
-import { processDataDir, queryRows } from '../support/store.js';
-import { startClickHouseHttp, type ClickHouseHttp } from '../support/clickhouse-http.js';
+import { openStore, type Store } from '../../../src/store/client.js';
+import { migrate } from '../../../src/store/migrate.js';
+import { BatchWriter } from '../../../src/store/writer.js';
+import { openSpool } from '../../../src/ingest/drain/spool/open-spool.js';
+import type { Spool } from '../../../src/ingest/drain/spool/spool.js';
+import { SpoolReplayer } from '../../../src/ingest/drain/replay.js';
+import { DataStage, StagingBudget } from '../../../src/ingest/drain/stage-body.js';
+import { LOG_ROW_COLUMNS, mapLine } from '../../../src/ingest/drain/map-line.js';
+import { processDataDir, queryRows } from '../../support/store.js';
+import { startClickHouseHttp, type ClickHouseHttp } from '../../support/clickhouse-http.js';
 
 let http: ClickHouseHttp;
 beforeAll(async () => {
@@ -68,7 +69,7 @@ describe.each(backends)('spool replayer on %s', (_name, open) => {
   };
 
   async function replay(dir: string): Promise<void> {
-    const spool = await Spool.open({ dir, maxBytes: 1 << 30 });
+    const spool = await openSpool({ dir, maxBytes: 1 << 30 });
     const replayer = new SpoolReplayer({ spool, store, writer, lingerMs: 0, infileDir: spool.stagingDir });
     replayer.start();
     await replayer.whenReplayed();
@@ -79,11 +80,11 @@ describe.each(backends)('spool replayer on %s', (_name, open) => {
   it('a batch that reached the store before its commit was saved is stored once when replayed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'replay-'));
     const tag = `once-${_name.length}`;
-    let spool = await Spool.open({ dir, maxBytes: 1 << 30 });
+    let spool = await openSpool({ dir, maxBytes: 1 << 30 });
     await appendBatch(spool, tag, 300);
     await appendBatch(spool, `${tag}-b`, 200);
-    const batch = await spool.read(spool.committed, { maxRows: Infinity, maxBytes: Infinity });
-    await spool.savePlan({ from: batch.from, to: batch.to });
+    // Handed out for insertion (and so saved), never committed: the process died during the insert.
+    const batch = (await spool.nextBatch({ maxRows: Infinity, maxBytes: Infinity }))!;
     await spool.close();
     // The state as the process left it when it died during the insert.
     const snapshot = mkdtempSync(join(tmpdir(), 'replay-snapshot-'));
@@ -95,8 +96,10 @@ describe.each(backends)('spool replayer on %s', (_name, open) => {
 
     rmSync(dir, { recursive: true });
     cpSync(snapshot, dir, { recursive: true });
-    spool = await Spool.open({ dir, maxBytes: 1 << 30 });
-    expect(spool.inflight).toEqual({ from: batch.from, to: batch.to });
+    spool = await openSpool({ dir, maxBytes: 1 << 30 });
+    const resumed = await spool.nextBatch({ maxRows: Infinity, maxBytes: Infinity });
+    expect(resumed?.resumed).toBe(true);
+    expect(resumed?.records.map((r) => r.id)).toEqual(batch.records.map((r) => r.id));
     await spool.close();
     await replay(dir);
     expect(await count(tag)).toEqual([300, 1]);
@@ -106,7 +109,7 @@ describe.each(backends)('spool replayer on %s', (_name, open) => {
   it('a row the store refuses is kept in ingest_rejects; its neighbours are stored', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'replay-'));
     const tag = `refused-${_name.length}`;
-    const spool = await Spool.open({ dir, maxBytes: 1 << 30 });
+    const spool = await openSpool({ dir, maxBytes: 1 << 30 });
     const bad = ['not a date', 'INFO', tag, '', '', '', '', '', '', '', '', 'refused row', '{}', '2026-11-21 12:00:00.000', '0b8e7a6c-1f7e-4d64-9a54-3c1b7d1f2e11', '9'].join('\t');
     await appendBatch(spool, tag, 50, [bad]);
     await spool.close();

@@ -1,15 +1,15 @@
-// Moves spooled drain records into the store, in spool order. Each batch is a range of records whose plan is
-// saved before the insert, so after a crash the same records go again with the same deduplication token and
-// the store keeps them once. The committed position moves only after the store confirmed the batch.
+// Moves spooled drain records into the store, in spool order. The spool saves each batch before handing it
+// out, so after a crash the same records go again with the same deduplication token and the store keeps them
+// once. A batch leaves the spool only after the store confirmed it.
 import { createHash } from 'node:crypto';
-import type { Store } from '../store/client.js';
-import type { BatchWriter } from '../store/writer.js';
-import { REJECTS_TABLE } from '../store/writer.js';
-import { classifyStoreError, describeStoreError } from '../store/errors.js';
-import { insertEncoded } from '../store/insert.js';
-import type { Logger } from '../log.js';
-import { comparePositions, SpoolCorruptError, type Position, type RowFormat, type Spool, type SpoolRecord } from './spool.js';
-import type { DrainMetrics } from './drain-metrics.js';
+import type { Store } from '../../store/client.js';
+import type { BatchWriter } from '../../store/writer.js';
+import { REJECTS_TABLE } from '../../store/writer.js';
+import { classifyStoreError, describeStoreError } from '../../store/errors.js';
+import { insertEncoded } from '../../store/insert.js';
+import type { Logger } from '../../log.js';
+import type { RowFormat, Spool, SpoolRecord } from './spool/spool.js';
+import type { DrainMetrics } from './metrics.js';
 
 export const LOGS_TABLE = 'logs';
 
@@ -69,7 +69,7 @@ export class SpoolReplayer {
   /** Ends the current sleep when it waits for appends. */
   private appendWake: (() => void) | null = null;
   private firstPendingAt: number | undefined;
-  private waiters: Array<{ target: Position; resolve: () => void }> = [];
+  private waiters: Array<{ target: number; resolve: () => void }> = [];
   private unsubscribe: (() => void) | null = null;
   private failingSince: number | undefined;
 
@@ -108,37 +108,34 @@ export class SpoolReplayer {
 
   /** Resolves once everything durable in the spool now is in the store (tests, benchmarks, shutdown logs). */
   whenReplayed(): Promise<void> {
-    const target = this.spool.durableEnd;
+    const target = this.spool.appendedRecords;
     if (this.replayedUpTo(target)) return Promise.resolve();
     return new Promise((resolve) => this.waiters.push({ target, resolve }));
   }
 
-  private replayedUpTo(target: Position): boolean {
-    return this.spool.bytes === 0 || comparePositions(this.spool.committed, target) >= 0;
+  private replayedUpTo(appendedRecords: number): boolean {
+    return this.spool.bytes === 0 || this.spool.replayedRecords >= appendedRecords;
   }
 
   private async loop(): Promise<void> {
+    // What a previous run left has waited long enough: the first batch goes without lingering.
+    let first = true;
     while (!this.stopping) {
-      let started = process.hrtime.bigint();
       try {
-        const plan = this.spool.inflight;
-        let batch: { records: SpoolRecord[]; to: Position };
-        if (plan) {
-          batch = await this.spool.read(plan.from, { maxRows: Infinity, maxBytes: Infinity, until: plan.to });
+        if (!first && !(await this.waitForWork())) break;
+        first = false;
+        const started = process.hrtime.bigint();
+        const batch = await this.spool.nextBatch({ maxRows: this.opts.maxBatchRows, maxBytes: this.opts.maxBatchBytes });
+        if (!batch) {
+          this.firstPendingAt = undefined;
+          this.settleWaiters();
+          continue;
+        }
+        if (batch.resumed) {
           this.o.logger?.info({ records: batch.records.length }, 'replaying the drain batch that was being inserted when the service stopped');
-        } else {
-          if (!(await this.waitForWork())) break;
-          started = process.hrtime.bigint();
-          const read = await this.spool.read(this.spool.committed, { maxRows: this.opts.maxBatchRows, maxBytes: this.opts.maxBatchBytes });
-          if (read.records.length === 0) {
-            this.firstPendingAt = undefined;
-            continue;
-          }
-          batch = read;
-          await this.spool.savePlan({ from: read.from, to: read.to });
         }
         await this.insert(batch.records);
-        await this.spool.commit(batch.to, batch.records);
+        await this.spool.commit(batch);
         const lines = batch.records.reduce((n, r) => n + r.rows, 0);
         this.o.metrics?.replayedLines.inc(lines);
         this.o.metrics?.replayBatchLines.observe(lines);
@@ -152,11 +149,6 @@ export class SpoolReplayer {
         this.settleWaiters();
       } catch (err) {
         if (err instanceof Stopping || this.stopping) break;
-        if (err instanceof SpoolCorruptError) {
-          const lostBytes = await this.spool.skipSegment(err.position.segment).catch(() => 0);
-          this.o.logger?.error({ err: err.message, lostBytes }, 'drain spool segment is damaged; skipped the rest of it');
-          continue;
-        }
         this.o.logger?.error({ err }, 'drain spool replay failed; retrying');
         await this.sleep(this.opts.backoffMaxMs);
       }

@@ -5,9 +5,9 @@ import { gzipSync } from 'node:zlib';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../../src/log.js';
 import { startDrainService, post, postSigned, sign, line, TOKEN, SECRET, type DrainService } from './helpers.js';
-import { queryRows } from '../support/store.js';
+import { queryRows } from '../../support/store.js';
 
 const MAX_BODY = 4 * 1024 * 1024;
 let d: DrainService;
