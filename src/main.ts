@@ -10,7 +10,7 @@ import { commandHost, commandIO } from './cli/io.js';
 import { findService, runInService, ServiceUnreachableError } from './cli/remote.js';
 import { adminExtension } from './http/admin.js';
 import type { Extension } from './runtime.js';
-import { collectorsExtension, type DemoWiring } from './jobs/extension.js';
+import { collectorsExtension, type DemoWiring, type JobRunnerHandle } from './jobs/extension.js';
 import { apiExtension } from './api/index.js';
 import { analyticsRoutes } from './api/analytics-routes.js';
 import { logsRoutes } from './api/logs-routes.js';
@@ -119,16 +119,18 @@ export function serviceExtensions(config: Config): Extension[] {
   // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
   // the receiver fetches from the simulator.
   const demo: DemoWiring = isDemoMode(config) ? { drainSecret: randomBytes(32).toString('hex') } : {};
+  const jobRunner: JobRunnerHandle = {};
   return [
     businessMetricsExtension(),
     apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes]),
     logDrainExtension({ demoSecret: demo.drainSecret }),
     webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
-    collectorsExtension(allJobs, demo),
+    collectorsExtension(allJobs, demo, jobRunner),
     adminExtension({
       commands: Object.fromEntries(
         [...HOSTED_COMMANDS].map((name) => [name, (argv: string[]) => main([name, ...argv])]),
       ),
+      jobs: () => jobRunner.runner,
       reportFatal,
     }),
   ];

@@ -7,6 +7,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { writeFile } from 'node:fs/promises';
 import type { Runtime } from '../runtime.js';
+import type { JobArgs } from '../jobs/job.js';
 
 export interface CommandIO {
   out(text: string): void;
@@ -21,7 +22,7 @@ export interface CommandIO {
 export interface HostedJobRunner {
   run(
     job: string,
-    args: Record<string, unknown>,
+    args: JobArgs,
     progress: { start(total: number, label: string, done?: number): void; tick(done: number, detail?: string): void; stop(): void },
   ): Promise<{ status: string; error?: string; rows: number; retries: number; durationMs: number }>;
 }

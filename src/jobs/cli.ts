@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { getConfig } from '../config.js';
 import { createLogger } from '../log.js';
+import { commandHost, commandIO } from '../cli/io.js';
 import { closeRuntime, openRuntime } from '../service.js';
 import type { JobArgs, JobDefinition } from './job.js';
 import { COMMON_OPTIONS, parseJobArgs, UsageError } from './options.js';
@@ -46,26 +47,33 @@ export function parseCollectArgs(allJobs: JobDefinition[], argv: string[]): { jo
 
 /** `tallyhouse collect <job> [...]`: runs one job now, with progress on stderr; exit 1 when it fails. */
 export async function collectCommand(allJobs: JobDefinition[], argv: string[]): Promise<number> {
+  const io = commandIO();
   const parsed = parseCollectArgs(allJobs, argv);
   if ('error' in parsed) {
-    process.stderr.write(parsed.error);
+    io.err(parsed.error);
     return 2;
   }
   const { job, args } = parsed;
-  const name = job.name;
+  const result = await runJobNow(allJobs, job, args);
+  if (result.status !== 'ok') {
+    io.err(`tallyhouse collect ${job.name}: ${result.error}\n`);
+    return 1;
+  }
+  io.err(`${job.name}: ${result.rows} rows in ${(result.durationMs / 1000).toFixed(1)} s (${result.retries} retried calls)\n`);
+  return 0;
+}
+
+/** On the service's scheduler when it hosts the command (its platform source, its clock), else on one of our own. */
+async function runJobNow(allJobs: JobDefinition[], job: JobDefinition, args: JobArgs) {
+  const host = commandHost();
+  if (host?.jobs) return host.jobs.run(job.name, args, consoleProgress(host.io));
   const config = getConfig();
   const logger = createLogger(config.LOG_LEVEL);
   const rt = await openRuntime(config, { logger });
   const source = await openPlatformSource(config, logger);
   try {
     const scheduler = new Scheduler({ runtime: rt, platform: source.platform, jobs: allJobs, now: source.now });
-    const result = await scheduler.run(job.name, 'manual', args, consoleProgress());
-    if (result.status !== 'ok') {
-      process.stderr.write(`tallyhouse collect ${name}: ${result.error}\n`);
-      return 1;
-    }
-    process.stderr.write(`${name}: ${result.rows} rows in ${(result.durationMs / 1000).toFixed(1)} s (${result.retries} retried calls)\n`);
-    return 0;
+    return await scheduler.run(job.name, 'manual', args, consoleProgress());
   } finally {
     await source.close();
     await closeRuntime(rt);

@@ -1,4 +1,5 @@
 import type { Extension } from '../runtime.js';
+import type { HostedJobRunner } from '../cli/io.js';
 import type { JobDefinition } from './job.js';
 import { openPlatformSource } from './platform-source.js';
 import { Scheduler } from './scheduler.js';
@@ -13,11 +14,16 @@ export interface DemoWiring {
   simUrl?: string;
 }
 
+/** Set once the scheduler exists: runs a job for a CLI beside the service (src/http/admin.ts). */
+export interface JobRunnerHandle {
+  runner?: HostedJobRunner;
+}
+
 /**
  * Starts what reads the platform: the job scheduler and the metrics scraper, both on one platform source
  * (in demo mode the in-process simulator, started here).
  */
-export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}): Extension {
+export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}, handle: JobRunnerHandle = {}): Extension {
   return async (rt) => {
     const targets = scrapeTargets(rt.config, { baseUrl: rt.config.SVC_BASE_URL, apiKey: rt.config.SVC_API_KEY });
     const source = await openPlatformSource(rt.config, rt.logger, { drainSecret: demo.drainSecret });
@@ -31,6 +37,7 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
       });
     }
     const scheduler = new Scheduler({ runtime: rt, platform: source.platform, jobs, now: source.now });
+    handle.runner = { run: (job, args, progress) => scheduler.run(job, 'manual', args, progress) };
     const scraper = new Scraper(
       rt,
       source.sim && !rt.config.SCRAPE_TARGETS ? scrapeTargets(rt.config, { baseUrl: source.sim.url, apiKey: source.sim.keys.api }) : targets,
@@ -51,11 +58,19 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
         });
       }
     }
-    if (source.demo) {
-      // Every job at once, so a newcomer sees data within seconds: one after the other, in the list's order (the
-      // apps job, first, discovers the endpoints the later ones read).
+    if (rt.config.JOBS_ENABLED && rt.config.STARTUP_JOBS) {
+      // Every job once at start-up, so a new account (or the demo) has data within a minute instead of at the
+      // next tick of each schedule: one after the other, in the list's order (the apps job, first, discovers the
+      // endpoints the later ones read). A job with no checkpoint looks back its first-run window (usage: the
+      // month so far; requests, analytics, runners: the last day); later runs go on from their checkpoints.
+      const names = jobs.map((j) => j.name);
+      rt.logger.info({ jobs: names }, `start-up pass: ${names.join(', ')}, once now, one after the other`);
       void (async () => {
-        for (const job of jobs) await scheduler.run(job.name, 'startup');
+        for (const job of jobs) {
+          if (scheduler.isStopped) return;
+          await scheduler.run(job.name, 'startup');
+        }
+        rt.logger.info('start-up pass done');
       })();
     }
     return {

@@ -10,10 +10,15 @@ export interface Progress {
 
 export const silentProgress: Progress = { start() {}, tick() {}, stop() {} };
 
-export function consoleProgress(stream: NodeJS.WriteStream = process.stderr): Progress {
+/**
+ * A bar on a terminal, plain lines otherwise. `to` is the process's stderr, or the output of a command the service
+ * runs for a CLI beside it (lines: a bar does not survive the trip).
+ */
+export function consoleProgress(to: NodeJS.WriteStream | { err(text: string): void } = process.stderr): Progress {
+  const stream = 'err' in to ? { isTTY: false, write: (text: string) => to.err(text) } : to;
   if (stream.isTTY) {
     const bar = new cliProgress.SingleBar(
-      { format: '{label} [{bar}] {percentage}% | {value}/{total} | {detail}', stream, hideCursor: true },
+      { format: '{label} [{bar}] {percentage}% | {value}/{total} | {detail}', stream: stream as NodeJS.WriteStream, hideCursor: true },
       cliProgress.Presets.shades_classic,
     );
     let started = false;

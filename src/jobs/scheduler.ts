@@ -50,6 +50,11 @@ export class Scheduler {
   private readonly metrics;
   private stopped = false;
 
+  /** True once stop() was called: no new run starts. */
+  get isStopped(): boolean {
+    return this.stopped;
+  }
+
   constructor(private readonly opts: SchedulerOptions) {
     for (const job of opts.jobs) this.jobs.set(job.name, job);
     this.checkpoints = new Checkpoints(opts.runtime.store, opts.runtime.writer);
@@ -93,14 +98,18 @@ export class Scheduler {
   }
 
   start(): void {
+    const schedules: Record<string, string> = {};
     for (const job of this.jobs.values()) {
       const expression = this.cronFor(job);
       const task = cron.schedule(expression, () => void this.run(job.name, 'schedule'), { name: `tallyhouse-${job.name}` });
       this.tasks.push(task);
       const [next, after] = task.getNextRuns(2);
       if (next && after) this.metrics.interval.set({ job: job.name }, (after.getTime() - next.getTime()) / 1000);
-      this.opts.runtime.logger.info({ job: job.name, cron: expression }, 'job scheduled');
+      schedules[job.name] = expression;
     }
+    // What runs when, in one line.
+    const when = Object.entries(schedules).map(([name, expression]) => `${name} "${expression}"`).join(', ');
+    this.opts.runtime.logger.info({ schedules }, `jobs scheduled: ${when}`);
   }
 
   /** Stops the schedules, asks running jobs to stop, and waits for them. */
