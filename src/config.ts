@@ -66,6 +66,8 @@ export const ConfigSchema = z.object({
   PORT: port.default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // One-shot CLI commands log to stderr at this level (they print their own progress and summary).
+  CLI_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
   DATA_DIR: z.string().min(1).default('./data'),
 
   CLICKHOUSE_URL: url.optional(),

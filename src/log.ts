@@ -37,3 +37,20 @@ export function createLogger(level = 'info', options: LoggerOptions = {}): Logge
     ...options,
   });
 }
+
+/**
+ * The logger of a one-shot CLI command (collect, report, migrate, scrape): to stderr (stdout may carry the
+ * command's data, a CSV), at CLI_LOG_LEVEL (warn by default: the command prints its own progress and summary).
+ */
+export function createCommandLogger(level: string): Logger {
+  const pretty = process.stderr.isTTY && process.env.NODE_ENV !== 'production';
+  return pino(
+    {
+      level,
+      base: { service: 'tallyhouse' },
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, destination: 2 } } } : {}),
+    },
+    ...(pretty ? [] : [pino.destination(2)]),
+  );
+}

@@ -201,7 +201,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   // While a service holds the data directory (or TALLYHOUSE_URL names one), it runs the command for us.
   if (HOSTED_COMMANDS.has(name) && !commandHost()) {
-    const target = findService(getConfig().DATA_DIR);
+    const target = await findService(getConfig().DATA_DIR);
     if (target) return runInService(target, argv);
   }
   if (command.raw) return command.raw(rest);

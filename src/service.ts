@@ -1,9 +1,9 @@
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { ConfigError, isDemoMode, isLoopbackHost, MIN_TOKEN_LENGTH, type Config } from './config.js';
-import { createLogger, type Logger } from './log.js';
+import { createCommandLogger, createLogger, type Logger } from './log.js';
 import { createRegistry } from './metrics.js';
 import { openStore, type Store } from './store/client.js';
 import { migrate } from './store/migrate.js';
@@ -70,7 +70,7 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
 export async function withCommandRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>): Promise<T> {
   const host = commandHost();
   if (host) return fn(host.runtime);
-  const rt = await openRuntime(config);
+  const rt = await openRuntime(config, { logger: createCommandLogger(config.CLI_LOG_LEVEL) });
   try {
     return await fn(rt);
   } finally {
@@ -139,7 +139,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const app = Fastify({
     loggerInstance: rt.logger.child({ component: 'http' }),
     // Routine requests (the drain pushes every few seconds) log at debug; errors and slow requests at warn.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 1024 * 1024,
     // Behind compose/k8s a stuck client must not hold shutdown hostage.
     forceCloseConnections: 'idle',

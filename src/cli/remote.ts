@@ -34,17 +34,28 @@ function readAdminFile(dataDir: string): AdminFile | undefined {
 
 /**
  * The service to send a command to: TALLYHOUSE_URL (token from TALLYHOUSE_ADMIN_TOKEN or the data directory),
- * or the live process holding DATA_DIR that published its address there. Undefined: run the command here.
+ * or the live process holding DATA_DIR that published its address there. A service still starting (it holds the
+ * directory but does not listen yet) is waited for. Undefined: run the command here.
  */
-export function findService(dataDir: string, env: NodeJS.ProcessEnv = process.env): ServiceTarget | undefined {
-  const file = readAdminFile(dataDir);
+export async function findService(dataDir: string, env: NodeJS.ProcessEnv = process.env, waitMs = 60_000): Promise<ServiceTarget | undefined> {
   if (env.TALLYHOUSE_URL) {
-    const token = env.TALLYHOUSE_ADMIN_TOKEN ?? file?.token;
+    const token = env.TALLYHOUSE_ADMIN_TOKEN ?? readAdminFile(dataDir)?.token;
     return token ? { url: env.TALLYHOUSE_URL.replace(/\/+$/, ''), token } : undefined;
   }
-  const holder = dataDirHolder(dataDir);
-  if (holder !== undefined && file && file.pid === holder) return { url: file.url, token: file.token };
-  return undefined;
+  const deadline = Date.now() + waitMs;
+  let told = false;
+  for (;;) {
+    const holder = dataDirHolder(dataDir);
+    if (holder === undefined) return undefined;
+    const file = readAdminFile(dataDir);
+    if (file && file.pid === holder) return { url: file.url, token: file.token };
+    if (Date.now() >= deadline) return undefined; // opening the store then says who holds it
+    if (!told) {
+      process.stderr.write(`waiting for the service holding ${dataDir} (pid ${holder}) to finish starting...\n`);
+      told = true;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 /** Rewrites file arguments to absolute paths: the command runs in the service, whose working directory is not ours. */

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { getConfig } from '../config.js';
-import { createLogger } from '../log.js';
+import { createCommandLogger } from '../log.js';
 import { commandHost, commandIO } from '../cli/io.js';
 import { closeRuntime, openRuntime } from '../service.js';
 import type { JobArgs, JobDefinition } from './job.js';
@@ -68,9 +68,9 @@ async function runJobNow(allJobs: JobDefinition[], job: JobDefinition, args: Job
   const host = commandHost();
   if (host?.jobs) return host.jobs.run(job.name, args, consoleProgress(host.io));
   const config = getConfig();
-  const logger = createLogger(config.LOG_LEVEL);
+  const logger = createCommandLogger(config.CLI_LOG_LEVEL);
   const rt = await openRuntime(config, { logger });
-  const source = await openPlatformSource(config, logger);
+  const source = await openPlatformSource(config, logger, { demoNoticeLevel: 'info' });
   try {
     const scheduler = new Scheduler({ runtime: rt, platform: source.platform, jobs: allJobs, now: source.now });
     return await scheduler.run(job.name, 'manual', args, consoleProgress());

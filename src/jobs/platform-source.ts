@@ -15,6 +15,8 @@ export interface PlatformSource {
 }
 
 export interface PlatformSourceOptions {
+  /** The service warns that it runs on the simulator; a one-shot command (the user chose it) says it at info. */
+  demoNoticeLevel?: 'warn' | 'info';
   /** Demo mode: the log drain's secret, so the simulator signs what the service verifies. */
   drainSecret?: string;
 }
@@ -32,7 +34,7 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
   // Demo mode: a simulated platform in this process, its clock following real time.
   const { startSim } = await import('../sim/index.js');
   const sim = await startSim({ now: new Date(), realtime: true, host: '127.0.0.1', port: 0, drainSecret: opts.drainSecret });
-  logger.warn(
+  logger[opts.demoNoticeLevel ?? 'warn'](
     { simulator: sim.url },
     'demo mode: no platform key configured (SVC_API_KEY / SVC_ADMIN_KEY), so Tallyhouse collects from its built-in platform simulator. To use a real account set SVC_BASE_URL, SVC_API_KEY and SVC_ADMIN_KEY (an ADMIN-scope key for usage).',
   );

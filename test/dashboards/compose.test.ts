@@ -182,7 +182,8 @@ describe('Dockerfile', () => {
   it('builds in stages from a pinned Node image', () => {
     expect(stages.map((s) => s.name)).toEqual(['build', 'deps', 'runtime']);
     const base = /^ARG NODE_IMAGE=(\S+)$/m.exec(dockerfile)![1];
-    expect(base).toMatch(/^node:20\.\d+\.\d+-bookworm-slim$/);
+    // The current Node LTS (24); the suite also runs on Node 20 and 24 in CI.
+    expect(base).toMatch(/^node:24\.\d+\.\d+-bookworm-slim$/);
     for (const s of stages) expect(s.image).toBe('${NODE_IMAGE}');
     expect(dockerfile).toMatch(/RUN npm run build/);
   });
