@@ -145,7 +145,8 @@ export class RequestModel {
     let list = this.mergedCache.get(key);
     if (!list) {
       list = [];
-      for (const ep of eps) for (const r of this.hour(ep, hour)) list.push(r);
+      // The merged list is what is kept; the endpoints' own hours are only read to build it.
+      for (const ep of eps) for (const r of this.hour(ep, hour, false)) list.push(r);
       list.sort(compareByEnded);
       this.mergedCache.set(key, list);
     }

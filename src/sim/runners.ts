@@ -84,6 +84,20 @@ export function requestCount(world: World, ep: Endpoint, hour: number): number {
   return new Rng(hash3(world.seed, ep.index, hour)).poisson(mean);
 }
 
+/**
+ * Mean requests per hour (cold-boot arrivals excluded) over whole days of the endpoints of the caller's apps:
+ * the daily curve averages 1 and an app is dormant on a `dormancy` share of its days. Benchmarks size
+ * `requestsPerHour` with it (it scales linearly).
+ */
+export function expectedOwnedRequestsPerHour(world: World): number {
+  let sum = 0;
+  for (const app of world.apps) {
+    if (!app.ownedByCaller) continue;
+    for (const ep of app.endpoints) sum += world.requestsPerHour * ep.weight * app.trafficScale * (1 - app.dormancy);
+  }
+  return sum;
+}
+
 /** Keys of the per-(app, day) and per-(app, hour) caches: hours and days since 1970 stay below this. */
 const KEY_STRIDE = 10_000_000;
 
