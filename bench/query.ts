@@ -133,14 +133,14 @@ async function seed(svc: Service) {
   // Requests per endpoint-hour so the whole history holds about the target: measured on a probe world at the
   // default rate over its last two weeks (the daily curve and dormant days set the real mean), then scaled.
   const PROBE_RATE = 20;
-  const probe = await startSim({ seed: 1, now: NOW, days, apps, requestsPerHour: PROBE_RATE });
+  const probe = await startSim({ seed: 1, now: NOW, days, apps, requestsPerHour: PROBE_RATE, requestLogLimit: 0 });
   const probeDays = Math.min(14, days);
   const probeCount = probe.truth
     .requests({ from: now.minus({ days: probeDays }).toISODate()!, to: now.toISODate()! })
     .reduce((s, r) => s + r.request_count, 0);
   await probe.close();
   const requestsPerHour = (PROBE_RATE * targetRequests) / ((probeCount / probeDays) * days);
-  const sim = await startSim({ seed: 1, now: NOW, days: days + 1, apps, requestsPerHour });
+  const sim = await startSim({ seed: 1, now: NOW, days: days + 1, apps, requestsPerHour, requestLogLimit: 0 });
   const platform = new PlatformClient({ baseUrl: sim.url, apiKey: sim.keys.api, adminKey: sim.keys.admin, connections: 8 });
   const scheduler = new Scheduler({ runtime: svc, platform, jobs: allJobs, now: () => sim.clock.now() });
   const from = now.minus({ days }).toISODate()!;

@@ -6,6 +6,8 @@ import type { RequestModel } from './requests.js';
 import { DAY_MS, HOUR_MS } from './time.js';
 import { Rng, hash3, hash4, mix, uuidFrom, hex } from './prng.js';
 import { formatMilli } from './money.js';
+import type { LRUCache } from 'lru-cache';
+import type { SimCaches } from './caches.js';
 
 export interface Revision {
   revisionId: string;
@@ -42,10 +44,13 @@ const DEPLOYERS = ['alice@acme.dev', 'bob@acme.dev', 'ci-bot', 'carol@acme.dev']
 const CONFIG_SETTINGS = ['max_concurrency', 'min_concurrency', 'keep_alive', 'request_timeout'];
 
 export class ActivityModel {
+  /** A few revisions per app: part of the world, kept for good. */
   private readonly revisionCache = new Map<number, Revision[]>();
-  private readonly logCache = new Map<string, LogLine[]>();
+  private readonly logCache: LRUCache<string, LogLine[]>;
 
-  constructor(private readonly world: World, private readonly runners: RunnerModel, private readonly requests: RequestModel) {}
+  constructor(private readonly world: World, private readonly runners: RunnerModel, private readonly requests: RequestModel, caches: SimCaches) {
+    this.logCache = caches.create('logLines', (lines) => lines.length);
+  }
 
   /** Every revision of the app in creation order, including ones "after now" (callers filter by the clock). */
   revisions(app: App): Revision[] {
@@ -135,7 +140,7 @@ export class ActivityModel {
     const hEnd = hStart + HOUR_MS;
     const ar = this.runners.of(app);
     const runnerById = new Map<string, Runner>();
-    for (const rn of ar.runnersUntil(hEnd)) if (rn.endMs > hStart - HOUR_MS) runnerById.set(rn.id, rn);
+    for (const rn of ar.runnersOverlapping(hStart - HOUR_MS, hEnd)) runnerById.set(rn.id, rn);
     const lines: Array<Omit<LogLine, 'seq'>> = [];
     const base = (ts: number): Pick<LogLine, 'tsMs' | 'appIndex' | 'revisionId'> => ({
       tsMs: ts, appIndex: app.index, revisionId: this.revisionAt(app, ts)?.revisionId ?? null,
@@ -180,7 +185,6 @@ export class ActivityModel {
     // Stable order: by time, then by generation order (Array.prototype.sort is stable).
     const order = lines.map((l, i) => [l, i] as const).sort((a, b) => a[0].tsMs - b[0].tsMs || a[1] - b[1]);
     const out: LogLine[] = order.map(([l], seq) => ({ ...l, seq }));
-    if (this.logCache.size > 5000) this.logCache.clear();
     this.logCache.set(key, out);
     return out;
   }

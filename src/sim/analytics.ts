@@ -131,7 +131,7 @@ export function computeAnalytics(
     targets.forEach((t, ti) => {
       for (const ep of t.endpoints) {
         for (let h = Math.floor(from / HOUR_MS); h * HOUR_MS < to; h++) {
-          const list = requests.hour(ep, h);
+          const list = requests.hour(ep, h, false);
           let bi = -1;
           for (const r of list) {
             if (r.endedMs < from || r.endedMs >= to) continue;
@@ -177,8 +177,7 @@ export function computeRunnerHistory(ar: AppRunners, buckets: Buckets, aggregati
   const from = edges[0];
   const to = edges[B];
   const changes: Array<[number, number, number]> = []; // [timeMs, classIndex, delta]
-  for (const runner of ar.runnersUntil(to)) {
-    if (runner.endMs <= from) continue;
+  for (const runner of ar.runnersOverlapping(from, to)) {
     for (const [state, a, b] of ar.timeline(runner)) {
       const cls = historyClass(state);
       if (!cls) continue;

@@ -107,6 +107,9 @@ async function serveCommand(argv: string[]): Promise<number> {
     drainSecret: values['drain-secret'],
     drainMalformedRate: num('drain-malformed-rate', values['drain-malformed-rate'], 0),
     realtime: values.realtime ?? false,
+    // A standalone simulator: nobody in this process reads the call log, and its memory is worth watching.
+    requestLogLimit: 0,
+    selfMetrics: true,
   });
   // The sandbox prints its keys on purpose: they are throwaway keys of a local simulator, and a newcomer needs them.
   process.stdout.write(

@@ -14,6 +14,7 @@ import { formatMilli, toJson } from './money.js';
 import { hashString, hex } from './prng.js';
 import { activeRunners, queueSize } from './metrics.js';
 import type { LogLine } from './activity.js';
+import type { LRUCache } from 'lru-cache';
 
 export interface Reply {
   status: number;
@@ -26,26 +27,18 @@ export interface Reply {
 
 export const json = (value: unknown, records = 0, status = 200): Reply => ({ status, body: toJson(value), records });
 
-class Lru<V> {
-  private readonly map = new Map<string, V>();
-  constructor(private readonly max: number) {}
-  get(key: string): V | undefined {
-    return this.map.get(key);
-  }
-  set(key: string, value: V): void {
-    this.map.set(key, value);
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
-  }
-}
-
 export class Handlers {
   private readonly cursors: CursorCodec;
-  private readonly usageCache = new Lru<UsageResult>(16);
-  private readonly analyticsCache = new Lru<{ series: AnalyticsRow[]; summary: AnalyticsRow[] }>(16);
-  private readonly durationSortCache = new Lru<Req[]>(8);
+  // Answers computed once and paged from the cache (a cursor pins the "now" they were computed at).
+  private readonly usageCache: LRUCache<string, UsageResult>;
+  private readonly analyticsCache: LRUCache<string, { series: AnalyticsRow[]; summary: AnalyticsRow[] }>;
+  private readonly durationSortCache: LRUCache<string, Req[]>;
 
   constructor(private readonly model: SimModel) {
     this.cursors = new CursorCodec(model.world.seed);
+    this.usageCache = model.caches.create('usageRows', (r) => r.series.length + r.summary.length);
+    this.analyticsCache = model.caches.create('analyticsRows', (r) => r.series.length + r.summary.length);
+    this.durationSortCache = model.caches.create('durationSorted', (list) => list.length);
   }
 
   private get world() {

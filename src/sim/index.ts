@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { SimModel } from './model.js';
 import type { World } from './world.js';
 import { FaultPlan, RETRYABLE_FAULTS, type FaultKind } from './faults.js';
-import { createSimServer } from './server.js';
+import { createSimServer, RequestLog } from './server.js';
+import type { CacheLimits } from './caches.js';
 import { Webhooks, type WebhookDelivery } from './webhooks.js';
 import { Drain, type DrainPushOptions, type DrainPushResult } from './drain.js';
 import { createTruth, type Truth } from './truth.js';
@@ -19,8 +20,11 @@ export type { DrainRecord, DrainBatch, DrainPushOptions, DrainPushResult } from 
 export type { Timeframe } from './time.js';
 export { ANALYTICS_METRICS, BASE_METRICS } from './analytics.js';
 export { RETRYABLE_FAULTS, ALL_FAULTS } from './faults.js';
+export { DEFAULT_CACHE_LIMITS, MINIMAL_CACHE_LIMITS, type CacheLimits } from './caches.js';
 
 export const DEFAULT_NOW = '2026-11-21T12:00:00Z';
+/** Calls `requestLog()` returns at most (the first ones); a standalone simulator keeps none. */
+export const DEFAULT_REQUEST_LOG_LIMIT = 100_000;
 
 export interface SimOptions {
   /** Default 1. */
@@ -62,6 +66,12 @@ export interface SimOptions {
   realtime?: boolean;
   /** Where the simulator reports its own failures (default: a `warn`-level logger). */
   logger?: Logger;
+  /** How many platform calls `requestLog()` keeps (default DEFAULT_REQUEST_LOG_LIMIT; 0 when nobody reads it). */
+  requestLogLimit?: number;
+  /** Add the simulator's own memory (RSS, heap, cache sizes) to /metrics; it varies between runs (CLI: on). */
+  selfMetrics?: boolean;
+  /** Bounds of the caches of generated data (default DEFAULT_CACHE_LIMITS; MINIMAL_CACHE_LIMITS keeps nothing). */
+  cacheLimits?: CacheLimits;
 }
 
 export interface Sim {
@@ -107,12 +117,13 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     apps: opts.apps ?? 60,
     requestsPerHour: opts.requestsPerHour ?? 20,
     realtime: opts.realtime ?? false,
+    cacheLimits: opts.cacheLimits,
   });
   const keys = {
     api: opts.apiKey ?? `sim_api_${randomBytes(16).toString('hex')}`,
     admin: opts.adminKey ?? `sim_admin_${randomBytes(16).toString('hex')}`,
   };
-  const faults = new FaultPlan(model.world.seed, opts.faultRate ?? 0, opts.faultKinds ?? RETRYABLE_FAULTS);
+  const faults = new FaultPlan(model.world.seed, opts.faultRate ?? 0, opts.faultKinds ?? RETRYABLE_FAULTS, model.caches);
   const webhooks = new Webhooks(model, {
     url: opts.webhookUrl,
     backoffBaseMs: opts.webhookBackoffBaseMs,
@@ -130,9 +141,9 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
   });
   const truth = createTruth(model, webhooks, drain);
   const stats = { requestsServed: 0, recordsServed: 0, faultsInjected: {} as Record<string, number> };
-  const requestLog: Array<{ method: string; path: string; query: Record<string, string | string[]> }> = [];
+  const requestLog = new RequestLog(opts.requestLogLimit ?? DEFAULT_REQUEST_LOG_LIMIT);
   const { server, pendingTimers } = createSimServer({
-    model, keys, faults, webhooks, truth, stats, requestLog,
+    model, keys, faults, webhooks, truth, stats, requestLog, selfMetrics: opts.selfMetrics ?? false,
     log: opts.logger ?? createLogger('warn'),
     slowMs: opts.slowMs ?? 30_000,
     retryAfterSeconds: opts.retryAfterSeconds ?? 1,
@@ -171,7 +182,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     truth,
     world: model.world,
     stats: () => ({ requestsServed: stats.requestsServed, recordsServed: stats.recordsServed, faultsInjected: { ...stats.faultsInjected } }),
-    requestLog: () => requestLog.map((r) => ({ ...r, query: { ...r.query } })),
+    requestLog: () => requestLog.entries(),
     setFaults: (rate, kinds) => faults.configure(rate, kinds),
     webhooks: {
       jwks: () => webhooks.jwks(),

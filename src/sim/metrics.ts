@@ -7,6 +7,7 @@ import { historyClass } from './runners.js';
 import type { RequestModel, Req } from './requests.js';
 import { HOUR_MS } from './time.js';
 import { Rng, hash4, unit, hash5 } from './prng.js';
+import type { CacheSize, SimCaches } from './caches.js';
 
 const LATENCY_BUCKETS = ['0.1', '0.5', '1', '2.5', '5', '10', '30', '60', '+Inf'];
 
@@ -44,15 +45,30 @@ export function inFlight(requests: RequestModel, app: App, nowMs: number): numbe
 export function activeRunners(runners: RunnerModel, app: App, nowMs: number): number {
   const ar = runners.of(app);
   let n = 0;
-  for (const rn of ar.runnersUntil(nowMs + 1)) {
-    if (rn.endMs <= nowMs) continue;
+  for (const rn of ar.runnersOverlapping(nowMs, nowMs + 1)) {
     const s = ar.stateAt(rn, nowMs);
     if (s && (s.state === 'running' || s.state === 'IDLE')) n++;
   }
   return n;
 }
 
-export async function renderMetrics(world: World, runners: RunnerModel, requests: RequestModel, nowMs: number): Promise<{ text: string; contentType: string }> {
+/** The simulator's own memory: what a year of serving must keep flat. */
+export interface SimMemory {
+  rssBytes: number;
+  heapUsedBytes: number;
+  caches: CacheSize[];
+}
+
+export function simMemory(caches: SimCaches): SimMemory {
+  const m = process.memoryUsage();
+  return { rssBytes: m.rss, heapUsedBytes: m.heapUsed, caches: caches.sizes() };
+}
+
+/**
+ * The platform's app metrics at `nowMs`; with `self`, also the simulator's own memory (`sim_*` families). Those
+ * vary from run to run, so only a standalone simulator adds them (in-process answers stay byte for byte).
+ */
+export async function renderMetrics(world: World, runners: RunnerModel, requests: RequestModel, nowMs: number, self?: SimMemory): Promise<{ text: string; contentType: string }> {
   const registry = new Registry();
   const g = (name: string, help: string, labelNames: string[]): Gauge<string> => new Gauge({ name, help, labelNames, registers: [registry] });
   const runnersG = g('svc_app_runners', 'Number of runners currently allocated, by state', ['application', 'state', 'machine_type']);
@@ -76,8 +92,7 @@ export async function renderMetrics(world: World, runners: RunnerModel, requests
     let mem = 0;
     let gpu = 0;
     let vram = 0;
-    for (const rn of ar.runnersUntil(nowMs + 1)) {
-      if (rn.endMs <= nowMs) continue;
+    for (const rn of ar.runnersOverlapping(nowMs, nowMs + 1)) {
       const s = ar.stateAt(rn, nowMs);
       const cls = s ? historyClass(s.state) : null;
       if (!s || !cls) continue;
@@ -109,6 +124,16 @@ export async function renderMetrics(world: World, runners: RunnerModel, requests
     memG.set({ application }, mem);
     gpuG.set({ application }, Math.round(gpu * 1000) / 1000);
     vramG.set({ application }, vram);
+  }
+  if (self) {
+    g('sim_process_resident_memory_bytes', 'Resident memory of the simulator process', []).set(self.rssBytes);
+    g('sim_process_heap_used_bytes', 'JavaScript heap in use in the simulator process', []).set(self.heapUsedBytes);
+    const entries = g('sim_cache_entries', 'Entries held by a cache of generated data', ['cache']);
+    const size = g('sim_cache_size', 'What a cache of generated data holds, in its unit (records, runners, rows, lines)', ['cache']);
+    for (const c of self.caches) {
+      entries.set({ cache: c.name }, c.entries);
+      size.set({ cache: c.name }, c.size);
+    }
   }
   return { text: await registry.metrics(), contentType: registry.contentType };
 }

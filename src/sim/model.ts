@@ -4,6 +4,7 @@ import { buildWorld, type World, type WorldOptions } from './world.js';
 import { RunnerModel } from './runners.js';
 import { RequestModel } from './requests.js';
 import { ActivityModel } from './activity.js';
+import { SimCaches, type CacheLimits } from './caches.js';
 
 export type ClockListener = (fromMs: number, toMs: number) => void;
 
@@ -50,12 +51,15 @@ export class SimModel {
   readonly requests: RequestModel;
   readonly activity: ActivityModel;
   readonly clock: SimClock;
+  /** Everything generated that is kept, all of it bounded. */
+  readonly caches: SimCaches;
 
-  constructor(opts: WorldOptions & { realtime?: boolean }) {
+  constructor(opts: WorldOptions & { realtime?: boolean; cacheLimits?: CacheLimits }) {
     this.world = buildWorld(opts);
-    this.runners = new RunnerModel(this.world);
-    this.requests = new RequestModel(this.world, this.runners);
-    this.activity = new ActivityModel(this.world, this.runners, this.requests);
+    this.caches = new SimCaches(opts.cacheLimits);
+    this.runners = new RunnerModel(this.world, this.caches);
+    this.requests = new RequestModel(this.world, this.runners, this.caches);
+    this.activity = new ActivityModel(this.world, this.runners, this.requests, this.caches);
     this.clock = new SimClock(opts.nowMs, opts.realtime ?? false);
   }
 }

@@ -1,12 +1,15 @@
 // Request records, generated lazily per (endpoint, hour) from a PRNG keyed on (seed, endpoint, hour, index):
-// a world of ten million requests costs no memory until a window is asked for. Every request of an app endpoint
-// runs inside a `running` segment of one of the app's runners (runners.ts).
+// a world of ten million requests costs no memory until a window is asked for, and only a bounded LRU of
+// recent hours after. Every request of an app endpoint runs inside a `running` segment of one of the app's
+// runners (runners.ts).
 import type { Endpoint, World } from './world.js';
 import type { RunnerModel } from './runners.js';
 import { MAX_DURATION_MS, requestCount } from './runners.js';
 import { HOUR_MS } from './time.js';
 import { Rng, hash4, hex, mix, uuidFrom } from './prng.js';
 import { formatMilli } from './money.js';
+import type { LRUCache } from 'lru-cache';
+import type { SimCaches } from './caches.js';
 
 export type StatusClass = 'success' | 'user_error' | 'error';
 
@@ -108,47 +111,29 @@ export function compareByEnded(a: Req, b: Req): number {
   return a.endedMs - b.endedMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
-/** LRU bounded by the number of records held (a Req with its JSON is about half a kilobyte). */
-class RecordLru {
-  private readonly map = new Map<number | string, Req[]>();
-  private records = 0;
-  constructor(private readonly maxRecords: number) {}
-  get(key: number | string): Req[] | undefined {
-    const v = this.map.get(key);
-    if (v !== undefined) {
-      this.map.delete(key);
-      this.map.set(key, v);
-    }
-    return v;
-  }
-  set(key: number | string, value: Req[]): void {
-    const old = this.map.get(key);
-    if (old) this.records -= old.length;
-    this.map.delete(key);
-    this.map.set(key, value);
-    this.records += value.length;
-    while (this.records > this.maxRecords && this.map.size > 1) {
-      const oldest = this.map.keys().next().value as number | string;
-      this.records -= this.map.get(oldest)!.length;
-      this.map.delete(oldest);
-    }
-  }
-}
+/** Per-(endpoint, hour) cache keys: hours since 1970 stay below this. */
+const HOUR_KEY_STRIDE = 16_777_216;
 
 export class RequestModel {
-  // ~200k cached requests (~100 MB) keeps recent hours hot without letting a 10M-request world fill memory.
-  private readonly hourCache = new RecordLru(200_000);
-  private readonly mergedCache = new RecordLru(100_000);
+  private readonly hourCache: LRUCache<number, Req[]>;
+  private readonly mergedCache: LRUCache<string, Req[]>;
 
-  constructor(private readonly world: World, private readonly runners: RunnerModel) {}
+  constructor(private readonly world: World, private readonly runners: RunnerModel, caches: SimCaches) {
+    this.hourCache = caches.create('requestHours', (list) => list.length);
+    this.mergedCache = caches.create('mergedHours', (list) => list.length);
+  }
 
-  /** All requests of one endpoint that end in `hour`, sorted by (ended_at, request_id). */
-  hour(ep: Endpoint, hour: number): Req[] {
-    const key = ep.index * 16_777_216 + hour;
+  /**
+   * All requests of one endpoint that end in `hour`, sorted by (ended_at, request_id). `keep: false` (a scan
+   * over a long range) reads the cache but does not fill it, so one truth figure does not evict the pages
+   * being served.
+   */
+  hour(ep: Endpoint, hour: number, keep = true): Req[] {
+    const key = ep.index * HOUR_KEY_STRIDE + hour;
     let list = this.hourCache.get(key);
     if (!list) {
       list = this.generate(ep, hour);
-      this.hourCache.set(key, list);
+      if (keep) this.hourCache.set(key, list);
     }
     return list;
   }
@@ -160,7 +145,8 @@ export class RequestModel {
     let list = this.mergedCache.get(key);
     if (!list) {
       list = [];
-      for (const ep of eps) for (const r of this.hour(ep, hour)) list.push(r);
+      // The merged list is what is kept; the endpoints' own hours are only read to build it.
+      for (const ep of eps) for (const r of this.hour(ep, hour, false)) list.push(r);
       list.sort(compareByEnded);
       this.mergedCache.set(key, list);
     }

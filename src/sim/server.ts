@@ -6,7 +6,7 @@ import { Handlers, json, type Reply } from './handlers.js';
 import { ApiError, bad, Params } from './http-util.js';
 import type { FaultKind, FaultPlan } from './faults.js';
 import { hex, mix } from './prng.js';
-import { renderMetrics } from './metrics.js';
+import { renderMetrics, simMemory } from './metrics.js';
 import type { Webhooks } from './webhooks.js';
 import type { Truth } from './truth.js';
 import { toJson } from './money.js';
@@ -24,7 +24,9 @@ export interface ServerDeps {
   webhooks: Webhooks;
   truth: Truth;
   stats: { requestsServed: number; recordsServed: number; faultsInjected: Record<string, number> };
-  requestLog: Array<{ method: string; path: string; query: Record<string, string | string[]> }>;
+  requestLog: RequestLog;
+  /** Add the simulator's own memory to /metrics (standalone only: it differs between runs). */
+  selfMetrics: boolean;
   log: Logger;
   /** Hook for /_sim/faults so tests can change the fault rate of a running sim. */
   configureFaults(rate: number, kinds?: FaultKind[]): void;
@@ -38,7 +40,36 @@ interface Route {
   handle(ctx: { params: Params; match: RegExpExecArray; body: unknown; nowMs: number }): Reply | Promise<Reply>;
 }
 
-const MAX_REQUEST_LOG = 1_000_000;
+export interface LoggedCall {
+  method: string;
+  path: string;
+  query: Record<string, string | string[]>;
+}
+
+/**
+ * The platform calls served, for tests to inspect: kept as raw request lines (parsed when read), the first
+ * `limit` of them only, so a long-running simulator stops adding (0: keep none).
+ */
+export class RequestLog {
+  private readonly lines: string[] = [];
+  constructor(private readonly limit: number) {}
+
+  add(method: string, path: string, query: string): void {
+    if (this.lines.length < this.limit) this.lines.push(`${method} ${path}?${query}`);
+  }
+
+  entries(): LoggedCall[] {
+    return this.lines.map((line) => {
+      const space = line.indexOf(' ');
+      const mark = line.indexOf('?', space);
+      return { method: line.slice(0, space), path: line.slice(space + 1, mark), query: new Params(line.slice(mark + 1)).toRecord() };
+    });
+  }
+
+  get size(): number {
+    return this.lines.length;
+  }
+}
 
 export function createSimServer(deps: ServerDeps): { server: Server; pendingTimers: Set<NodeJS.Timeout> } {
   const { model } = deps;
@@ -67,12 +98,13 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
     { method: 'GET', pattern: /^\/_sim\/truth$/, scope: 'admin', faultable: false, handle: (c) => truthReply(c.params) },
     { method: 'GET', pattern: /^\/_sim\/clock$/, scope: 'admin', faultable: false, handle: () => json({ now: model.clock.now().toISOString() }) },
     { method: 'POST', pattern: /^\/_sim\/clock$/, scope: 'admin', faultable: false, handle: (c) => clockReply(c.body) },
-    { method: 'GET', pattern: /^\/_sim\/stats$/, scope: 'admin', faultable: false, handle: () => json(deps.stats) },
+    { method: 'GET', pattern: /^\/_sim\/stats$/, scope: 'admin', faultable: false, handle: () => json({ ...deps.stats, memory: simMemory(model.caches) }) },
     { method: 'POST', pattern: /^\/_sim\/faults$/, scope: 'admin', faultable: false, handle: (c) => faultsReply(c.body) },
   ];
 
   async function metricsReply(nowMs: number): Promise<Reply> {
-    const { text, contentType } = await renderMetrics(model.world, model.runners, model.requests, nowMs);
+    const self = deps.selfMetrics ? simMemory(model.caches) : undefined;
+    const { text, contentType } = await renderMetrics(model.world, model.runners, model.requests, nowMs, self);
     return { status: 200, body: text, contentType, records: 0 };
   }
 
@@ -178,9 +210,7 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
     const path = qi < 0 ? url : url.slice(0, qi);
     const params = new Params(qi < 0 ? '' : url.slice(qi + 1));
     const method = (req.method ?? 'GET').toUpperCase();
-    if (!path.startsWith('/_sim/') && deps.requestLog.length < MAX_REQUEST_LOG) {
-      deps.requestLog.push({ method, path, query: params.toRecord() });
-    }
+    if (!path.startsWith('/_sim/')) deps.requestLog.add(method, path, qi < 0 ? '' : url.slice(qi + 1));
     let rawBody = '';
     if (method === 'POST' || method === 'PUT') rawBody = await readBody(req);
     const faultKey = `${method} ${path}?${params.canonical()}${rawBody ? '#' + rawBody : ''}`;

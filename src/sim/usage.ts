@@ -81,7 +81,7 @@ export function computeUsage(world: World, runners: RunnerModel, q: UsageQuery):
 
   if (B > 0 && to > from) {
     for (const app of q.apps) {
-      for (const runner of runners.of(app).runnersUntil(to)) {
+      for (const runner of runners.of(app).runnersOverlapping(from, to)) {
         const a = Math.max(runner.billedFromMs, from);
         const b = Math.min(runner.endMs, to);
         if (b <= a) continue;
