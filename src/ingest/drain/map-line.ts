@@ -4,7 +4,15 @@
 import { toDateTime64 } from '../../store/values.js';
 
 /** Reason codes, also the first word of every reason text (the simulator names its malformed lines alike). */
-export type LineRejectCode = 'not_json' | 'not_object' | 'missing_timestamp' | 'missing_message' | 'missing_level' | 'bad_timestamp';
+export type LineRejectCode =
+  | 'not_json'
+  | 'not_object'
+  | 'missing_timestamp'
+  | 'missing_message'
+  | 'missing_level'
+  | 'bad_timestamp'
+  | 'too_deep'
+  | 'unmappable';
 
 export type LineOutcome = { ok: true; row: string } | { ok: false; code: LineRejectCode; reason: string };
 
@@ -232,4 +240,41 @@ export function mapLine(text: string, line: number, ctx: BatchContext): LineOutc
     `${at}\t${field(asText(o.level))}\t${app}\t${appId}\t${requestId}\t${jobId}\t${endpoint}\t${node}\t${worker}` +
     `\t${source}\t${isolate}\t${field(asText(o.message))}\t{${attributes}}\t${ctx.receivedAt}\t${ctx.batchId}\t${line}`;
   return { ok: true, row };
+}
+
+/** Nesting past this cannot be turned back into JSON text (attributes) without exhausting the stack. */
+export const MAX_NESTING_DEPTH = 1000;
+
+/** The deepest nesting of objects and arrays in a JSON text (strings skipped). */
+export function nestingDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) max = Math.max(max, ++depth);
+    else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return max;
+}
+
+/**
+ * mapLine, and whatever it throws as that line's reject (CONTRIBUTING.md rule 7: one line never fails its
+ * neighbours). A value nested thousands deep overflows the stack when its JSON text is rebuilt for
+ * `attributes`; the reason then says so.
+ */
+export function mapLineSafely(text: string, line: number, ctx: BatchContext): LineOutcome {
+  try {
+    return mapLine(text, line, ctx);
+  } catch (err) {
+    const depth = nestingDepth(text);
+    if (depth > MAX_NESTING_DEPTH) {
+      return { ok: false, code: 'too_deep', reason: `too_deep: nested ${depth} levels deep; at most ${MAX_NESTING_DEPTH} can be stored` };
+    }
+    return { ok: false, code: 'unmappable', reason: `unmappable: the line could not be turned into a row (${(err as Error)?.name ?? 'error'})` };
+  }
 }

@@ -1,7 +1,7 @@
 // A drain body's bytes -> sealed chunks of `logs` rows (TabSeparated) and `ingest_rejects` rows (JSONEachRow),
 // plus the per-line answer. No I/O: it runs on the request's thread or in a parser worker (parser-worker.ts).
 import { MAX_REJECT_RAW_BYTES, truncateUtf8 } from '../../store/writer.js';
-import { mapLine, type BatchContext } from './map-line.js';
+import { mapLineSafely, type BatchContext } from './map-line.js';
 import { BodyFormatError, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from './split-lines.js';
 
 export const MAX_LISTED_ERRORS = 100;
@@ -107,7 +107,7 @@ export class BatchParser {
   }
 
   private line(text: string, line: number): void {
-    const outcome = mapLine(text, line, this.opts.ctx);
+    const outcome = mapLineSafely(text, line, this.opts.ctx);
     if (outcome.ok) {
       this.rows.add(outcome.row);
       this.summary.accepted++;

@@ -3,7 +3,7 @@
 // its rows and rejects become one spool record, fsynced before the answer. The spool replayer moves records
 // into the store. Design and limits: README.md beside this file.
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -32,6 +32,8 @@ export interface DrainRouteOptions {
   stageMemoryBytes?: number;
   budget: StagingBudget;
   parsers: ParserPool;
+  /** Bodies read at once (default 4): a signed body is held in memory whole until its signature is checked. */
+  reading: ReadingSlots;
 }
 
 interface Answer {
@@ -54,19 +56,18 @@ class LimitError extends Error {
   }
 }
 
-/** Counts and HMACs the raw bytes as they arrive; stops the body at the size limit. */
+/** Counts the raw bytes as they arrive; stops the body at the size limit. */
 class RawMeter extends Transform {
   bytes = 0;
   complete = false;
   /** Set when the limit stopped the body (pipeline may report the abort it caused instead). */
   limitHit: LimitError | undefined;
-  constructor(private readonly limit: number, private readonly hmac: ReturnType<typeof createHmac> | undefined) {
+  constructor(private readonly limit: number) {
     super();
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.bytes += chunk.length;
     if (this.bytes > this.limit) return cb((this.limitHit = new LimitError('body', this.limit)));
-    this.hmac?.update(chunk);
     cb(null, chunk);
   }
   override _flush(cb: TransformCallback): void {
@@ -109,6 +110,87 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
   }
   if (spool.isFull()) return spoolFull(spool, true);
 
+  // At most this many bodies are read at once (a signed one is held whole until its signature is checked);
+  // the rest wait here, their bytes unread.
+  const release = await opts.reading.acquire();
+  try {
+    const raw = req.body as Readable | undefined;
+    let source: AsyncIterable<Buffer> | undefined;
+    if (raw && authn.signature) {
+      const verified = await readSigned(raw, opts.maxBodyBytes, auth.secret!, authn.signature);
+      opts.metrics.bytes.inc(verified.bytes);
+      if (verified.refused) return verified.refused;
+      source = Readable.from(verified.parts);
+    } else if (raw) {
+      // The request itself stays open when the body is cut short, so the answer (413, 400) still reaches the sender.
+      source = raw.iterator({ destroyOnReturn: false });
+    }
+    return await processBody(source, { gzip, json: type === 'application/json', streamed: !authn.signature }, opts);
+  } finally {
+    release();
+  }
+}
+
+/**
+ * A signed body, read whole and checked against its HMAC (raw bytes as sent) before anything else sees it:
+ * nothing is decompressed, parsed or written for a body whose signature does not match (CONTRIBUTING.md rule 17).
+ */
+async function readSigned(
+  raw: Readable,
+  maxBodyBytes: number,
+  secret: string,
+  signature: Buffer,
+): Promise<{ bytes: number; parts: Buffer[]; refused?: Answer }> {
+  const hmac = createHmac('sha256', secret);
+  const parts: Buffer[] = [];
+  let bytes = 0;
+  try {
+    for await (const chunk of raw.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (bytes > maxBodyBytes) {
+        return { bytes, parts: [], refused: answer(413, 'Payload Too Large', `the body exceeds LOG_DRAIN_MAX_BODY_BYTES (${maxBodyBytes} bytes); send smaller batches`, { close: true }) };
+      }
+      hmac.update(chunk);
+      parts.push(chunk);
+    }
+  } catch (err) {
+    if (isClientGone(err)) return { bytes, parts: [], refused: clientGone() };
+    throw err;
+  }
+  if (!timingSafeEqual(hmac.digest(), signature)) return { bytes, parts: [], refused: { ...signatureMismatch(), close: false } };
+  return { bytes, parts };
+}
+
+const clientGone = (): Answer => ({ status: 499, body: { error: 'Client Closed Request', message: 'the sender closed the connection' }, close: true });
+
+/** Bounds how many request bodies are read at once; the others wait their turn. */
+export class ReadingSlots {
+  private busy = 0;
+  private readonly waiting: Array<() => void> = [];
+  constructor(readonly max: number) {}
+
+  async acquire(): Promise<() => void> {
+    if (this.busy >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.busy++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.waiting.shift();
+      if (next) next(); // the slot passes on
+      else this.busy--;
+    };
+  }
+}
+
+/** An authenticated body (streamed when a token authenticated it): split, mapped, staged, spooled. */
+async function processBody(
+  raw: AsyncIterable<Buffer> | undefined,
+  body: { gzip: boolean; json: boolean; streamed: boolean },
+  opts: DrainRouteOptions,
+): Promise<Answer> {
+  const { spool } = opts;
+  const { gzip } = body;
   const receivedAtMs = Date.now();
   const ctx: BatchContext = { receivedAt: toDateTime64(receivedAtMs), batchId: randomUUID() };
   const maxLineBytes = opts.maxLineBytes ?? MAX_LINE_BYTES;
@@ -116,14 +198,11 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
   const rows = new DataStage(opts.budget, stageMemory, () => spool.stagingPath());
   const rejects = new DataStage(opts.budget, stageMemory, () => spool.stagingPath());
   const session = opts.parsers.open(
-    { json: type === 'application/json', ctx, maxLineBytes },
+    { json: body.json, ctx, maxLineBytes },
     { onRows: (buf, count) => rows.addSealed(buf, count), onRejects: (buf, count) => rejects.addSealed(buf, count) },
   );
-  const hmac = authn.signature ? createHmac('sha256', auth.secret!) : undefined;
-  let signatureOk: boolean | undefined;
-  const signatureMatches = (): boolean => (signatureOk ??= !hmac || timingSafeEqual(hmac.digest(), authn.signature!));
   const bodyHash = createHash('sha256');
-  const meter = new RawMeter(opts.maxBodyBytes, hmac);
+  const meter = new RawMeter(opts.maxBodyBytes);
   let decodedBytes = 0;
   let decodedLimitHit: LimitError | undefined;
   let gunzipError: Error | undefined;
@@ -142,10 +221,8 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
   };
 
   try {
-    const raw = req.body as Readable | undefined;
     if (raw) {
-      // The request itself stays open when the body is cut short, so the answer (413, 400) still reaches the sender.
-      const source = raw.iterator({ destroyOnReturn: false });
+      const source = raw;
       if (gzip) {
         const gunzip = createGunzip();
         gunzip.once('error', (err) => (gunzipError ??= err));
@@ -156,9 +233,7 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
     } else {
       summary = await session.end();
     }
-    opts.metrics.bytes.inc(meter.bytes);
-
-    if (!signatureMatches()) return signatureMismatch();
+    if (body.streamed) opts.metrics.bytes.inc(meter.bytes);
     const { accepted, rejected, errors, failure } = summary!;
     if (failure?.kind === 'line_too_long') {
       // The one line an operator will want to see: kept (its start) in ingest_rejects; nothing else is stored.
@@ -193,18 +268,16 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
     // The stage that stopped the body, rather than the aborts the pipeline then raised in the others.
     const err: unknown = meter.limitHit ?? decodedLimitHit ?? gunzipError ?? caught;
     if (err instanceof SpoolFullError) return spoolFull(spool, false);
-    opts.metrics.bytes.inc(meter.bytes);
+    if (body.streamed) opts.metrics.bytes.inc(meter.bytes);
     if (err instanceof LimitError) {
       return err.kind === 'body'
         ? answer(413, 'Payload Too Large', `the body exceeds LOG_DRAIN_MAX_BODY_BYTES (${err.limit} bytes); send smaller batches`, { close: true })
         : answer(413, 'Payload Too Large', `the gzip body expands beyond LOG_DRAIN_MAX_BODY_BYTES (${err.limit} bytes); nothing of this request was stored`, { close: true });
     }
-    // A complete body with a wrong signature is a 401 whatever else is wrong with it.
-    if (meter.complete && !signatureMatches()) return signatureMismatch();
     if (gzip && isZlibError(err)) {
       return answer(400, 'Bad Request', `the gzip body is invalid (${(err as Error).message}); nothing of this request was stored`, { close: !meter.complete });
     }
-    if (isClientGone(err)) return { status: 499, body: { error: 'Client Closed Request', message: 'the sender closed the connection' }, close: true };
+    if (isClientGone(err)) return clientGone();
     throw err;
   } finally {
     session.abort();

@@ -8,6 +8,7 @@ import { REJECTS_TABLE } from '../../store/writer.js';
 import { classifyStoreError, describeStoreError } from '../../store/errors.js';
 import { insertEncoded } from '../../store/insert.js';
 import type { Logger } from '../../log.js';
+import { passKillPoint } from './spool/kill-points.js';
 import type { RowFormat, Spool, SpoolRecord } from './spool/spool.js';
 import type { DrainMetrics } from './metrics.js';
 
@@ -135,6 +136,7 @@ export class SpoolReplayer {
           this.o.logger?.info({ records: batch.records.length }, 'replaying the drain batch that was being inserted when the service stopped');
         }
         await this.insert(batch.records);
+        passKillPoint('replay-insert');
         await this.spool.commit(batch);
         const lines = batch.records.reduce((n, r) => n + r.rows, 0);
         this.o.metrics?.replayedLines.inc(lines);

@@ -109,8 +109,9 @@ export class NdjsonSplitter implements Splitter {
 
   private emit(text: string): void {
     const c = text.charCodeAt(0);
-    // Blank check only when the line starts like one (a JSON line starts with `{`).
-    if ((c === 0x20 || c === 0x09 || c === 0x0d || c === 0xfeff) && isBlank(text)) return;
+    // Empty once its CR is dropped (a CRLF blank line whose \r and \n arrived in different chunks), or blank:
+    // skipped, whatever the chunking. Blank check only when the line starts like one (JSON starts with `{`).
+    if (text.length === 0 || ((c === 0x20 || c === 0x09 || c === 0x0d || c === 0xfeff) && isBlank(text))) return;
     this.onLine(text, this.lines);
   }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { toDateTime64 } from '../../../src/store/values.js';
 import { LOG_ROW_COLUMNS, mapLine, parseIsoTimestamp, toDateTime64Text } from '../../../src/ingest/drain/map-line.js';
+import { BatchParser } from '../../../src/ingest/drain/parse-body.js';
 import { BodyFormatError, JsonArraySplitter, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from '../../../src/ingest/drain/split-lines.js';
 
 const ctx = { receivedAt: '2026-11-21 12:00:00.000', batchId: '0b8e7a6c-1f7e-4d64-9a54-3c1b7d1f2e11' };
@@ -176,6 +177,15 @@ describe('NDJSON splitting', () => {
     expect(collect(ndjson, [...bytes].map((b) => Buffer.from([b])))).toEqual(expected);
   });
 
+  it('skips a blank CRLF line whose \\r and \\n arrive in different chunks', () => {
+    const bytes = Buffer.from('{"a":1}\r\n\r\n{"b":2}\r\n\r\n');
+    const expected: Array<[number, string]> = [[1, '{"a":1}'], [3, '{"b":2}']];
+    for (let i = 1; i < bytes.length; i++) {
+      expect(collect(ndjson, [bytes.subarray(0, i), bytes.subarray(i)]), `split at ${i}`).toEqual(expected);
+    }
+    expect(collect(ndjson, [...bytes].map((x) => Buffer.from([x])))).toEqual(expected);
+  });
+
   it('stops at a line over the limit, naming it and keeping its start', () => {
     const long = 'x'.repeat(100);
     for (const chunks of [[`{"a":1}\n${long}\n`], [`{"a":1}\n${long.slice(0, 60)}`, `${long.slice(60)}\n`], [`{"a":1}\n${long}`]]) {
@@ -225,5 +235,47 @@ describe('JSON array splitting', () => {
   it('application/json: an array is split by element, anything else is read as NDJSON', () => {
     expect(collect(sniff, ['\n ', ' [{"a":1},{"b":2}]']).map(([n]) => n)).toEqual([1, 2]);
     expect(collect(sniff, ['\n', '{"a":1}\n{"b":2}\n'])).toEqual([[2, '{"a":1}'], [3, '{"b":2}']]);
+  });
+});
+
+describe('a body, per line', () => {
+  const deep = `{"timestamp":"2026-11-21T10:00:00Z","level":"INFO","message":"deep","x":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+  const good = (n: number) => JSON.stringify({ timestamp: '2026-11-21T10:00:00Z', level: 'INFO', message: `m${n}` });
+  const text = `${good(1)}\r\n\r\n${deep}\r\n${good(4)}\r\nnot json\r\n\r\n${good(7)}`;
+
+  function parse(chunks: Buffer[]) {
+    const rows: string[] = [];
+    const rejects: string[] = [];
+    const parser = new BatchParser(
+      { json: false, ctx, maxLineBytes: 1024 * 1024 },
+      { onRows: (buf) => rows.push(buf.toString()), onRejects: (buf) => rejects.push(buf.toString()) },
+    );
+    for (const c of chunks) parser.push(c);
+    const summary = parser.end();
+    return { summary, rows: rows.join(''), rejects: rejects.join('').split('\n').filter(Boolean).map((r) => JSON.parse(r) as { line: number; reason: string }) };
+  }
+
+  it('rejects a line nested 100,000 deep with its reason; its neighbours are accepted', () => {
+    const { summary, rows, rejects } = parse([Buffer.from(text)]);
+    expect(summary).toEqual({
+      accepted: 3,
+      rejected: 2,
+      errors: [
+        { line: 3, reason: 'too_deep: nested 100001 levels deep; at most 1000 can be stored' },
+        { line: 5, reason: expect.stringMatching(/^not_json: /) },
+      ],
+    });
+    expect(rows.split('\n').filter(Boolean).map((r) => decodeRow(r).message)).toEqual(['m1', 'm4', 'm7']);
+    expect(rejects.map((r) => [r.line, r.reason.split(':')[0]])).toEqual([[3, 'too_deep'], [5, 'not_json']]);
+  });
+
+  it('gives the same answer and rows whatever the chunk boundaries', () => {
+    const bytes = Buffer.from(text);
+    const whole = parse([bytes]);
+    // Every split point around the CRLF blank lines and the short lines; a few inside the deep one.
+    const points = [...Array.from({ length: 40 }, (_, i) => i + 40), ...Array.from({ length: 40 }, (_, i) => bytes.length - 60 + i), 150_000];
+    for (const i of points) {
+      expect(parse([bytes.subarray(0, i), bytes.subarray(i)]), `split at ${i}`).toEqual(whole);
+    }
   });
 });

@@ -14,12 +14,6 @@ afterEach(async () => {
   for (const s of opened.splice(0)) await s.close().catch(() => undefined);
 });
 
-async function openSpool(dir: string, opts: Partial<SpoolOptions> = {}): Promise<Spool> {
-  const s = await openAnySpool({ dir, maxBytes: 64 * 1024 * 1024, ...opts });
-  opened.push(s);
-  return s;
-}
-
 async function openSegments(dir: string, opts: Partial<SegmentSpoolOptions> = {}): Promise<SegmentSpool> {
   const s = await SegmentSpool.open({ dir, maxBytes: 64 * 1024 * 1024, ...opts });
   opened.push(s);
@@ -59,7 +53,13 @@ async function drain(spool: Spool, limits = ALL): Promise<SpoolRecord[]> {
   return out;
 }
 
-describe('spool', () => {
+describe.each(['sqlite', 'segments'] as const)('spool on %s', (backend) => {
+  const openSpool = async (dir: string, opts: Partial<SpoolOptions> = {}) => {
+    const s = await openAnySpool({ dir, maxBytes: 64 * 1024 * 1024, ...opts }, backend);
+    opened.push(s);
+    return s;
+  };
+
   it('appends records that read back intact and in order', async () => {
     const spool = await openSpool(tempDir());
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => append(spool, [`{"n":${i},"a":1}`, `{"n":${i},"a":2}`], i % 3 === 0 ? [`{"bad":${i}}`] : [])));

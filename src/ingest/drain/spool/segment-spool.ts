@@ -9,6 +9,7 @@ import { crc32 } from 'node:zlib';
 import type { Logger } from '../../../log.js';
 import { fsyncDir, isZero, readExactly, writeAll, zeroRange } from './file-io.js';
 import { decodeFrame, encodeHead, FRAME_BYTES, parseMeta } from './record-frame.js';
+import { passKillPoint } from './kill-points.js';
 import { SeenIndex } from './seen-index.js';
 import {
   SpoolFullError,
@@ -497,6 +498,7 @@ export class SegmentSpool implements Spool {
       });
       this.sizes.delete(seq);
     }
+    passKillPoint('cleanup');
     // Keep the committed position on a live segment, so `bytes` stays right.
     if (!this.sizes.has(committed.segment)) {
       const next = [...this.sizes.keys()].sort((a, b) => a - b)[0] ?? this.active.seq;
