@@ -2,7 +2,7 @@
 // the ClickHouse plugin expands it (grafana-sql.ts) and run against a store. Returns problems instead of throwing,
 // so a test can show a broken dashboard being caught.
 import type { Store } from '../../src/store/client.js';
-import { DATASOURCE_UID, PLUGIN_ID } from '../../dashboards/generate.js';
+import { DATASOURCE_UID, PLUGIN_ID } from '../../dashboards/lib/datasource.js';
 import { expandSql, panelIntervalMs, type TemplateVariable } from './grafana-sql.js';
 
 type Model = Record<string, any>;

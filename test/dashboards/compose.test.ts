@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ConfigSchema } from '../../src/config.js';
-import { DATASOURCE_UID, PLUGIN_ID, PLUGIN_VERSION } from '../../dashboards/generate.js';
+import { DATASOURCE_UID, PLUGIN_ID, PLUGIN_VERSION } from '../../dashboards/lib/datasource.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (path: string) => readFileSync(`${ROOT}${path}`, 'utf8');

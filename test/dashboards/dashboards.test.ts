@@ -4,7 +4,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DateTime } from 'luxon';
-import { buildDashboards, dashboardText } from '../../dashboards/generate.js';
+import { buildDashboards } from '../../dashboards/boards/index.js';
+import { dashboardText } from '../../dashboards/lib/dashboard.js';
 import { checkModel, runDashboard, type RunReport } from './check.js';
 import { openDemoStore, type DemoStore } from './demo-store.js';
 import { parseDurationMs } from './grafana-sql.js';
@@ -33,7 +34,7 @@ function defaultRange(model: Record<string, any>, nowMs: number): { fromMs: numb
 }
 
 describe('dashboard models', () => {
-  it('the committed JSON is exactly what dashboards/generate.ts produces (run `npx tsx dashboards/generate.ts`)', () => {
+  it('the committed JSON is exactly what dashboards/boards/ builds (run `npx tsx dashboards/generate.ts`)', () => {
     expect(committed).toEqual(built.map((b) => b.file).sort());
     for (const { file, model } of built) expect(readFileSync(`${DIR}${file}`, 'utf8'), file).toBe(dashboardText(model));
   });

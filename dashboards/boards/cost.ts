@@ -1,0 +1,232 @@
+// The dashboard "Tallyhouse / Cost" (dashboards/cost.json).
+import type { DashboardSpec } from '../lib/spec.js';
+import { FROM_TIME, sq, timeFilter, TO_TIME, unlessAll } from '../lib/sql.js';
+
+/** Daily usage rows of the selected timezone, currency and apps. */
+const USAGE_WHERE = `timezone = ${sq('timezone')} AND timeframe = 'day' AND currency = ${sq('currency')}
+  AND ${unlessAll(`app IN (${sq('app')})`, 'app')}`;
+/** The local date of the end of the time range, in the selected timezone. */
+const TODAY = `WITH ${TO_TIME} AS range_end, toDate(range_end, ${sq('timezone')}) AS today`;
+
+export const cost: DashboardSpec = {
+  file: 'cost.json',
+  uid: 'tallyhouse-cost',
+  title: 'Tallyhouse / Cost',
+  description:
+    'Serverless usage cost from the usage collector (net of discounts, surge included), per local day of the selected timezone. Amounts are in the selected currency.',
+  time: { from: 'now-30d', to: 'now' },
+  variables: [
+    {
+      name: 'timezone',
+      label: 'Timezone',
+      description: 'Timezones the usage was collected in (TIMEZONES): days are local days of this zone.',
+      kind: 'query',
+      query: "SELECT DISTINCT timezone FROM usage_buckets WHERE timeframe = 'day' ORDER BY timezone",
+    },
+    {
+      name: 'currency',
+      label: 'Currency',
+      description: 'Currency of the amounts (rows in other currencies are not shown).',
+      kind: 'query',
+      // FINAL: a tombstone (a row the platform stopped returning, currency '') is not an option.
+      query: "SELECT DISTINCT currency FROM usage_buckets FINAL WHERE timeframe = 'day' ORDER BY currency",
+    },
+    {
+      name: 'app',
+      label: 'App',
+      description: 'Apps with usage in the selected timezone.',
+      kind: 'query',
+      query: `SELECT DISTINCT app FROM usage_buckets FINAL WHERE timeframe = 'day' AND timezone = ${sq('timezone')} ORDER BY app`,
+      multi: true,
+    },
+  ],
+  rows: [
+    [
+      {
+        type: 'stat',
+        title: 'Month to date and forecast',
+        description:
+          'Cost of the month of the range end so far; the run rate is the mean daily cost of the 7 whole days before it; the forecast adds the run rate for the rest of the month.',
+        w: 12,
+        h: 5,
+        unit: 'currencyUSD',
+        decimals: 2,
+        queries: [
+          {
+            format: 'table',
+            sql: `${TODAY}
+SELECT
+  toFloat64(sumIf(cost_total, bucket_date >= toStartOfMonth(today))) AS month_to_date,
+  toFloat64(sumIf(cost_total, bucket_date >= today - 7 AND bucket_date < today)) / 7 AS daily_run_rate,
+  month_to_date + daily_run_rate * dateDiff('second', range_end, toDateTime(toLastDayOfMonth(today) + 1, ${sq('timezone')})) / 86400 AS forecast_month_end
+FROM usage_buckets FINAL
+WHERE ${USAGE_WHERE}
+  AND bucket_date >= least(toStartOfMonth(today), today - 7) AND bucket_date <= today`,
+          },
+        ],
+        overrides: [
+          { field: 'month_to_date', displayName: 'Month to date' },
+          { field: 'daily_run_rate', displayName: 'Run rate per day' },
+          { field: 'forecast_month_end', displayName: 'Forecast to month end' },
+        ],
+      },
+      {
+        type: 'stat',
+        title: 'Cost in range',
+        description: 'Total cost of the local days that start in the time range, and the mean per day of the range.',
+        w: 6,
+        h: 5,
+        unit: 'currencyUSD',
+        decimals: 2,
+        queries: [
+          {
+            format: 'table',
+            sql: `SELECT
+  toFloat64(sum(cost_total)) AS cost,
+  cost / greatest(dateDiff('second', ${FROM_TIME}, ${TO_TIME}) / 86400, 1) AS per_day
+FROM usage_buckets FINAL
+WHERE ${USAGE_WHERE} AND ${timeFilter('bucket')}`,
+          },
+        ],
+        overrides: [
+          { field: 'cost', displayName: 'Total' },
+          { field: 'per_day', displayName: 'Per day' },
+        ],
+      },
+      {
+        type: 'stat',
+        title: 'Surge share',
+        description: 'Share of the cost in the range billed at surge prices.',
+        w: 6,
+        h: 5,
+        unit: 'percentunit',
+        decimals: 1,
+        thresholds: [
+          { color: 'green', value: null },
+          { color: 'orange', value: 0.1 },
+          { color: 'red', value: 0.25 },
+        ],
+        queries: [
+          {
+            format: 'table',
+            sql: `SELECT toFloat64(sumIf(cost_total, is_surge)) / nullIf(toFloat64(sum(cost_total)), 0) AS surge_share
+FROM usage_buckets FINAL
+WHERE ${USAGE_WHERE} AND ${timeFilter('bucket')}`,
+          },
+        ],
+      },
+    ],
+    [
+      {
+        type: 'timeseries',
+        title: 'Daily cost by app',
+        description: 'Cost per local day and app (bars start at local midnight).',
+        w: 12,
+        h: 9,
+        unit: 'currencyUSD',
+        bars: true,
+        stacked: true,
+        displayName: '${__field.labels.app}',
+        queries: [
+          {
+            format: 'timeseries',
+            sql: `SELECT bucket AS time, app, toFloat64(sum(cost_total)) AS cost
+FROM usage_buckets FINAL
+WHERE ${USAGE_WHERE} AND ${timeFilter('bucket')}
+GROUP BY time, app
+ORDER BY time, app`,
+          },
+        ],
+      },
+      {
+        type: 'timeseries',
+        title: 'Daily cost by machine type',
+        description: 'Cost per local day and machine type.',
+        w: 12,
+        h: 9,
+        unit: 'currencyUSD',
+        bars: true,
+        stacked: true,
+        displayName: '${__field.labels.machine_type}',
+        queries: [
+          {
+            format: 'timeseries',
+            sql: `SELECT bucket AS time, machine_type, toFloat64(sum(cost_total)) AS cost
+FROM usage_buckets FINAL
+WHERE ${USAGE_WHERE} AND ${timeFilter('bucket')}
+GROUP BY time, machine_type
+ORDER BY time, machine_type`,
+          },
+        ],
+      },
+    ],
+    [
+      {
+        type: 'timeseries',
+        title: 'Surge share per day',
+        description: 'Share of each day\u2019s cost billed at surge prices.',
+        w: 12,
+        h: 8,
+        unit: 'percentunit',
+        min: 0,
+        queries: [
+          {
+            format: 'timeseries',
+            sql: `SELECT bucket AS time, toFloat64(sumIf(cost_total, is_surge)) / nullIf(toFloat64(sum(cost_total)), 0) AS surge_share
+FROM usage_buckets FINAL
+WHERE ${USAGE_WHERE} AND ${timeFilter('bucket')}
+GROUP BY time
+ORDER BY time`,
+          },
+        ],
+      },
+      {
+        type: 'bargauge',
+        title: 'Month to date by app',
+        description: 'Cost of the month of the range end so far, per app.',
+        w: 12,
+        h: 8,
+        unit: 'currencyUSD',
+        decimals: 2,
+        queries: [
+          {
+            format: 'table',
+            sql: `${TODAY}
+SELECT app, toFloat64(sum(cost_total)) AS month_to_date
+FROM usage_buckets FINAL
+WHERE ${USAGE_WHERE} AND bucket_date >= toStartOfMonth(today) AND bucket_date <= today
+GROUP BY app
+ORDER BY month_to_date DESC`,
+          },
+        ],
+      },
+    ],
+    [
+      {
+        type: 'table',
+        title: 'Cost by app in range',
+        description: 'Per app: cost, the part at surge prices, machine-hours billed and the share of the total.',
+        w: 24,
+        h: 9,
+        unit: 'currencyUSD',
+        decimals: 2,
+        queries: [
+          {
+            format: 'table',
+            sql: `SELECT app, toFloat64(sum(cost_total)) AS cost, toFloat64(sumIf(cost_total, is_surge)) AS surge_cost,
+  toFloat64(sum(quantity)) / 3600 AS machine_hours, cost / nullIf(sum(cost) OVER (), 0) AS share
+FROM usage_buckets FINAL
+WHERE ${USAGE_WHERE} AND ${timeFilter('bucket')}
+GROUP BY app
+ORDER BY cost DESC`,
+          },
+        ],
+        overrides: [
+          { field: 'app', unit: 'string' },
+          { field: 'machine_hours', unit: 'h', decimals: 1 },
+          { field: 'share', unit: 'percentunit', decimals: 1 },
+        ],
+      },
+    ],
+  ],
+};
