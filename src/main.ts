@@ -154,6 +154,11 @@ async function serve(): Promise<number> {
   if (config.SVC_API_KEY && !config.SVC_ADMIN_KEY) {
     logger.warn('SVC_API_KEY is set without SVC_ADMIN_KEY: usage (the bill) needs an ADMIN-scope key, so the usage job will fail until SVC_ADMIN_KEY is set; the other jobs run');
   }
+  // A stray rejection is a bug to log, never a reason to take the drain and webhooks down with it: the job that
+  // met a store error has already failed with it (job_runs).
+  process.on('unhandledRejection', (reason) => {
+    logger.error({ err: reason instanceof Error ? { type: reason.name, code: (reason as { code?: unknown }).code } : String(reason) }, 'unhandled rejection (a bug: please report it); the service carries on');
+  });
   const service = await startService(config, { logger, extensions: serviceExtensions(config) });
   return new Promise<number>((resolve) => {
     let stopping = false;

@@ -173,6 +173,16 @@ export function nextCollected(): Collected {
  * is filled; before handing in a third, the sink waits for the first, so at most two are in memory and
  * fetching overlaps the store's work.
  */
+/**
+ * A promise this sink awaits later (the next hand-over, or finish()): marked handled now, so a store that refuses
+ * the batch while the next page is fetched fails the chunk when it is awaited, not the process (an unhandled
+ * rejection ends Node).
+ */
+function awaitedLater<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
+}
+
 export class RequestSink {
   private lines: string[] = [];
   private bytes = 0;
@@ -189,7 +199,7 @@ export class RequestSink {
 
   /** `lines`: JSONEachRow lines of `requests` (toRequestLine). */
   async add(lines: string[], rejects: RejectRow[]): Promise<void> {
-    if (rejects.length > 0) this.rejectWrites.push(this.writer.reject(rejects));
+    if (rejects.length > 0) this.rejectWrites.push(awaitedLater(this.writer.reject(rejects)));
     for (const line of lines) {
       this.lines.push(line);
       this.bytes += line.length + 1;
@@ -215,7 +225,7 @@ export class RequestSink {
     const lines = this.lines;
     this.lines = [];
     this.bytes = 0;
-    this.inFlight = this.writer.insertLines(requests.name, lines);
+    this.inFlight = awaitedLater(this.writer.insertLines(requests.name, lines));
   }
 
   private count(r: WriteResult): void {

@@ -129,7 +129,7 @@ export class BatchWriter {
     let bytes = 0;
     for (const l of lines) bytes += l.length + 1;
     const buffer = this.bufferFor(table);
-    return new Promise<WriteResult>((resolve, reject) => {
+    const committed = new Promise<WriteResult>((resolve, reject) => {
       if (buffer.rows === 0) buffer.oldestAt = Date.now();
       buffer.entries.push({ lines, bytes, written: 0, rejected: 0, pendingLines: lines.length, resolve, reject });
       buffer.rows += lines.length;
@@ -138,6 +138,10 @@ export class BatchWriter {
       this.metrics.buffered.inc({ table }, lines.length);
       if (buffer.rows >= this.maxRows || buffer.bytes >= this.maxBytes) void this.flushTable(buffer);
     });
+    // Callers commonly flush before awaiting their rows; a batch the store refuses meanwhile must fail the caller
+    // when it awaits, not the process (an unhandled rejection ends Node). The refusal is logged either way.
+    committed.catch(() => undefined);
+    return committed;
   }
 
   /** Records rows that could not be ingested in the dead-letter table. */
