@@ -152,6 +152,12 @@ export const ConfigSchema = z.object({
   BUDGET_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'expected a currency code like USD').default('USD'),
 
   // Query API.
+  // Per-query limits of the query API (it reads as a read-only user would) and the longest range a route answers.
+  API_QUERY_TIMEOUT_SECONDS: positiveInt.default(30),
+  API_QUERY_MAX_MEMORY_BYTES: positiveInt.default(2 * 1024 ** 3),
+  API_QUERY_MAX_RESULT_ROWS: positiveInt.default(1_000_000),
+  API_MAX_RANGE_DAYS: positiveInt.default(400),
+  API_LOGS_MAX_RANGE_DAYS: positiveInt.default(31),
   API_TOKENS: csvList
     .pipe(z.array(z.string().min(MIN_TOKEN_LENGTH, `expected comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters each`)))
     .optional(),

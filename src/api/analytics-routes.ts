@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { ERROR_METRICS, errorsByBucket, latencyByBucket } from '../store/tables/analytics-buckets.js';
 import { runnerHistoryByBucket } from '../store/tables/runner-history.js';
-import { badParameter, formatParam, listParam, sendTable, type Table } from './http.js';
+import { badParameter, checkRangeDays, formatParam, listParam, sendTable, type Table } from './http.js';
 import type { RouteRegistry } from './routes.js';
 
 /** A date (local midnight in the timezone) or an ISO 8601 date-time. */
@@ -36,7 +36,7 @@ function range(rt: Runtime, q: { from: string; to: string; timezone: string; tim
   const from = toUtc(q.from, q.timezone, 'from');
   const to = toUtc(q.to, q.timezone, 'to');
   if (to <= from) throw badParameter('to', 'expected an end after from (to is exclusive)');
-  if (to.diff(from, 'days').days > 400) throw badParameter('to', 'expected a range of at most 400 days');
+  checkRangeDays(to.diff(from, 'days').days, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
   return { from: from.toISO()!, to: to.toISO()!, timezone: q.timezone, timeframe: q.timeframe ?? rt.config.ANALYTICS_TIMEFRAME };
 }
 

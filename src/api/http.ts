@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { stringify } from 'csv-stringify/sync';
+import { queryLimitHit } from '../store/errors.js';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { ISO_DATE } from '../store/values.js';
@@ -120,6 +121,16 @@ export function installErrorHandler(app: FastifyInstance, rt: Pick<Runtime, 'log
         error: { type: err.type, message: err.message, ...(err.parameter ? { parameter: err.parameter } : {}) },
       });
     }
+    const limit = queryLimitHit(err);
+    if (limit) {
+      request.log.warn({ limit }, 'query stopped by its limit');
+      return reply.code(422).send({
+        error: {
+          type: 'query_limit',
+          message: `the query went over its ${limit} limit (API_QUERY_TIMEOUT_SECONDS, API_QUERY_MAX_MEMORY_BYTES, API_QUERY_MAX_RESULT_ROWS): ask for a shorter range or fewer groups`,
+        },
+      });
+    }
     const status = (err as { statusCode?: number }).statusCode;
     if (status && status >= 400 && status < 500) {
       // fastify's own client errors (bad JSON, body too large, unsupported media type) carry safe messages.
@@ -128,4 +139,9 @@ export function installErrorHandler(app: FastifyInstance, rt: Pick<Runtime, 'log
     request.log.error({ err }, 'request failed');
     return reply.code(500).send({ error: { type: 'internal_error', message: 'the query failed; see the service log', request_id: request.id } });
   });
+}
+
+/** A range longer than a route answers is a 400 naming the limit (API_MAX_RANGE_DAYS or API_LOGS_MAX_RANGE_DAYS). */
+export function checkRangeDays(days: number, maxDays: number, variable: string): void {
+  if (days > maxDays) throw badParameter('to', `expected a range of at most ${maxDays} days (${variable}); this one spans ${Math.ceil(days)}`);
 }

@@ -2,11 +2,11 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ConfigError, isLoopbackHost } from '../config.js';
-import type { Extension } from '../runtime.js';
-import type { Runtime } from '../runtime.js';
+import type { Extension, Runtime } from '../runtime.js';
 import { collectedTimezones, costByGroups, COST_GROUPS, type CostGroup } from '../store/tables/usage-buckets.js';
 import { financeReport, financeTable, FINANCE_COLUMNS } from './finance.js';
-import { ApiError, badParameter, dateParam, formatParam, installErrorHandler, listParam, parseQuery, sendTable } from './http.js';
+import { ApiError, badParameter, checkRangeDays, dateParam, formatParam, installErrorHandler, listParam, parseQuery, sendTable } from './http.js';
+import { readOnlyStore } from '../store/client.js';
 import { RouteRegistry } from './routes.js';
 
 export const API_PREFIX = '/api/v1';
@@ -43,8 +43,17 @@ export function apiExtension(extraRoutes: ApiRoutes[] = []): Extension {
           });
         }
         const registry = new RouteRegistry(parseQuery);
-        costRoutes(app, registry, rt);
-        for (const routes of extraRoutes) routes(app, registry, rt);
+        // Routes read through a read-only store with per-query limits, never as the writing user without bounds.
+        const reader: Runtime = {
+          ...rt,
+          store: readOnlyStore(rt.store, {
+            maxExecutionSeconds: rt.config.API_QUERY_TIMEOUT_SECONDS,
+            maxMemoryBytes: rt.config.API_QUERY_MAX_MEMORY_BYTES,
+            maxResultRows: rt.config.API_QUERY_MAX_RESULT_ROWS,
+          }),
+        };
+        costRoutes(app, registry, reader);
+        for (const routes of extraRoutes) routes(app, registry, reader);
         app.get('/openapi.json', async () =>
           registry.openapi(API_PREFIX, { title: 'Tallyhouse query API', version: '1' }),
         );
@@ -67,8 +76,9 @@ export async function checkTimezone(rt: Runtime, timezone: string): Promise<void
   }
 }
 
-function checkRange(from: string, to: string): void {
+function checkRange(rt: Runtime, from: string, to: string): void {
   if (to <= from) throw badParameter('to', `expected a date after from (${from}); to is exclusive`);
+  checkRangeDays((Date.parse(to) - Date.parse(from)) / 86_400_000, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
 }
 
 const groupByParam = listParam().pipe(
@@ -96,7 +106,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
     query: CostQuery,
     csv: true,
     handler: async (q, request, reply) => {
-      checkRange(q.from, q.to);
+      checkRange(rt, q.from, q.to);
       await checkTimezone(rt, q.timezone);
       const groupBy = [...new Set(q.group_by)];
       const rows = await costByGroups(rt.store, { timezone: q.timezone, from: q.from, to: q.to, groupBy, apps: q.app, search: q.search });

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { DateTime } from 'luxon';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
-import { badParameter, formatParam, listParam, sendTable } from './http.js';
+import { badParameter, checkRangeDays, formatParam, listParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
 
 const LEVELS = { TRACE: 5, DEBUG: 10, INFO: 20, NOTICE: 25, WARN: 30, WARNING: 30, ERROR: 40, CRITICAL: 50, FATAL: 50 } as const;
@@ -97,6 +97,7 @@ export function logsRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Ru
       const to = q.to ?? DateTime.utc();
       const from = q.from ?? to.minus({ hours: 24 });
       if (to <= from) throw badParameter('to', 'expected an end after from (to is exclusive)');
+      checkRangeDays(to.diff(from, 'days').days, rt.config.API_LOGS_MAX_RANGE_DAYS, 'API_LOGS_MAX_RANGE_DAYS');
       const filters = createHash('sha256')
         .update(JSON.stringify([q.app, q.level ?? '', q.request_id ?? '', q.contains ?? '', from.toISO(), to.toISO()]))
         .digest('base64url');

@@ -7,7 +7,7 @@ import { requestCostByEndpoint, requestCostByEndpointDay } from '../store/tables
 import { dailyCostByEndpoint, dailyCostByEndpointDay } from '../store/tables/requests-daily.js';
 import { toDateTime64 } from '../store/values.js';
 import { rollupReady } from '../collectors/requests-rollup.js';
-import { badParameter, dateParam, formatParam, listParam, sendTable } from './http.js';
+import { badParameter, checkRangeDays, dateParam, formatParam, listParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
 
 const COLUMNS = ['request_count', 'billed_requests', 'unbilled_requests', 'billable_units', 'unpriced_requests', 'cost', 'currency'] as const;
@@ -40,6 +40,7 @@ export function requestCostRoutes(app: FastifyInstance, registry: RouteRegistry,
     handler: async (q, request, reply) => {
       if (!IANAZone.isValidZone(q.timezone)) throw badParameter('timezone', 'expected an IANA time zone such as UTC or America/New_York');
       if (q.to <= q.from) throw badParameter('to', `expected a date after from (${q.from}); to is exclusive`);
+      checkRangeDays((Date.parse(q.to) - Date.parse(q.from)) / 86_400_000, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
       const byDay = q.group_by.includes('day');
       let source: 'rollup' | 'requests';
       let rows: Array<Record<string, unknown>>;

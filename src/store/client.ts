@@ -188,3 +188,38 @@ async function openServerStore(opts: StoreOptions, url: string): Promise<Store> 
     close: () => client.close(),
   };
 }
+
+/** Limits every query of a reader gets (the query API): time, memory and result size. */
+export interface QueryLimits {
+  maxExecutionSeconds: number;
+  maxMemoryBytes: number;
+  maxResultRows: number;
+}
+
+/**
+ * The store as a reader sees it: every query runs read-only (ClickHouse refuses writes under `readonly = 2`) with
+ * the limits, and the client's write methods are not there at all.
+ */
+export function readOnlyStore(store: Store, limits: QueryLimits): Store {
+  const settings = {
+    readonly: '2',
+    max_execution_time: limits.maxExecutionSeconds,
+    max_memory_usage: String(limits.maxMemoryBytes),
+    max_result_rows: String(limits.maxResultRows),
+    result_overflow_mode: 'throw',
+  } as const;
+  const refuse = () => {
+    throw new Error('the query API reads only: this store refuses writes');
+  };
+  const client = new Proxy(store.client, {
+    get(target, prop, receiver) {
+      if (prop === 'query') {
+        return (params: Parameters<ClickHouseClient['query']>[0]) =>
+          target.query({ ...params, clickhouse_settings: { ...params.clickhouse_settings, ...settings } } as typeof params);
+      }
+      if (prop === 'insert' || prop === 'command' || prop === 'exec') return refuse;
+      return Reflect.get(target, prop, receiver);
+    },
+  });
+  return { ...store, client, close: async () => undefined };
+}

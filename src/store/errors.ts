@@ -99,3 +99,15 @@ export function describeStoreError(err: unknown): string {
   }
   return String(err);
 }
+
+/** Codes of a query stopped by a limit it was given (time, memory, result size): the asker's range, not a fault. */
+const QUERY_LIMIT_CODES: Record<number, 'time' | 'memory' | 'result rows'> = {
+  159: 'time', // TIMEOUT_EXCEEDED
+  241: 'memory', // MEMORY_LIMIT_EXCEEDED
+  396: 'result rows', // TOO_MANY_ROWS_OR_BYTES
+};
+
+/** Which per-query limit stopped the query, if one did. */
+export function queryLimitHit(err: unknown): 'time' | 'memory' | 'result rows' | undefined {
+  return isClickHouseError(err) ? QUERY_LIMIT_CODES[Number(err.code)] : undefined;
+}
