@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { ERROR_METRICS, errorsByBucket, latencyByBucket } from '../store/tables/analytics-buckets.js';
 import { runnerHistoryByBucket } from '../store/tables/runner-history.js';
+import { webhookErrorCounts } from '../store/tables/webhook-deliveries.js';
 import { badParameter, checkRangeDays, formatParam, listParam, sendTable, type Table } from './http.js';
 import type { RouteRegistry } from './routes.js';
 
@@ -84,7 +85,7 @@ export function analyticsRoutes(app: FastifyInstance, registry: RouteRegistry, r
       }));
       const columns = ['endpoint_id', 'endpoint_scope', 'bucket', ...ERROR_METRICS];
       const t = table(rows, columns);
-      const webhookErrors = await webhookErrorCounts(rt, r.from, r.to);
+      const webhookErrors = await webhookErrorCounts(rt.store, { from: r.from, to: r.to });
       return sendTable(reply, request, q.format, t, () => ({ ...r, kind: q.kind, rows: t.rows, webhook_errors: webhookErrors }), 'errors.csv');
     },
   });
@@ -104,23 +105,4 @@ export function analyticsRoutes(app: FastifyInstance, registry: RouteRegistry, r
       return sendTable(reply, request, q.format, t, () => ({ ...r, aggregation: q.aggregation, rows: t.rows }), 'runners.csv');
     },
   });
-}
-
-/** Error types found in failed webhook deliveries (payload detail types and the request-level error_type). */
-async function webhookErrorCounts(rt: Runtime, from: string, to: string): Promise<Array<{ error_type: string; deliveries: number }>> {
-  const exists = await rt.store.client.query({
-    query: "SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'webhook_deliveries'",
-    format: 'JSONEachRow',
-  });
-  const [{ n }] = await exists.json<{ n: string }>();
-  if (Number(n) === 0) return [];
-  const rs = await rt.store.client.query({
-    query: `SELECT error_type, count() AS deliveries FROM webhook_deliveries FINAL ARRAY JOIN error_types AS error_type
-            WHERE status = 'ERROR' AND received_at >= parseDateTime64BestEffort({from:String}, 3, 'UTC')
-              AND received_at < parseDateTime64BestEffort({to:String}, 3, 'UTC')
-            GROUP BY error_type ORDER BY deliveries DESC, error_type`,
-    query_params: { from, to },
-    format: 'JSONEachRow',
-  });
-  return (await rs.json<{ error_type: string; deliveries: string }>()).map((r) => ({ error_type: r.error_type, deliveries: Number(r.deliveries) }));
 }

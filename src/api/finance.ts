@@ -1,6 +1,7 @@
 import { DateTime } from 'luxon';
-import { z } from 'zod';
 import type { Store } from '../store/client.js';
+import { monthlyCostByAppMachine } from '../store/tables/usage-buckets.js';
+import { summaryRangeOfMonth, summaryTotalsByAppMachine } from '../store/tables/usage-summaries.js';
 import { addDecimals, decimalToScaled, scaledToDecimal } from '../store/values.js';
 import type { Table } from './http.js';
 
@@ -64,45 +65,6 @@ export const FINANCE_COLUMNS: Array<keyof FinanceRow> = [
   'flagged',
 ];
 
-const DailyRow = z.object({
-  app: z.string(),
-  machine_type: z.string(),
-  currency: z.string(),
-  machine_seconds: z.string(),
-  surge_machine_seconds: z.string(),
-  subtotal: z.string(),
-  discount: z.string(),
-  total: z.string(),
-});
-
-const DAILY_SQL = `
-  SELECT app, machine_type, currency,
-         toString(sum(quantity)) AS machine_seconds,
-         toString(sumIf(quantity, is_surge)) AS surge_machine_seconds,
-         toString(sum(ifNull(cost_subtotal, cost_total))) AS subtotal,
-         toString(sum(ifNull(cost_discount, 0))) AS discount,
-         toString(sum(cost_total)) AS total
-  FROM usage_buckets FINAL
-  WHERE timezone = {timezone:String} AND timeframe = 'day' AND bucket_date >= {from:Date} AND bucket_date < {to:Date}
-  GROUP BY app, machine_type, currency
-  ORDER BY currency, app, machine_type`;
-
-const SUMMARY_RANGE_SQL = `
-  SELECT toString(max(range_end)) AS last_end, count() AS n
-  FROM usage_summaries FINAL
-  WHERE timezone = {timezone:String} AND range_start = {from:Date} AND range_end <= {to:Date}`;
-
-const SUMMARY_SQL = `
-  SELECT app, machine_type, currency, toString(sum(cost_total)) AS total
-  FROM usage_summaries FINAL
-  WHERE timezone = {timezone:String} AND range_start = {from:Date} AND range_end = {end:Date}
-  GROUP BY app, machine_type, currency`;
-
-async function rows<T>(store: Pick<Store, 'client'>, query: string, params: Record<string, unknown>, schema: z.ZodType<T>): Promise<T[]> {
-  const rs = await store.client.query({ query, query_params: params, format: 'JSONEachRow' });
-  return z.array(schema).parse(await rs.json());
-}
-
 const abs = (v: bigint) => (v < 0n ? -v : v);
 
 /**
@@ -114,15 +76,15 @@ export async function financeReport(store: Pick<Store, 'client'>, month: string,
   if (!start.isValid) throw new Error(`month must be YYYY-MM, got ${JSON.stringify(month)}`);
   const from = start.toISODate()!;
   const to = start.plus({ months: 1 }).toISODate()!;
-  const daily = await rows(store, DAILY_SQL, { timezone, from, to }, DailyRow);
+  const daily = await monthlyCostByAppMachine(store, { timezone, from, to });
 
-  const [range] = await rows(store, SUMMARY_RANGE_SQL, { timezone, from, to }, z.object({ last_end: z.string(), n: z.union([z.string(), z.number()]) }));
+  const [range] = await summaryRangeOfMonth(store, { timezone, from, to });
   const summaryEnd = Number(range?.n ?? 0) > 0 ? range.last_end : null;
   const summary = summaryEnd
-    ? await rows(store, SUMMARY_SQL, { timezone, from, end: summaryEnd }, z.object({ app: z.string(), machine_type: z.string(), currency: z.string(), total: z.string() }))
+    ? await summaryTotalsByAppMachine(store, { timezone, from, end: summaryEnd })
     : [];
   // Compare like with like: when the platform's summary covers only part of the month, so do the daily sums.
-  const comparable = summaryEnd && summaryEnd !== to ? await rows(store, DAILY_SQL, { timezone, from, to: summaryEnd }, DailyRow) : daily;
+  const comparable = summaryEnd && summaryEnd !== to ? await monthlyCostByAppMachine(store, { timezone, from, to: summaryEnd }) : daily;
 
   const key = (r: { app: string; machine_type: string; currency: string }) => `${r.currency}\u0000${r.app}\u0000${r.machine_type}`;
   const summaryByKey = new Map(summary.map((s) => [key(s), s.total]));

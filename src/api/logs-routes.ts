@@ -5,29 +5,7 @@ import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { badParameter, checkRangeDays, formatParam, listParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
-
-const LEVELS = { TRACE: 5, DEBUG: 10, INFO: 20, NOTICE: 25, WARN: 30, WARNING: 30, ERROR: 40, CRITICAL: 50, FATAL: 50 } as const;
-type Level = keyof typeof LEVELS;
-
-// Severity of a stored level, as sent (any case); a level nobody knows counts as INFO.
-const SEVERITY_SQL = `multiIf(${Object.entries(LEVELS)
-  .map(([name, n]) => `upper(level) = '${name}', ${n}`)
-  .join(', ')}, 20)`;
-
-const LogLine = z.object({
-  timestamp: z.string(),
-  level: z.string(),
-  app: z.string(),
-  endpoint: z.string(),
-  request_id: z.string(),
-  job_id: z.string(),
-  node: z.string(),
-  worker: z.string(),
-  source: z.string(),
-  message: z.string(),
-  batch_id: z.string(),
-  line: z.union([z.number(), z.string()]).transform(Number),
-});
+import { LOG_LEVELS, searchLogs, type LogLevel } from '../store/tables/logs.js';
 
 const timeParam = (what: string) =>
   z
@@ -41,7 +19,7 @@ const LogsQuery = z.strictObject({
   level: z
     .string()
     .transform((v) => v.toUpperCase())
-    .pipe(z.enum(Object.keys(LEVELS) as [Level, ...Level[]], { error: `expected a level: ${Object.keys(LEVELS).join(', ')}` }))
+    .pipe(z.enum(Object.keys(LOG_LEVELS) as [LogLevel, ...LogLevel[]], { error: `expected a level: ${Object.keys(LOG_LEVELS).join(', ')}` }))
     .optional()
     .describe('minimum level'),
   request_id: z.string().max(200, 'expected at most 200 characters').optional(),
@@ -102,35 +80,20 @@ export function logsRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Ru
         .update(JSON.stringify([q.app, q.level ?? '', q.request_id ?? '', q.contains ?? '', from.toISO(), to.toISO()]))
         .digest('base64url');
       const after = q.cursor ? cursors.decode(q.cursor, filters) : null;
-      const rs = await rt.store.client.query({
-        query: `SELECT toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker, source, message,
-                       toString(batch_id) AS batch_text, line
-                FROM logs
-                WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}
-                  AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))
-                  AND ${SEVERITY_SQL} >= {min_severity:UInt8}
-                  AND ({request_id:String} = '' OR request_id = {request_id:String})
-                  AND ({contains:String} = '' OR positionCaseInsensitiveUTF8(message, {contains:String}) > 0)
-                  AND ({has_cursor:UInt8} = 0 OR (timestamp, batch_id, line) < ({after_t:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32}))
-                ORDER BY timestamp DESC, batch_id DESC, line DESC
-                LIMIT {limit:UInt32}`,
-        query_params: {
-          from: from.toFormat("yyyy-MM-dd HH:mm:ss.SSS"),
-          to: to.toFormat("yyyy-MM-dd HH:mm:ss.SSS"),
-          apps: q.app,
-          min_severity: q.level ? LEVELS[q.level] : 0,
-          request_id: q.request_id ?? '',
-          contains: q.contains ?? '',
-          has_cursor: after ? 1 : 0,
-          after_t: after?.t ?? '1970-01-01 00:00:00.000',
-          after_b: after?.b ?? '00000000-0000-0000-0000-000000000000',
-          after_l: after?.l ?? 0,
-          limit: q.limit + 1,
-        },
-        format: 'JSONEachRow',
+      const raw = await searchLogs(rt.store, {
+        from: from.toFormat('yyyy-MM-dd HH:mm:ss.SSS'),
+        to: to.toFormat('yyyy-MM-dd HH:mm:ss.SSS'),
+        apps: q.app,
+        min_severity: q.level ? LOG_LEVELS[q.level] : 0,
+        request_id: q.request_id ?? '',
+        contains: q.contains ?? '',
+        has_cursor: after ? 1 : 0,
+        after_t: after?.t ?? '1970-01-01 00:00:00.000',
+        after_b: after?.b ?? '00000000-0000-0000-0000-000000000000',
+        after_l: after?.l ?? 0,
+        limit: q.limit + 1,
       });
-      const raw = await rs.json<Record<string, unknown>>();
-      const rows = raw.slice(0, q.limit).map((r) => LogLine.parse({ ...r, timestamp: r.ts_text, batch_id: r.batch_text }));
+      const rows = raw.slice(0, q.limit);
       const last = rows[rows.length - 1];
       const nextCursor = raw.length > q.limit && last ? cursors.encode({ t: last.timestamp, b: last.batch_id, l: last.line }, filters) : null;
       const lines = rows.map((r) => ({ ...r, timestamp: `${r.timestamp.replace(' ', 'T')}Z` }));

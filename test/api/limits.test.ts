@@ -34,13 +34,13 @@ describe('query API limits', () => {
   it('a /logs range over API_LOGS_MAX_RANGE_DAYS (31) is a 400 naming the limit', async () => {
     const res = await api('/logs?from=1926-01-01T00:00:00Z&to=2026-01-01T00:00:00Z&contains=x');
     expect(res.status).toBe(400);
-    expect((await res.json()).error).toMatchObject({ parameter: 'to', message: expect.stringContaining('at most 31 days (API_LOGS_MAX_RANGE_DAYS)') });
+    expect(((await res.json()) as { error: Record<string, unknown> }).error).toMatchObject({ parameter: 'to', message: expect.stringContaining('at most 31 days (API_LOGS_MAX_RANGE_DAYS)') });
   });
 
   it('a /cost range over API_MAX_RANGE_DAYS (400) is a 400 naming the limit', async () => {
     const res = await api('/cost?from=2025-01-01&to=2026-11-01');
     expect(res.status).toBe(400);
-    expect((await res.json()).error.message).toContain('at most 400 days (API_MAX_RANGE_DAYS)');
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain('at most 400 days (API_MAX_RANGE_DAYS)');
   });
 
   it('a query over its result-row limit is a 422 naming the limits, not a 500', async () => {
@@ -48,7 +48,7 @@ describe('query API limits', () => {
     expect(ok.status).toBe(200); // one row: within the limit of 1
     const res = await api('/cost?from=2026-10-01&to=2026-10-02&group_by=app');
     expect(res.status).toBe(422);
-    expect((await res.json()).error).toMatchObject({ type: 'query_limit', message: expect.stringContaining('result rows') });
+    expect(((await res.json()) as { error: Record<string, unknown> }).error).toMatchObject({ type: 'query_limit', message: expect.stringContaining('result rows') });
   });
 
   it('the reader store refuses writes, by construction and in the engine', async () => {

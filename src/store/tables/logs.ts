@@ -91,3 +91,45 @@ export async function applyLogRetention(store: Pick<Store, 'client' | 'cluster'>
   logger?.info({ from: current ? Number(current[1]) : null, to: days }, 'logs retention (LOG_RETENTION_DAYS) applied');
   return true;
 }
+
+/** Severities of the levels a search may ask for (any case as sent); a level nobody knows counts as INFO. */
+export const LOG_LEVELS = { TRACE: 5, DEBUG: 10, INFO: 20, NOTICE: 25, WARN: 30, WARNING: 30, ERROR: 40, CRITICAL: 50, FATAL: 50 } as const;
+export type LogLevel = keyof typeof LOG_LEVELS;
+
+// An expression of the constant table above (names and numbers of ours, never a request's value).
+const SEVERITY_SQL = `multiIf(${Object.entries(LOG_LEVELS)
+  .map(([name, n]) => `upper(level) = '${name}', ${n}`)
+  .join(', ')}, 20)`;
+
+/** The query API's log search: newest first, after a cursor position (timestamp, batch, line). */
+export const searchLogs = namedQuery(
+  'search_logs',
+  // Text aliases of their own: an alias named like its column would replace the column in WHERE and ORDER BY.
+  `SELECT toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker, source, message,
+          toString(batch_id) AS batch_text, line
+   FROM logs
+   WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}
+     AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))
+     AND ${SEVERITY_SQL} >= {min_severity:UInt8}
+     AND ({request_id:String} = '' OR request_id = {request_id:String})
+     AND ({contains:String} = '' OR positionCaseInsensitiveUTF8(message, {contains:String}) > 0)
+     AND ({has_cursor:UInt8} = 0 OR (timestamp, batch_id, line) < ({after_t:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32}))
+   ORDER BY timestamp DESC, batch_id DESC, line DESC
+   LIMIT {limit:UInt32}`,
+  z
+    .object({
+      ts_text: z.string(),
+      level: z.string(),
+      app: z.string(),
+      endpoint: z.string(),
+      request_id: z.string(),
+      job_id: z.string(),
+      node: z.string(),
+      worker: z.string(),
+      source: z.string(),
+      message: z.string(),
+      batch_text: z.string(),
+      line: chNumber,
+    })
+    .transform(({ ts_text, batch_text, ...r }) => ({ ...r, timestamp: ts_text, batch_id: batch_text })),
+);

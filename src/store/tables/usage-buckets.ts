@@ -132,3 +132,28 @@ export const collectedTimezones = namedQuery(
   `SELECT DISTINCT timezone FROM usage_buckets WHERE timeframe = 'day' ORDER BY timezone`,
   z.object({ timezone: z.string() }),
 );
+
+/** The finance report's daily sums: per app, machine type and currency over a range of local days. */
+export const monthlyCostByAppMachine = namedQuery(
+  'monthly_cost_by_app_machine',
+  `SELECT app, machine_type, currency,
+          toString(sum(quantity)) AS machine_seconds,
+          toString(sumIf(quantity, is_surge)) AS surge_machine_seconds,
+          toString(sum(ifNull(cost_subtotal, cost_total))) AS subtotal,
+          toString(sum(ifNull(cost_discount, 0))) AS discount,
+          toString(sum(cost_total)) AS total
+   FROM usage_buckets FINAL
+   WHERE timezone = {timezone:String} AND timeframe = 'day' AND bucket_date >= {from:Date} AND bucket_date < {to:Date}
+   GROUP BY app, machine_type, currency
+   ORDER BY currency, app, machine_type`,
+  z.object({
+    app: z.string(),
+    machine_type: z.string(),
+    currency: z.string(),
+    machine_seconds: z.string(),
+    surge_machine_seconds: z.string(),
+    subtotal: z.string(),
+    discount: z.string(),
+    total: z.string(),
+  }),
+);

@@ -20,3 +20,22 @@ export const liveUsageSummaryKeys = namedQuery(
      AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))`,
   z.object({ app: z.string(), environment: z.string(), machine_type: z.string(), is_surge: z.boolean() }),
 );
+
+/** The platform summaries of a month collected so far: the last range end (the whole month once it is over). */
+export const summaryRangeOfMonth = namedQuery(
+  'summary_range_of_month',
+  `SELECT toString(max(range_end)) AS last_end, count() AS n
+   FROM usage_summaries FINAL
+   WHERE timezone = {timezone:String} AND range_start = {from:Date} AND range_end <= {to:Date}`,
+  z.object({ last_end: z.string(), n: z.union([z.string(), z.number()]) }),
+);
+
+/** The platform's own totals for a month (up to `end`), per app, machine type and currency. */
+export const summaryTotalsByAppMachine = namedQuery(
+  'summary_totals_by_app_machine',
+  `SELECT app, machine_type, currency, toString(sum(cost_total)) AS total
+   FROM usage_summaries FINAL
+   WHERE timezone = {timezone:String} AND range_start = {from:Date} AND range_end = {end:Date}
+   GROUP BY app, machine_type, currency`,
+  z.object({ app: z.string(), machine_type: z.string(), currency: z.string(), total: z.string() }),
+);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTable, namedQuery } from './table.js';
+import { chNumber, defineTable, namedQuery } from './table.js';
 
 /** One verified queue-completion webhook (src/ingest/webhooks.ts); the latest delivery per request_id wins. */
 export const WebhookDeliveryRow = z.object({
@@ -26,4 +26,14 @@ export const webhookDelivery = namedQuery(
    FROM webhook_deliveries FINAL
    WHERE request_id = {request_id:String}`,
   WebhookDeliveryRow,
+);
+
+/** Error types of failed deliveries received in a time range (payload detail types), most frequent first. */
+export const webhookErrorCounts = namedQuery(
+  'webhook_error_counts',
+  `SELECT error_type, count() AS deliveries FROM webhook_deliveries FINAL ARRAY JOIN error_types AS error_type
+   WHERE status = 'ERROR' AND received_at >= parseDateTime64BestEffort({from:String}, 3, 'UTC')
+     AND received_at < parseDateTime64BestEffort({to:String}, 3, 'UTC')
+   GROUP BY error_type ORDER BY deliveries DESC, error_type`,
+  z.object({ error_type: z.string(), deliveries: chNumber }),
 );
