@@ -125,20 +125,3 @@ export class Scraper {
     await done;
   }
 }
-
-/** Keeps metric_samples' TTL at METRICS_RETENTION_DAYS without rewriting existing parts. */
-export async function applyMetricsRetention(rt: Runtime): Promise<void> {
-  const days = rt.config.METRICS_RETENTION_DAYS;
-  const rs = await rt.store.client.query({
-    query: "SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'metric_samples'",
-    format: 'JSONEachRow',
-  });
-  const [row] = await rs.json<{ engine_full: string }>();
-  const current = /TTL .*INTERVAL (\d+) DAY/i.exec(row?.engine_full ?? '');
-  if (current && Number(current[1]) === days) return;
-  await rt.store.client.command({
-    query: renderStatement(`ALTER TABLE metric_samples MODIFY TTL toDateTime(ts) + INTERVAL ${Number(days)} DAY`, rt.store.cluster),
-    clickhouse_settings: { materialize_ttl_after_modify: 0 },
-  });
-  rt.logger.info({ days }, 'metric_samples retention set');
-}

@@ -1,9 +1,8 @@
 import { DateTime } from 'luxon';
-import { z } from 'zod';
-import type { Runtime } from '../runtime.js';
-import type { Extension } from '../runtime.js';
+import type { Extension, Runtime } from '../runtime.js';
 import { currentStoreGeneration, gauge } from '../metrics.js';
 import { lastSuccessByJob } from '../store/tables/job-runs.js';
+import { costSinceByApp } from '../store/tables/usage-buckets.js';
 
 const CACHE_MS = 60_000;
 export const OTHER_APPS = '__other__';
@@ -16,8 +15,6 @@ export interface BusinessGauge {
   read(rt: Runtime): Promise<Array<{ labels: Record<string, string>; value: number }>>;
 }
 
-const MonthCost = z.object({ app: z.string(), currency: z.string(), cost: z.string() });
-
 /** Month-to-date cost per app and currency in the first configured timezone; apps beyond the cap are summed. */
 export const monthToDateCost: BusinessGauge = {
   name: 'tallyhouse_usage_month_to_date_cost',
@@ -26,14 +23,7 @@ export const monthToDateCost: BusinessGauge = {
   async read(rt) {
     const timezone = rt.config.TIMEZONES[0];
     const monthStart = DateTime.now().setZone(timezone).startOf('month').toISODate()!;
-    const rs = await rt.store.client.query({
-      query: `SELECT app, currency, toString(sum(cost_total)) AS cost FROM usage_buckets FINAL
-              WHERE timezone = {timezone:String} AND timeframe = 'day' AND bucket_date >= {from:Date}
-              GROUP BY app, currency ORDER BY sum(cost_total) DESC, app`,
-      query_params: { timezone, from: monthStart },
-      format: 'JSONEachRow',
-    });
-    const rows = z.array(MonthCost).parse(await rs.json());
+    const rows = await costSinceByApp(rt.store, { timezone, from: monthStart });
     const max = rt.config.METRICS_MAX_APPS;
     const out: Array<{ labels: Record<string, string>; value: number }> = [];
     const other = new Map<string, number>();

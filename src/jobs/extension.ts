@@ -3,7 +3,8 @@ import type { HostedJobRunner } from '../cli/io.js';
 import type { JobDefinition } from './job.js';
 import { openPlatformSource } from './platform-source.js';
 import { Scheduler } from './scheduler.js';
-import { applyMetricsRetention, Scraper } from '../collectors/scraper.js';
+import { Scraper } from '../collectors/scraper.js';
+import { applyMetricsRetention } from '../store/tables/metrics.js';
 import { commandLineTarget, durationMs, scrapeTargets } from '../collectors/scrape.js';
 
 /** Shared by the demo-mode wiring of the collectors, the log drain and the webhook receiver. */
@@ -42,7 +43,7 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
       rt,
       source.sim && !rt.config.SCRAPE_TARGETS ? scrapeTargets(rt.config, { baseUrl: source.sim.url, apiKey: source.sim.keys.api }) : targets,
     );
-    await applyMetricsRetention(rt);
+    await applyMetricsRetention(rt.store, rt.config.METRICS_RETENTION_DAYS, rt.logger);
     if (rt.config.JOBS_ENABLED) {
       scheduler.start();
       scraper.start();

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineTable, namedQuery, chNumber } from './table.js';
 import type { Store } from '../client.js';
-import { renderStatement } from '../migrate.js';
+import { applyTtlDays } from '../retention.js';
 import type { Logger } from '../../log.js';
 
 /** A `logs` row as the log drain writes it (src/ingest/drain-lines.ts builds the JSON text directly). */
@@ -68,28 +68,9 @@ export const requestLogs = namedQuery(
   LogLineOut,
 );
 
-const TTL_DAYS = /TTL\s+toDateTime\(timestamp\)\s*\+\s*toIntervalDay\((\d+)\)/;
-
-/**
- * Makes the `logs` TTL say `days` (LOG_RETENTION_DAYS): the migration writes 30, a different setting is
- * applied with ALTER ... MODIFY TTL (ClickHouse then recomputes the TTL of existing parts in the background).
- * `days` is a validated positive integer from the configuration: DDL takes no query parameters.
- */
-export async function applyLogRetention(store: Pick<Store, 'client' | 'cluster'>, days: number, logger?: Logger): Promise<boolean> {
-  if (!Number.isSafeInteger(days) || days <= 0) throw new Error(`log retention must be a positive number of days, got ${days}`);
-  const rs = await store.client.query({
-    query: "SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'logs'",
-    format: 'JSONEachRow',
-  });
-  const [table] = await rs.json<{ engine_full: string }>();
-  if (!table) throw new Error('table logs does not exist (migration 012 not applied)');
-  const current = TTL_DAYS.exec(table.engine_full);
-  if (current && Number(current[1]) === days) return false;
-  await store.client.command({
-    query: renderStatement(`ALTER TABLE logs MODIFY TTL toDateTime(timestamp) + INTERVAL ${days} DAY`, store.cluster),
-  });
-  logger?.info({ from: current ? Number(current[1]) : null, to: days }, 'logs retention (LOG_RETENTION_DAYS) applied');
-  return true;
+/** Makes the `logs` TTL say `days` (LOG_RETENTION_DAYS); the migration writes 30. */
+export function applyLogRetention(store: Pick<Store, 'client' | 'cluster'>, days: number, logger?: Logger): Promise<boolean> {
+  return applyTtlDays(store, 'logs', 'timestamp', days, { logger, rewriteExistingParts: true });
 }
 
 /** Severities of the levels a search may ask for (any case as sent); a level nobody knows counts as INFO. */

@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { defineTable } from './table.js';
+import type { Store } from '../client.js';
+import type { Logger } from '../../log.js';
+import { applyTtlDays } from '../retention.js';
 
 export const metricSeries = defineTable(
   'metric_series',
@@ -39,3 +42,9 @@ export const scrapes = defineTable(
     error: z.string(),
   }),
 );
+
+/** Keeps metric_samples' TTL at METRICS_RETENTION_DAYS. */
+export function applyMetricsRetention(store: Pick<Store, 'client' | 'cluster'>, days: number, logger?: Logger): Promise<boolean> {
+  // Samples are many and short-lived: merges apply a new TTL, no rewrite of every part at start-up.
+  return applyTtlDays(store, 'metric_samples', 'ts', days, { logger, rewriteExistingParts: false });
+}

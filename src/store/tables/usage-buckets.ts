@@ -157,3 +157,12 @@ export const monthlyCostByAppMachine = namedQuery(
     total: z.string(),
   }),
 );
+
+/** Cost per app and currency from a local day on (the month-to-date gauge), most expensive first. */
+export const costSinceByApp = namedQuery(
+  'cost_since_by_app',
+  `SELECT app, currency, toString(sum(cost_total)) AS cost FROM usage_buckets FINAL
+   WHERE timezone = {timezone:String} AND timeframe = 'day' AND bucket_date >= {from:Date}
+   GROUP BY app, currency ORDER BY sum(cost_total) DESC, app`,
+  z.object({ app: z.string(), currency: z.string(), cost: z.string() }),
+);
