@@ -85,8 +85,11 @@ export class ActivityModel {
     return cur;
   }
 
-  /** Events that exist at `nowMs`, newest first. */
-  events(app: App, nowMs: number): AppEvent[] {
+  /**
+   * Events that exist at `nowMs`, newest first. With a window, runner events are generated only for the runners
+   * alive in it (the caller filters by the window; the rest of the history is not regenerated).
+   */
+  events(app: App, nowMs: number, window?: { fromMs: number; toMs: number }): AppEvent[] {
     const w = this.world;
     const out: AppEvent[] = [];
     const ev = (key: number, n: number, category: string, createdMs: number, payload: Record<string, unknown>): void => {
@@ -94,7 +97,11 @@ export class ActivityModel {
       out.push({ eventId: uuidFrom(mix(key, n), mix(key, n + 100), mix(key, n + 200), mix(key, n + 300)), category, createdMs, payload });
     };
     const ar = this.runners.of(app);
-    for (const runner of ar.runnersUntil(nowMs + 1)) {
+    // A runner's events fall within [startMs, endMs], ends included.
+    const runners = window
+      ? ar.runnersOverlapping(window.fromMs - 1, Math.min(window.toMs, nowMs + 1))
+      : ar.runnersUntil(nowMs + 1);
+    for (const runner of runners) {
       const base = { runner_id: runner.id, machine_type: runner.machineType, node_id: runner.nodeId };
       let n = 0;
       for (const [state, at] of runner.startupPhases) {

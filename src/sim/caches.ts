@@ -39,16 +39,16 @@ export interface CacheLimits {
  * The sizes cap what a few very busy hours may hold.
  */
 export const DEFAULT_CACHE_LIMITS: CacheLimits = {
-  runnerBlocks: { entries: 2_000, size: 10_000 },
+  runnerBlocks: { entries: 1_500, size: 8_000 },
   busySegments: { entries: 2_000, size: 10_000 },
   timelines: { entries: 5_000, size: 5_000 },
-  requestHours: { entries: 256, size: 20_000 },
-  mergedHours: { entries: 8, size: 50_000 },
+  requestHours: { entries: 128, size: 20_000 },
+  mergedHours: { entries: 4, size: 50_000 },
   logLines: { entries: 64, size: 20_000 },
   usageRows: { entries: 16, size: 50_000 },
   analyticsRows: { entries: 16, size: 50_000 },
   durationSorted: { entries: 8, size: 50_000 },
-  faultKeys: { entries: 50_000, size: 50_000 },
+  faultKeys: { entries: 10_000, size: 10_000 },
 };
 
 const NOTHING: CacheLimit = { entries: 1, size: 1 };

@@ -358,7 +358,7 @@ export class Handlers {
     const pinnedNow = state ? Math.min(Number(state.n), nowMs) : nowMs;
     const offset = state ? Number(state.o) : 0;
     const all = this.model.activity
-      .events(app, pinnedNow)
+      .events(app, pinnedNow, { fromMs: startMs, toMs: endMs })
       .filter((e) => e.createdMs >= startMs && e.createdMs < endMs && (!categories || categories.includes(e.category)));
     const page = all.slice(offset, offset + limit);
     const hasMore = offset + limit < all.length;
