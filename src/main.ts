@@ -3,12 +3,12 @@ import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, getConfig, isDemoMode, type Config } from './config.js';
 import { createLogger } from './log.js';
-import { DataDirInUseError, EmbeddedStoreMissingError, StoreUnavailableError } from './store/client.js';
-import { PortInUseError, startService, withCommandRuntime } from './service.js';
+import { dataDirHolder, DataDirInUseError, EmbeddedStoreMissingError, StoreUnavailableError } from './store/client.js';
+import { assertPortFree, PortInUseError, startService, withCommandRuntime } from './service.js';
 import { migrate, MigrationError } from './store/migrate.js';
 import { commandHost, commandIO } from './cli/io.js';
 import { findService, runInService, ServiceUnreachableError } from './cli/remote.js';
-import { adminExtension } from './http/admin.js';
+import { adminExtension, markServiceStarting } from './http/admin.js';
 import type { Extension } from './runtime.js';
 import { collectorsExtension, type DemoWiring, type JobRunnerHandle } from './jobs/extension.js';
 import { apiExtension } from './api/index.js';
@@ -159,6 +159,9 @@ async function serve(): Promise<number> {
   process.on('unhandledRejection', (reason) => {
     logger.error({ err: reason instanceof Error ? { type: reason.name, code: (reason as { code?: unknown }).code } : String(reason) }, 'unhandled rejection (a bug: please report it); the service carries on');
   });
+  // Only the embedded store binds the directory; a CLI beside a starting service then waits for it.
+  if (config.PORT !== 0) await assertPortFree(config.HOST, config.PORT);
+  if (!config.CLICKHOUSE_URL && dataDirHolder(config.DATA_DIR) === undefined) markServiceStarting(config.DATA_DIR);
   const service = await startService(config, { logger, extensions: serviceExtensions(config) });
   return new Promise<number>((resolve) => {
     let stopping = false;

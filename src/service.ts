@@ -97,7 +97,7 @@ export class PortInUseError extends Error {
 }
 
 /** Binds and releases the port, so a conflict is found before anything starts (the real bind comes last). */
-async function assertPortFree(host: string, port: number): Promise<void> {
+export async function assertPortFree(host: string, port: number): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     const probe = createServer();
     probe.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' ? new PortInUseError(host, port) : err));

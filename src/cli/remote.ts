@@ -48,8 +48,10 @@ export async function findService(dataDir: string, env: NodeJS.ProcessEnv = proc
     const holder = dataDirHolder(dataDir);
     if (holder === undefined) return undefined;
     const file = readAdminFile(dataDir);
-    if (file && file.pid === holder) return { url: file.url, token: file.token };
-    if (Date.now() >= deadline) return undefined; // opening the store then says who holds it
+    // Held by something other than a service (a CLI command): opening the store says who holds it.
+    if (!file || file.pid !== holder) return undefined;
+    if (file.url && file.token) return { url: file.url, token: file.token };
+    if (Date.now() >= deadline) return undefined;
     if (!told) {
       process.stderr.write(`waiting for the service holding ${dataDir} (pid ${holder}) to finish starting...\n`);
       told = true;

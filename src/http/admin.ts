@@ -6,7 +6,7 @@
  * use it. The answer is NDJSON: `{"fd":1|2,"data":...}`, `{"file":path,"data":...}`, then `{"exit":code}`.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { runHosted, type CommandHost, type HostedJobRunner } from '../cli/io.js';
@@ -16,7 +16,7 @@ export const ADMIN_COMMANDS_PATH = '/admin/v1/commands';
 export const ADMIN_FILE = 'admin.json';
 
 /** What the CLI reads to find the service holding its data directory. */
-export const AdminFile = z.object({ pid: z.number().int(), url: z.url(), token: z.string().min(32) });
+export const AdminFile = z.object({ pid: z.number().int(), url: z.url().optional(), token: z.string().min(32).optional() });
 export type AdminFile = z.infer<typeof AdminFile>;
 
 const CommandBody = z.strictObject({
@@ -36,6 +36,16 @@ export interface AdminOptions {
 }
 
 const isLoopback = (address: string | undefined) => !!address && /^(127\.|::1$|::ffff:127\.)/.test(address);
+
+/**
+ * Written by `serve` before it opens the store: a CLI that then finds the directory held by this pid waits for the
+ * address instead of failing (any other holder, such as a running CLI command, is reported at once).
+ */
+export function markServiceStarting(dataDir: string): void {
+  mkdirSync(dataDir, { recursive: true });
+  const content: AdminFile = { pid: process.pid };
+  writeFileSync(join(dataDir, ADMIN_FILE), JSON.stringify(content), { mode: 0o600 });
+}
 
 export function adminExtension(opts: AdminOptions): Extension {
   return async (rt) => {
