@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineJob, type JobContext } from '../src/jobs/job.js';
 import type { TimeRange } from '../src/jobs/time-args.js';
-import { commitRows, collectorRejects } from '../src/collectors/common.js';
+import { commitRows, tableWrite, collectorRejects } from '../src/collectors/common.js';
 import { listApps, type AppRef } from '../src/collectors/endpoints.js';
 import { PAGE_LIMIT, readEventsOfApps, type AppEventsResult } from '../src/collectors/events.js';
 import { appEvents } from '../src/store/tables/app-events.js';
@@ -101,7 +101,7 @@ async function commit(ctx: JobContext, results: AppEventsResult[], rejects: Retu
     ctx.log.warn({ apps: ids }, `events skipped ${ids.length} app(s) the platform refused (403/404): ${ids.join(', ')}`);
   }
   const rows = results.flatMap((r) => r.rows);
-  await commitRows(ctx, [{ table: appEvents.name, rows }], rejects, { apps: results.length });
+  await commitRows(ctx, [tableWrite(appEvents, rows)], rejects, { apps: results.length });
   return rows.length;
 }
 

@@ -13,7 +13,7 @@ import {
 } from '../platform/index.js';
 import { analyticsBuckets, type AnalyticsBucketRow } from '../store/tables/analytics-buckets.js';
 import { nextVersionMs, toDateTime64 } from '../store/values.js';
-import { collectorRejects, commitRows, describeZodIssue, type CollectorRejects } from './common.js';
+import { collectorRejects, commitRows, tableWrite, describeZodIssue, type CollectorRejects } from './common.js';
 import { listEndpoints } from './endpoints.js';
 import { bucketChunks, type Timeframe } from './time.js';
 import { parseBucket } from './usage.js';
@@ -146,7 +146,7 @@ export async function collectAnalyticsRange(
   }
 
   const rejected = rejects.rows.length;
-  await commitRows(ctx, [{ table: analyticsBuckets.name, rows }], rejects, { timezone: range.timezone, start: base.start, end: base.end });
+  await commitRows(ctx, [tableWrite(analyticsBuckets, rows)], rejects, { timezone: range.timezone, start: base.start, end: base.end });
   return { rows: rows.length, rejected };
 }
 

@@ -3,7 +3,7 @@ import { appPath, isPlatformError, QueueResponse, type PlatformError } from '../
 import { appEndpoints, currentAppEndpoints, type AppEndpointRow } from '../store/tables/app-endpoints.js';
 import { apps, liveAppKeys, type AppRow } from '../store/tables/apps.js';
 import { isoToDateTime64, nextVersionMs, toDateTime64 } from '../store/values.js';
-import { collectorRejects, commitRows, mapLimit } from './common.js';
+import { collectorRejects, commitRows, tableWrite, mapLimit } from './common.js';
 import { fetchAppsListing, splitEndpointId, type ListedApp } from './endpoints.js';
 
 export interface AppsResult {
@@ -84,8 +84,8 @@ export async function collectApps(ctx: JobContext): Promise<AppsResult> {
   await commitRows(
     ctx,
     [
-      { table: apps.name, rows: [...appRows, ...appTombstones] },
-      { table: appEndpoints.name, rows: [...endpointRows, ...endpointTombstones] },
+      tableWrite(apps, [...appRows, ...appTombstones]),
+      tableWrite(appEndpoints, [...endpointRows, ...endpointTombstones]),
     ],
     rejects,
     { apps: listed.length },

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
+import type { TableDef } from '../store/tables/table.js';
 import { REJECTS_TABLE, type RejectRow } from '../store/writer.js';
 
 // What every collector shares: the reason a record is refused, the rejects it collects, and committing rows with
@@ -32,14 +33,24 @@ export function collectorRejects(name: string): CollectorRejects {
  * Writes rows to their tables and rejects to ingest_rejects, and resolves once all are committed (the caller
  * may then save a checkpoint). Counts the rows for job_runs and warns once when some were not stored.
  */
+/** Rows bound for one table, checked against its row type where they are built: `tableWrite(table, rows)`. */
+export interface TableWrite {
+  table: TableDef<z.ZodObject>;
+  rows: readonly object[];
+}
+
+export function tableWrite<S extends z.ZodObject>(table: TableDef<S>, rows: ReadonlyArray<z.input<S>>): TableWrite {
+  return { table, rows };
+}
+
 export async function commitRows(
   ctx: JobContext,
-  writes: ReadonlyArray<{ table: string; rows: readonly object[] }>,
+  writes: readonly TableWrite[],
   rejects: CollectorRejects,
   context: Record<string, unknown> = {},
 ): Promise<{ written: number; refused: number }> {
   const writer = ctx.runtime.writer;
-  const pending = writes.filter((w) => w.rows.length > 0).map((w) => writer.insert(w.table, w.rows));
+  const pending = writes.filter((w) => w.rows.length > 0).map((w) => writer.insertLines(w.table, w.rows.map((r) => JSON.stringify(r))));
   const rejected = rejects.rows.length > 0 ? writer.reject(rejects.rows.splice(0)) : null;
   await Promise.all([...writes.map((w) => writer.flush(w.table)), ...(rejected ? [writer.flush(REJECTS_TABLE)] : [])]);
   const results = await Promise.all(pending);

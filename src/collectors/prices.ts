@@ -185,8 +185,8 @@ export async function syncUnitPrices(rt: Pick<Runtime, 'store' | 'writer'>, entr
     rows.push({ ...e, source, version, loaded_at: loadedAt });
   }
   if (rows.length > 0) {
-    const done = rt.writer.insert(unitPrices.name, rows);
-    await rt.writer.flush(unitPrices.name);
+    const done = rt.writer.insert(unitPrices, rows);
+    await rt.writer.flush(unitPrices);
     const result = await done;
     if (result.rejected > 0) throw new PricesFileError(source, `${result.rejected} price entries were refused by the store (see ingest_rejects)`);
   }

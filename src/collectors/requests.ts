@@ -210,7 +210,7 @@ export class RequestSink {
   /** Flushes and resolves once every row handed in is committed (or in ingest_rejects). */
   async finish(): Promise<{ written: number; refused: number }> {
     await this.handOver();
-    await Promise.all([this.writer.flush(requests.name), this.writer.flush('ingest_rejects')]);
+    await Promise.all([this.writer.flush(requests), this.writer.flush('ingest_rejects')]);
     if (this.inFlight) this.count(await this.inFlight);
     this.inFlight = null;
     await Promise.all(this.rejectWrites);
@@ -225,7 +225,7 @@ export class RequestSink {
     const lines = this.lines;
     this.lines = [];
     this.bytes = 0;
-    this.inFlight = awaitedLater(this.writer.insertLines(requests.name, lines));
+    this.inFlight = awaitedLater(this.writer.insertLines(requests, lines));
   }
 
   private count(r: WriteResult): void {

@@ -3,7 +3,7 @@ import type { JobContext } from '../jobs/job.js';
 import { appPath, isPlatformError, Revision, type PlatformError } from '../platform/index.js';
 import { appRevisions, type AppRevisionRow } from '../store/tables/app-revisions.js';
 import { nextVersionMs, toDateTime64 } from '../store/values.js';
-import { collectorRejects, commitRows, describeZodIssue, mapLimit } from './common.js';
+import { collectorRejects, commitRows, tableWrite, describeZodIssue, mapLimit } from './common.js';
 import { type AppRef } from './endpoints.js';
 
 // Loose envelope: each revision is validated on its own.
@@ -78,6 +78,6 @@ export async function collectRevisions(ctx: JobContext, apps: readonly AppRef[])
   });
   const rows = perApp.flat();
   const rejected = rejects.rows.length;
-  await commitRows(ctx, [{ table: appRevisions.name, rows }], rejects);
+  await commitRows(ctx, [tableWrite(appRevisions, rows)], rejects);
   return { rows: rows.length, rejected, refused };
 }

@@ -5,7 +5,7 @@ import { appPath, isPlatformError, RunnersHistoryPoint, type PlatformError } fro
 import { runnerHistory, type RunnerHistoryRow } from '../store/tables/runner-history.js';
 import { nextVersionMs, toDateTime64 } from '../store/values.js';
 import { bucketChunks, type Timeframe } from './time.js';
-import { collectorRejects, commitRows, describeZodIssue, mapLimit } from './common.js';
+import { collectorRejects, commitRows, tableWrite, describeZodIssue, mapLimit } from './common.js';
 import { type AppRef } from './endpoints.js';
 
 export type RunnerAggregation = 'max' | 'avg';
@@ -103,7 +103,7 @@ export async function collectRunnerHistory(ctx: JobContext, apps: readonly AppRe
   });
   const rows = perCall.flat();
   const rejected = rejects.rows.length;
-  await commitRows(ctx, [{ table: runnerHistory.name, rows }], rejects, { timezone: range.timezone });
+  await commitRows(ctx, [tableWrite(runnerHistory, rows)], rejects, { timezone: range.timezone });
   return { rows: rows.length, rejected, refused };
 }
 

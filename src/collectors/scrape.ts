@@ -7,6 +7,7 @@ import { ConfigError, type Config } from '../config.js';
 import { ExpositionError, parseExposition, type Sample } from '../promtext/index.js';
 import { safeUrl } from '../store/client.js';
 import { toDateTime64 } from '../store/values.js';
+import type { SampleRow, ScrapeRow, SeriesRow } from '../store/tables/metrics.js';
 
 /** Prometheus' own Accept header (2.x): OpenMetrics first, then the 0.0.4 text format; never protobuf. */
 export const SCRAPE_ACCEPT =
@@ -237,42 +238,14 @@ export function fingerprint(metric: string, labels: Record<string, string>): str
 }
 
 /** Float64 for JSONEachRow: non-finite values as the quoted words ClickHouse reads. */
-export function floatValue(v: number): number | string {
+export function floatValue(v: number): SampleRow['value'] {
   if (Number.isNaN(v)) return 'NaN';
   if (v === Infinity) return '+Inf';
   if (v === -Infinity) return '-Inf';
   return v;
 }
 
-export interface SeriesRow {
-  metric: string;
-  fingerprint: string;
-  labels: Record<string, string>;
-  family: string;
-  type: string;
-  help: string;
-  unit: string;
-  last_seen: string;
-}
-
-export interface SampleRow {
-  metric: string;
-  fingerprint: string;
-  ts: string;
-  value: number | string;
-}
-
-export interface ScrapeRow {
-  scraped_at: string;
-  job: string;
-  instance: string;
-  target: string;
-  up: 0 | 1;
-  duration_seconds: number;
-  samples: number;
-  bytes: number;
-  error: string;
-}
+export type { SampleRow, ScrapeRow, SeriesRow };
 
 export function scrapeRow(target: ScrapeTarget, at: number, up: 0 | 1, r: Partial<ScrapeResult>, error = ''): ScrapeRow {
   return {

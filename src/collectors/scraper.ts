@@ -98,10 +98,10 @@ export class Scraper {
       if (!cache) this.caches.set(target.url, (cache = new SeriesCache()));
       const { series, samples } = cache.rows(target, result);
       const stored = Promise.all([
-        writer.insert(metricSeries.name, series),
-        writer.insert(metricSamples.name, samples),
+        writer.insert(metricSeries, series),
+        writer.insert(metricSamples, samples),
       ]);
-      await Promise.all([writer.flush(metricSeries.name), writer.flush(metricSamples.name)]);
+      await Promise.all([writer.flush(metricSeries), writer.flush(metricSamples)]);
       await stored;
       await this.record(scrapeRow(target, result.scrapedAtMs, 1, result));
       this.metrics.scrapes.inc({ ...labels, outcome: 'up' });
@@ -120,8 +120,8 @@ export class Scraper {
   }
 
   private async record(row: ReturnType<typeof scrapeRow>): Promise<void> {
-    const done = this.rt.writer.insert(scrapes.name, [row]);
-    await this.rt.writer.flush(scrapes.name);
+    const done = this.rt.writer.insert(scrapes, [row]);
+    await this.rt.writer.flush(scrapes);
     await done;
   }
 }

@@ -5,7 +5,7 @@ import { chunk, platformPaths, SeriesPage, UsageRow } from '../platform/index.js
 import { liveUsageBucketKeys, USAGE_SCALES, usageBuckets, type UsageBucketRow } from '../store/tables/usage-buckets.js';
 import { liveUsageSummaryKeys, usageSummaries, type UsageSummaryRow } from '../store/tables/usage-summaries.js';
 import { nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../store/values.js';
-import { collectorRejects, commitRows, describeZodIssue } from './common.js';
+import { collectorRejects, commitRows, tableWrite, describeZodIssue } from './common.js';
 
 export interface UsageRange {
   timezone: string;
@@ -176,8 +176,8 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
   const { refused } = await commitRows(
     ctx,
     [
-      { table: usageBuckets.name, rows: [...buckets, ...bucketTombstones] },
-      { table: usageSummaries.name, rows: [...summaries, ...summaryTombstones] },
+      tableWrite(usageBuckets, [...buckets, ...bucketTombstones]),
+      tableWrite(usageSummaries, [...summaries, ...summaryTombstones]),
     ],
     rejects,
     { timezone, from: range.from, to: range.to },

@@ -383,8 +383,8 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         return finish('invalid_signature', { error: 'Unauthorized', message: 'X-Svc-Webhook-Signature does not verify with any key of the key set' });
       }
 
-      const stored = opts.writer.insert(webhookDeliveries.name, [deliveryRow(signed, raw, now())]);
-      void opts.writer.flush(webhookDeliveries.name).catch(() => undefined);
+      const stored = opts.writer.insert(webhookDeliveries, [deliveryRow(signed, raw, now())]);
+      void opts.writer.flush(webhookDeliveries).catch(() => undefined);
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), opts.storeTimeoutMs ?? 5_000);

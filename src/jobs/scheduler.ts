@@ -229,8 +229,8 @@ export class Scheduler {
       retries: result.retries,
       error: result.error,
     };
-    const written = this.opts.runtime.writer.insert(jobRuns.name, [row]);
-    await this.opts.runtime.writer.flush(jobRuns.name);
+    const written = this.opts.runtime.writer.insert(jobRuns, [row]);
+    await this.opts.runtime.writer.flush(jobRuns);
     await written;
   }
 }

@@ -6,6 +6,8 @@ import type { Store } from './client.js';
 import type { Logger } from '../log.js';
 import { classifyStoreError, describeStoreError, storeErrorCode } from './errors.js';
 import { insertEncoded } from './insert.js';
+import type { z } from 'zod';
+import type { TableDef } from './tables/table.js';
 
 export interface WriterOptions {
   /** Flush a table's buffer when it holds this many rows... */
@@ -110,16 +112,23 @@ export class BatchWriter {
     this.timer.unref();
   }
 
-  /** Buffers rows for `table`; resolves when all of them are in the store (or in ingest_rejects). */
-  insert(table: string, rows: readonly object[]): Promise<WriteResult> {
-    return this.insertLines(
-      table,
+  /**
+   * Buffers rows for `table`; resolves when all of them are in the store (or in ingest_rejects). The table's
+   * definition carries its row type, so rows of another table do not compile (CONTRIBUTING.md rule 13).
+   */
+  insert<S extends z.ZodObject>(table: TableDef<S>, rows: ReadonlyArray<z.input<S>>): Promise<WriteResult> {
+    return this.enqueue(
+      table.name,
       rows.map((r) => JSON.stringify(r)),
     );
   }
 
-  /** Like insert(), for rows already serialized as JSONEachRow lines. */
-  async insertLines(table: string, lines: string[]): Promise<WriteResult> {
+  /** Like insert(), for rows already serialized as JSONEachRow lines of `table`. */
+  insertLines(table: TableDef<z.ZodObject>, lines: string[]): Promise<WriteResult> {
+    return this.enqueue(table.name, lines);
+  }
+
+  private async enqueue(table: string, lines: string[]): Promise<WriteResult> {
     if (this.closed) throw new Error(`the writer is closed; ${lines.length} rows for ${table} were not accepted`);
     if (!TABLE_NAME.test(table)) throw new Error(`invalid table name ${JSON.stringify(table)}`);
     if (lines.length === 0) return { written: 0, rejected: 0 };
@@ -146,11 +155,15 @@ export class BatchWriter {
 
   /** Records rows that could not be ingested in the dead-letter table. */
   reject(rows: readonly RejectRow[]): Promise<WriteResult> {
-    return this.insert(REJECTS_TABLE, rows.map(toRejectRecord));
+    return this.enqueue(
+      REJECTS_TABLE,
+      rows.map((r) => JSON.stringify(toRejectRecord(r))),
+    );
   }
 
   /** Flushes now (one table, or all) and waits until every row handed in before the call is committed. */
-  async flush(table?: string): Promise<void> {
+  async flush(which?: TableDef<z.ZodObject> | typeof REJECTS_TABLE): Promise<void> {
+    const table = typeof which === 'object' ? which.name : which;
     const buffers = table === undefined ? [...this.buffers.values()] : [this.buffers.get(table)].filter((b) => b !== undefined);
     await Promise.all(buffers.map((b) => this.drain(b)));
   }

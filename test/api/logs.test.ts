@@ -42,8 +42,8 @@ beforeAll(async () => {
       line: i + 1,
     });
   }
-  const done = service.writer.insert(logs.name, rows);
-  await service.writer.flush(logs.name);
+  const done = service.writer.insert(logs, rows);
+  await service.writer.flush(logs);
   await done;
 });
 

@@ -4,6 +4,8 @@ import { openStore, type Store } from '../../src/store/client.js';
 import { migrate } from '../../src/store/migrate.js';
 import { BatchWriter, type WriterOptions } from '../../src/store/writer.js';
 import { classifyStoreError, CLASSIFIED_CODES } from '../../src/store/errors.js';
+import { defineTable } from '../../src/store/tables/table.js';
+import { z } from 'zod';
 import { join } from 'node:path';
 import { readdirSync } from 'node:fs';
 import { processDataDir, queryRows } from '../support/store.js';
@@ -19,6 +21,10 @@ const TABLE_DDL = `CREATE TABLE IF NOT EXISTS writer_probe
 ENGINE = MergeTree
 ORDER BY id
 SETTINGS non_replicated_deduplication_window = 1000`;
+
+// The probe table's definition, as a table module declares one: the writer takes rows of this shape only.
+const probe = defineTable('writer_probe', z.object({ id: z.number(), name: z.string(), amount: z.string(), at: z.string() }));
+const missing = defineTable('no_such_table', probe.row);
 
 function rows(from: number, count: number) {
   return Array.from({ length: count }, (_, i) => ({
@@ -77,23 +83,23 @@ describe.each(backends)('batch writer on %s', (_name, open, writerOpts) => {
     const registry = new Registry();
     const writer = new BatchWriter(store, { ...writerOpts, maxRows: 100, flushIntervalMs: 60_000, registry });
     // 250 rows at a 100-row limit: two batches go at once, 50 rows wait for close().
-    const results = await Promise.all([writer.insert('writer_probe', rows(0, 200))]);
+    const results = await Promise.all([writer.insert(probe, rows(0, 200))]);
     expect(results[0]).toEqual({ written: 200, rejected: 0 });
     expect((await counts(store)).rows).toBe(200);
-    const pending = writer.insert('writer_probe', rows(200, 50));
+    const pending = writer.insert(probe, rows(200, 50));
     expect(writer.pending()).toEqual({ writer_probe: 50 });
     await writer.close();
     await expect(pending).resolves.toEqual({ written: 50, rejected: 0 });
     expect(await counts(store)).toEqual({ rows: 250, distinctIds: 250, total: '31125.00000000025' });
     const metrics = await registry.getSingleMetricAsString('tallyhouse_writer_rows_written_total');
     expect(metrics).toContain('tallyhouse_writer_rows_written_total{table="writer_probe"} 250');
-    await expect(writer.insert('writer_probe', rows(300, 1))).rejects.toThrow(/writer is closed/);
+    await expect(writer.insert(probe, rows(300, 1))).rejects.toThrow(/writer is closed/);
   });
 
   it('flushes on the interval without being asked', async () => {
     await store.client.command({ query: 'TRUNCATE TABLE writer_probe' });
     const writer = new BatchWriter(store, { ...writerOpts, maxRows: 10_000, flushIntervalMs: 30 });
-    const done = writer.insert('writer_probe', rows(0, 7));
+    const done = writer.insert(probe, rows(0, 7));
     await expect(done).resolves.toEqual({ written: 7, rejected: 0 });
     expect((await counts(store)).rows).toBe(7);
     await writer.close();
@@ -103,9 +109,10 @@ describe.each(backends)('batch writer on %s', (_name, open, writerOpts) => {
     await store.client.command({ query: 'TRUNCATE TABLE writer_probe' });
     await store.client.command({ query: "DELETE FROM ingest_rejects WHERE source = 'writer:writer_probe'" }).catch(() => undefined);
     const writer = new BatchWriter(store, { ...writerOpts, maxRows: 1000, flushIntervalMs: 60_000 });
-    const batch: object[] = rows(0, 9);
-    batch.splice(4, 0, { id: 'not-a-number', name: 'bad', amount: '1', at: '2026-11-01T00:00:00Z' });
-    const pending = writer.insert('writer_probe', batch);
+    // A row the store refuses cannot be typed; it comes as a serialized line (as the requests collector sends).
+    const batch = rows(0, 9).map((r) => JSON.stringify(r));
+    batch.splice(4, 0, JSON.stringify({ id: 'not-a-number', name: 'bad', amount: '1', at: '2026-11-01T00:00:00Z' }));
+    const pending = writer.insertLines(probe, batch);
     await writer.close();
     const result = await pending;
     expect(result).toEqual({ written: 9, rejected: 1 });
@@ -123,7 +130,7 @@ describe.each(backends)('batch writer on %s', (_name, open, writerOpts) => {
 
   it('a statement the store refuses outright (no such table) fails back to the caller instead of retrying', async () => {
     const writer = new BatchWriter(store, { ...writerOpts, flushIntervalMs: 10 });
-    const err = await writer.insert('no_such_table', rows(0, 3)).catch((e: unknown) => e);
+    const err = await writer.insert(missing, rows(0, 3)).catch((e: unknown) => e);
     expect(classifyStoreError(err)).toBe('permanent');
     expect((err as { code: string }).code).toBe('60');
     await writer.close();
@@ -133,8 +140,8 @@ describe.each(backends)('batch writer on %s', (_name, open, writerOpts) => {
     await store.client.command({ query: 'TRUNCATE TABLE writer_probe' });
     const w1 = new BatchWriter(store, { ...writerOpts, flushIntervalMs: 60_000 });
     const w2 = new BatchWriter(store, { ...writerOpts, flushIntervalMs: 60_000 });
-    const insertAndFlush = async (w: BatchWriter, r: object[]) => {
-      const p = w.insert('writer_probe', r);
+    const insertAndFlush = async (w: BatchWriter, r: ReturnType<typeof rows>) => {
+      const p = w.insert(probe, r);
       await w.flush();
       return p;
     };
@@ -161,9 +168,9 @@ describe('batch writer during a store outage', () => {
   it('retries a failed flush until the store is back, with no row lost or doubled', async () => {
     const registry = new Registry();
     const writer = new BatchWriter(store, { maxRows: 500, flushIntervalMs: 20, backoffBaseMs: 20, backoffMaxMs: 100, registry });
-    await writer.insert('writer_probe', rows(0, 500));
+    await writer.insert(probe, rows(0, 500));
     await http.stop();
-    const during = writer.insert('writer_probe', rows(500, 1000));
+    const during = writer.insert(probe, rows(500, 1000));
     // Let several attempts fail while the endpoint is down.
     await new Promise((r) => setTimeout(r, 400));
     const failures = await registry.getSingleMetricAsString('tallyhouse_writer_flush_failures_total');
@@ -173,7 +180,7 @@ describe('batch writer during a store outage', () => {
     await expect(during).resolves.toEqual({ written: 1000, rejected: 0 });
     // 5xx answers are retried the same way, and a batch that landed before its answer was lost is not doubled.
     http.failNext(2, 503);
-    await writer.insert('writer_probe', rows(1500, 10));
+    await writer.insert(probe, rows(1500, 10));
     await writer.close();
     expect(await counts(store)).toMatchObject({ rows: 1510, distinctIds: 1510 });
   });

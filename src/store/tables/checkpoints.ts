@@ -37,10 +37,10 @@ export class Checkpoints {
 
   async save(job: string, key: string, value: string): Promise<void> {
     // Strictly increasing timestamps, so two saves within a millisecond still order correctly.
-    const saved = this.writer.insert(checkpoints.name, [
+    const saved = this.writer.insert(checkpoints, [
       { job, key, value, updated_at: toDateTime64(nextVersionMs()) } satisfies CheckpointRow,
     ]);
-    await this.writer.flush(checkpoints.name);
+    await this.writer.flush(checkpoints);
     await saved;
   }
 }

@@ -28,6 +28,9 @@ export const metricSamples = defineTable(
   }),
 );
 
+export type SeriesRow = z.input<typeof metricSeries.row>;
+export type SampleRow = z.input<typeof metricSamples.row>;
+
 export const scrapes = defineTable(
   'scrapes',
   z.object({
@@ -42,6 +45,8 @@ export const scrapes = defineTable(
     error: z.string(),
   }),
 );
+
+export type ScrapeRow = z.input<typeof scrapes.row>;
 
 /** Keeps metric_samples' TTL at METRICS_RETENTION_DAYS. */
 export function applyMetricsRetention(store: Pick<Store, 'client' | 'cluster'>, days: number, logger?: Logger): Promise<boolean> {
