@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import type { Extension } from '../runtime.js';
 import type { BatchWriter } from '../store/writer.js';
 import { webhookDeliveries, type WebhookDeliveryRow } from '../store/tables/webhook-deliveries.js';
-import { formatDateTime64 } from './drain-lines.js';
+import { toDateTime64 } from '../store/values.js';
 
 export const WEBHOOK_PATH = '/v1/webhooks/queue';
 export const TIMESTAMP_LEEWAY_SECONDS = 300;
@@ -261,8 +261,8 @@ export function deliveryRow(d: SignedDelivery, raw: Buffer, receivedAtMs: number
     error: str(body.error),
     error_types: errorTypes,
     payload_error: str(body.payload_error),
-    signed_at: formatDateTime64(d.timestamp * 1000).slice(0, 19),
-    received_at: formatDateTime64(receivedAtMs),
+    signed_at: toDateTime64(d.timestamp * 1000).slice(0, 19),
+    received_at: toDateTime64(receivedAtMs),
     raw: text,
   };
 }

@@ -4,7 +4,7 @@ import type { Store } from '../client.js';
 import { applyTtlDays } from '../retention.js';
 import type { Logger } from '../../log.js';
 
-/** A `logs` row as the log drain writes it (src/ingest/drain-lines.ts builds the JSON text directly). */
+/** A `logs` row as the log drain writes it (src/ingest/drain/map-line.ts builds the JSON text directly). */
 export const LogRow = z.object({
   timestamp: z.string(), // DateTime64(3) text, UTC
   level: z.string(),
