@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { IANAZone } from 'luxon';
+import { DateTime, IANAZone } from 'luxon';
 import { getConfig } from '../config.js';
 import { commandIO } from '../cli/io.js';
 import { withCommandRuntime } from '../service.js';
-import { financeReport, financeTable } from './finance.js';
+import { financeProblem, financeReport, financeTable } from './finance.js';
 import { toCsv } from './http.js';
 
 const USAGE = 'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n';
@@ -35,6 +35,9 @@ export async function reportCommand(argv: string[]): Promise<number> {
   if (!IANAZone.isValidZone(timezone)) problems.push(`--timezone: unknown IANA time zone ${JSON.stringify(timezone)}`);
   const format = values.format ?? (values.out?.endsWith('.json') ? 'json' : 'csv');
   if (format !== 'csv' && format !== 'json') problems.push('--format: expected csv or json');
+  if (problems.length === 0 && DateTime.fromFormat(values.month!, 'yyyy-MM', { zone: timezone }) > DateTime.now()) {
+    problems.push(`--month: expected a month that has started in ${timezone}; ${values.month} has not`);
+  }
   if (problems.length > 0) {
     io.err(`tallyhouse report finance: ${problems.join('; ')}\n\nUsage: ${USAGE}`);
     return 2;
@@ -45,6 +48,15 @@ export async function reportCommand(argv: string[]): Promise<number> {
   }
   return withCommandRuntime(getConfig(), async (rt) => {
     const report = await financeReport(rt.store, values.month!, timezone);
+    const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES });
+    if (!problem && !rt.config.TIMEZONES.includes(timezone)) {
+      io.err(`tallyhouse report finance: warning: ${timezone} is not in TIMEZONES, so scheduled runs do not keep its usage up to date\n`);
+    }
+    if (problem) {
+      // A month that has not started is a usage error; a month with nothing collected says what would fill it.
+      io.err(`tallyhouse report finance: ${problem.kind === 'future' ? '--month: ' : ''}${problem.message}\n`);
+      return problem.kind === 'future' ? 2 : 1;
+    }
     const text = format === 'json' ? `${JSON.stringify(report, null, 2)}\n` : toCsv(financeTable(report));
     if (values.out) {
       await io.writeFile(values.out, text);

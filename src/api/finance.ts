@@ -24,11 +24,15 @@ export interface FinanceRow {
   difference: string | null;
   /** |difference| > 0.01, or one side missing. */
   flagged: boolean;
+  /** False while the month is not over in the report's timezone: its figures will still grow. */
+  month_complete: boolean;
 }
 
 export interface FinanceReport {
   month: string;
   timezone: string;
+  /** False while the month is not over in `timezone` (a partial month). */
+  month_complete: boolean;
   range: { from: string; to: string };
   rows: FinanceRow[];
   totals: FinanceRow[];
@@ -63,6 +67,7 @@ export const FINANCE_COLUMNS: Array<keyof FinanceRow> = [
   'platform_summary_total',
   'difference',
   'flagged',
+  'month_complete',
 ];
 
 const abs = (v: bigint) => (v < 0n ? -v : v);
@@ -71,11 +76,12 @@ const abs = (v: bigint) => (v < 0n ? -v : v);
  * Monthly cost per app and machine type in a timezone, with a total row per currency, reconciled with the
  * platform's own summary for the month. Every figure is an exact decimal (no float arithmetic, no rounding).
  */
-export async function financeReport(store: Pick<Store, 'client'>, month: string, timezone: string): Promise<FinanceReport> {
+export async function financeReport(store: Pick<Store, 'client'>, month: string, timezone: string, now: Date = new Date()): Promise<FinanceReport> {
   const start = DateTime.fromFormat(month, 'yyyy-MM', { zone: timezone });
   if (!start.isValid) throw new Error(`month must be YYYY-MM, got ${JSON.stringify(month)}`);
   const from = start.toISODate()!;
   const to = start.plus({ months: 1 }).toISODate()!;
+  const monthComplete = start.plus({ months: 1 }).toMillis() <= now.getTime();
   const daily = await monthlyCostByAppMachine(store, { timezone, from, to });
 
   const [range] = await summaryRangeOfMonth(store, { timezone, from, to });
@@ -109,7 +115,7 @@ export async function financeReport(store: Pick<Store, 'client'>, month: string,
   }
   const reconByKey = new Map(reconRows.map((r) => [key(r), r]));
 
-  const items: FinanceRow[] = daily.map((d) => {
+  const items: Array<Omit<FinanceRow, 'month_complete'>> = daily.map((d) => {
     const r = reconByKey.get(key(d));
     return {
       row_type: 'item',
@@ -120,7 +126,7 @@ export async function financeReport(store: Pick<Store, 'client'>, month: string,
     };
   });
 
-  const totals: FinanceRow[] = [];
+  const totals: Array<Omit<FinanceRow, 'month_complete'>> = [];
   for (const currency of [...new Set(items.map((i) => i.currency))].sort()) {
     const mine = items.filter((i) => i.currency === currency);
     const recon = reconRows.filter((r) => r.currency === currency);
@@ -143,12 +149,14 @@ export async function financeReport(store: Pick<Store, 'client'>, month: string,
     });
   }
 
+  const mark = (r: Omit<FinanceRow, 'month_complete'>): FinanceRow => ({ ...r, month_complete: monthComplete });
   return {
     month,
     timezone,
+    month_complete: monthComplete,
     range: { from, to },
-    rows: items,
-    totals,
+    rows: items.map(mark),
+    totals: totals.map(mark),
     reconciliation: {
       summary_range: summaryEnd ? { from, to: summaryEnd } : null,
       complete_month: summaryEnd === to,
@@ -161,4 +169,28 @@ export async function financeReport(store: Pick<Store, 'client'>, month: string,
 
 export function financeTable(report: FinanceReport): Table {
   return { columns: FINANCE_COLUMNS, rows: [...report.rows, ...report.totals] as unknown as Table['rows'] };
+}
+
+/**
+ * Why a finance report cannot be given (CONTRIBUTING.md rule 19: nothing empty without a reason): a month that
+ * has not started (`future`), or one with no usage collected in the timezone (`empty`, with the command that
+ * would fill it). Undefined: the report stands.
+ */
+export function financeProblem(
+  report: Pick<FinanceReport, 'month' | 'timezone' | 'rows' | 'range'>,
+  context: { configuredTimezones: readonly string[]; now?: Date },
+): { kind: 'future' | 'empty'; message: string } | undefined {
+  const start = DateTime.fromISO(report.range.from, { zone: report.timezone });
+  if (start.toMillis() > (context.now ?? new Date()).getTime()) {
+    return { kind: 'future', message: `expected a month that has started in ${report.timezone}; ${report.month} has not` };
+  }
+  if (report.rows.length > 0) return undefined;
+  const configured = context.configuredTimezones.includes(report.timezone);
+  return {
+    kind: 'empty',
+    message:
+      `no usage is collected for ${report.month} in ${report.timezone}` +
+      (configured ? '' : ` (not in TIMEZONES=${context.configuredTimezones.join(',')}: scheduled runs do not collect it)`) +
+      `; collect it with: tallyhouse collect usage --from ${report.range.from} --to ${report.range.to} --timezone ${report.timezone}`,
+  };
 }

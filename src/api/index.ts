@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { ConfigError, isLoopbackHost } from '../config.js';
 import type { Extension, Runtime } from '../runtime.js';
 import { collectedTimezones, costByGroups, COST_GROUPS, type CostGroup } from '../store/tables/usage-buckets.js';
-import { financeReport, financeTable, FINANCE_COLUMNS } from './finance.js';
+import { financeProblem, financeReport, financeTable, FINANCE_COLUMNS } from './finance.js';
+import { IANAZone } from 'luxon';
 import { ApiError, badParameter, checkRangeDays, dateParam, formatParam, installErrorHandler, listParam, parseQuery, sendTable } from './http.js';
 import { readOnlyStore } from '../store/client.js';
 import { RouteRegistry } from './routes.js';
@@ -129,7 +130,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
     path: '/reports/finance',
     summary: 'Monthly cost per app and machine type in a timezone, with totals per currency and a reconciliation',
     description:
-      'One row per app and machine type (machine-seconds, surge machine-seconds, subtotal, discount, total), a total row per currency, and the platform summary for the month compared with the sum of the daily buckets (flagged when they differ by more than 0.01).',
+      'One row per app and machine type (machine-seconds, surge machine-seconds, subtotal, discount, total), a total row per currency, and the platform summary for the month compared with the sum of the daily buckets (flagged when they differ by more than 0.01). month_complete is false while the month is not over. A month with no usage collected in the timezone is a 404 naming the collect command; a month that has not started is a 400.',
     query: z.strictObject({
       month: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM').refine((m) => m >= '2000-01' && m <= '2100-01', 'expected a month between 2000-01 and 2100-01'),
       timezone: z.string().default('UTC'),
@@ -137,9 +138,15 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
     }),
     csv: true,
     handler: async (q, request, reply) => {
-      await checkTimezone(rt, q.timezone);
+      if (!IANAZone.isValidZone(q.timezone)) throw badParameter('timezone', 'expected an IANA time zone');
       const report = await financeReport(rt.store, q.month, q.timezone);
-      return sendTable(reply, request, q.format, financeTable(report), () => report, `finance-${q.month}-${q.timezone.replace(/\//g, '_')}.csv`);
+      const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES });
+      if (problem?.kind === 'future') throw badParameter('month', problem.message);
+      if (problem) throw new ApiError(404, 'no_data', problem.message);
+      const warnings = rt.config.TIMEZONES.includes(q.timezone)
+        ? []
+        : [`${q.timezone} is not in TIMEZONES, so scheduled runs do not keep its usage up to date`];
+      return sendTable(reply, request, q.format, financeTable(report), () => ({ ...report, warnings }), `finance-${q.month}-${q.timezone.replace(/\//g, '_')}.csv`);
     },
   });
 }

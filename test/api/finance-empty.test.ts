@@ -1,0 +1,93 @@
+// Nothing empty without a reason: a finance report for a month with nothing collected, or in a timezone never
+// collected, says what would fill it; a month that has not started is refused; a partial month is marked.
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, type Service } from '../../src/service.js';
+import { apiExtension } from '../../src/api/index.js';
+import { createLogger } from '../../src/log.js';
+import { createRegistry } from '../../src/metrics.js';
+import { testConfig } from '../support/store.js';
+import { runCli } from '../support/process.js';
+
+let service: Service;
+const api = async (path: string) => {
+  const res = await fetch(`${service.url}/api/v1${path}`);
+  return { status: res.status, text: await res.text() };
+};
+// The month running now (partial) and one long over (complete), in UTC.
+const now = new Date();
+const thisMonth = now.toISOString().slice(0, 7);
+
+beforeAll(async () => {
+  service = await startService(testConfig({ PORT: '0', TIMEZONES: 'UTC,America/New_York' }), {
+    logger: createLogger('silent'),
+    registry: createRegistry({ defaultMetrics: false }),
+    extensions: [apiExtension()],
+  });
+  const row = (day: string) => ({
+    timezone: 'UTC', timeframe: 'day', bucket: `${day} 00:00:00.000`, bucket_offset_minutes: 0, bucket_date: day,
+    app: 'a', environment: 'main', machine_type: 'CPU', is_surge: false, unit: 'machine-seconds', quantity: '10', unit_price: '0.1',
+    percent_discount: null, cost_subtotal: '1', cost_discount: '0', cost_total: '1', currency: 'USD', raw: '{}', version: 1,
+    is_deleted: 0, collected_at: '2026-01-01 00:00:00.000',
+  });
+  await service.store.client.insert({ table: 'usage_buckets', values: [row('2025-03-10'), row(`${thisMonth}-01`)], format: 'JSONEachRow' });
+});
+afterAll(async () => {
+  await service?.close();
+});
+
+describe('GET /reports/finance', () => {
+  it('a month with nothing collected is a 404 naming the collect command', async () => {
+    const r = await api('/reports/finance?month=2025-04&timezone=UTC');
+    expect(r.status).toBe(404);
+    expect(JSON.parse(r.text).error).toEqual({
+      type: 'no_data',
+      message: 'no usage is collected for 2025-04 in UTC; collect it with: tallyhouse collect usage --from 2025-04-01 --to 2025-05-01 --timezone UTC',
+    });
+  });
+
+  it('a timezone never collected and not in TIMEZONES is a 404 naming TIMEZONES', async () => {
+    const r = await api('/reports/finance?month=2025-03&timezone=Asia/Tokyo');
+    expect(r.status).toBe(404);
+    expect(JSON.parse(r.text).error.message).toContain('(not in TIMEZONES=UTC,America/New_York: scheduled runs do not collect it)');
+  });
+
+  it('a month that has not started is a 400', async () => {
+    const r = await api('/reports/finance?month=2099-01&timezone=UTC');
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.text).error).toMatchObject({ parameter: 'month', message: expect.stringContaining('a month that has started') });
+  });
+
+  it('marks a partial month in JSON and in CSV; a month that is over is complete', async () => {
+    const partial = JSON.parse((await api(`/reports/finance?month=${thisMonth}&timezone=UTC`)).text);
+    expect(partial.month_complete).toBe(false);
+    const csv = parseCsv((await api(`/reports/finance?month=${thisMonth}&timezone=UTC&format=csv`)).text, { columns: true }) as Array<Record<string, string>>;
+    expect(csv.length).toBeGreaterThan(0);
+    expect(new Set(csv.map((r) => r.month_complete))).toEqual(new Set(['false']));
+    const over = parseCsv((await api('/reports/finance?month=2025-03&timezone=UTC&format=csv')).text, { columns: true }) as Array<Record<string, string>>;
+    expect(over.map((r) => [r.row_type, r.total, r.month_complete])).toEqual([
+      ['item', '1', 'true'],
+      ['total', '1', 'true'],
+    ]);
+  });
+});
+
+describe('tallyhouse report finance', () => {
+  it('a month that has not started exits 2 before anything opens; an empty month exits 1 naming the collect command', async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), 'th-fin-')), 'data');
+    const future = runCli(['report', 'finance', '--month', '2099-01'], { DATA_DIR: dataDir });
+    expect((await future.exited).code).toBe(2);
+    expect(future.stderr()).toMatch(/^tallyhouse report finance: --month: expected a month that has started in UTC; 2099-01 has not/);
+    expect(existsSync(dataDir)).toBe(false);
+
+    const empty = runCli(['report', 'finance', '--month', '2025-04', '--out', join(dataDir, '..', 'x.csv')], { DATA_DIR: dataDir });
+    expect((await empty.exited).code).toBe(1);
+    expect(empty.stderr().trim()).toBe(
+      'tallyhouse report finance: no usage is collected for 2025-04 in UTC; collect it with: tallyhouse collect usage --from 2025-04-01 --to 2025-05-01 --timezone UTC',
+    );
+    expect(existsSync(join(dataDir, '..', 'x.csv'))).toBe(false);
+  });
+});
