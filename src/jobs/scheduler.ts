@@ -164,7 +164,9 @@ export class Scheduler {
     let rows = 0;
     let retries = 0;
     const endTimer = this.metrics.duration.startTimer({ job: job.name });
-    log.info({ trigger }, 'job started');
+    // Routine scheduled runs are quiet (an idle service logs next to nothing); /metrics and job_runs tell the rest.
+    const routine = trigger === 'schedule' ? 'debug' : 'info';
+    log.debug({ trigger }, 'job started');
     let status: 'ok' | 'failed' = 'ok';
     let error = '';
     try {
@@ -206,7 +208,7 @@ export class Scheduler {
     this.metrics.runs.inc({ job: job.name, status });
     if (status === 'ok') {
       this.metrics.lastSuccess.set({ job: job.name }, Date.now() / 1000);
-      log.info({ rows, retries, durationMs: result.durationMs }, 'job finished');
+      log[routine]({ trigger, rows, retries, durationMs: result.durationMs }, 'job finished');
     }
     try {
       await this.record(result, trigger, startedAt);
