@@ -70,3 +70,14 @@ describe('settings that would fail later are refused or flagged at start-up', ()
     expect((await p.exited).code).toBe(0);
   });
 });
+
+describe('report --out into a directory that does not exist', () => {
+  it('is a usage error (exit 2) naming the directory, before anything opens', async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), 'th-out-')), 'data');
+    const p = runCli(['report', 'finance', '--month', '2026-10', '--out', '/nonexistent/dir/x.csv'], { DATA_DIR: dataDir });
+    expect((await p.exited).code).toBe(2);
+    expect(p.stderr()).toMatch(/^tallyhouse report finance: --out: the directory \/nonexistent\/dir does not exist/);
+    expect(p.stderr()).not.toMatch(/\n\s+at /); // no stack
+    expect(existsSync(dataDir)).toBe(false);
+  });
+});
