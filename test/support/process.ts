@@ -13,6 +13,12 @@ export interface Spawned {
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
 }
 
+/** Children still running when the test process ends (a test that failed before stopping its child) are killed. */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 /** Runs the tallyhouse CLI as a child process with the given environment added. */
 export function runCli(args: string[], env: Record<string, string | undefined> = {}): Spawned {
   const child = spawn(process.execPath, [BIN, ...args], {
@@ -29,8 +35,12 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
   child.stderr!.on('data', (d: Buffer) => {
     err += d.toString();
   });
+  running.add(child);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
+    child.on('exit', (code, signal) => {
+      running.delete(child);
+      resolve({ code, signal });
+    }),
   );
   return {
     child,
