@@ -7,6 +7,7 @@ import { runnerHistoryByBucket } from '../store/tables/runner-history.js';
 import { webhookErrorCounts } from '../store/tables/webhook-deliveries.js';
 import { badParameter, checkRangeDays, formatParam, listParam, sendTable, type Table } from './http.js';
 import type { RouteRegistry } from './routes.js';
+import { ErrorsResponse, LatencyResponse, RunnersResponse } from './responses.js';
 
 /** A date (local midnight in the timezone) or an ISO 8601 date-time. */
 const instantParam = (what: string) =>
@@ -56,6 +57,8 @@ export function analyticsRoutes(app: FastifyInstance, registry: RouteRegistry, r
 
   registry.get(app, {
     path: '/latency',
+    operationId: 'getLatency',
+    response: LatencyResponse,
     summary: 'Duration, prepare-time and cold-boot percentiles per endpoint and bucket, as the platform computed them',
     description: 'Percentiles are never averaged or summed across buckets; app-scope rows include their routes.',
     query: z.strictObject({ ...RangeQuery, kind }),
@@ -74,6 +77,8 @@ export function analyticsRoutes(app: FastifyInstance, registry: RouteRegistry, r
 
   registry.get(app, {
     path: '/errors',
+    operationId: 'getErrors',
+    response: ErrorsResponse,
     summary: 'Outcomes (2xx, 4xx, 5xx) and error-type counts (startup, connection, timeout, runtime) per endpoint and bucket',
     query: z.strictObject({ ...RangeQuery, kind }),
     csv: true,
@@ -92,6 +97,8 @@ export function analyticsRoutes(app: FastifyInstance, registry: RouteRegistry, r
 
   registry.get(app, {
     path: '/runners',
+    operationId: 'getRunners',
+    response: RunnersResponse,
     summary: 'Runner counts by state (running, idle, pending, draining) per app and bucket',
     query: z.strictObject({ ...RangeQuery, aggregation: z.enum(['max', 'avg']).default('max').describe('max or time-weighted avg within the bucket') }),
     csv: true,

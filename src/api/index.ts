@@ -9,6 +9,7 @@ import { IANAZone } from 'luxon';
 import { ApiError, badParameter, checkRangeDays, dateParam, formatParam, installErrorHandler, listParam, parseQuery, sendTable } from './http.js';
 import { readOnlyStore } from '../store/client.js';
 import { RouteRegistry } from './routes.js';
+import { CostResponse, FinanceResponse } from './responses.js';
 
 export const API_PREFIX = '/api/v1';
 
@@ -55,8 +56,22 @@ export function apiExtension(extraRoutes: ApiRoutes[] = []): Extension {
         };
         costRoutes(app, registry, reader);
         for (const routes of extraRoutes) routes(app, registry, reader);
-        app.get('/openapi.json', async () =>
-          registry.openapi(API_PREFIX, { title: 'Tallyhouse query API', version: '1' }),
+        // GET /api/v1: where to go from here.
+        app.get('/', async () => ({
+          service: 'tallyhouse',
+          openapi: `${API_PREFIX}/openapi.json`,
+          routes: registry.routes.map((r) => ({ path: `${API_PREFIX}${r.path}`, operationId: r.operationId, summary: r.summary })),
+        }));
+        app.get('/openapi.json', async (request) =>
+          registry.openapi(
+            API_PREFIX,
+            {
+              title: 'Tallyhouse query API',
+              version: '1',
+              description: 'Cost, latency, errors, runners and logs collected from the platform. Money is exact decimal text in the currency of its row; durations are in seconds unless a name says otherwise.',
+            },
+            `${request.protocol}://${request.host}`,
+          ),
         );
       },
       { prefix: API_PREFIX },
@@ -101,6 +116,8 @@ const MONEY_COLUMNS = ['machine_seconds', 'surge_machine_seconds', 'subtotal', '
 function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
   registry.get(app, {
     path: '/cost',
+    operationId: 'getCost',
+    response: CostResponse,
     summary: 'Usage cost by app, environment, machine type, surge and calendar period, in a timezone',
     description:
       'Money is exact decimal text in the currency of its row; rows of different currencies are never summed together. Per-app totals include surge and non-surge usage; surge_cost is the surge part.',
@@ -128,6 +145,8 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
 
   registry.get(app, {
     path: '/reports/finance',
+    operationId: 'getFinanceReport',
+    response: FinanceResponse,
     summary: 'Monthly cost per app and machine type in a timezone, with totals per currency and a reconciliation',
     description:
       'One row per app and machine type (machine-seconds, surge machine-seconds, subtotal, discount, total), a total row per currency, and the platform summary for the month compared with the sum of the daily buckets (flagged when they differ by more than 0.01). month_complete is false while the month is not over. A month with no usage collected in the timezone is a 404 naming the collect command; a month that has not started is a 400.',

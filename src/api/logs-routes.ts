@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { badParameter, checkRangeDays, formatParam, listParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
+import { LogsResponse } from './responses.js';
 import { LOG_LEVELS, searchLogs, type LogLevel } from '../store/tables/logs.js';
 
 const timeParam = (what: string) =>
@@ -68,6 +69,9 @@ export function logsRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Ru
   const cursors = new CursorCodec();
   registry.get(app, {
     path: '/logs',
+    operationId: 'searchLogs',
+    responseHeaders: { 'X-Next-Cursor': 'when more lines follow: the cursor of the next page (CSV answers carry it only here)' },
+    response: LogsResponse,
     summary: 'Log lines by app, minimum level, request id, text and time range; newest first, paged with an opaque cursor',
     query: LogsQuery,
     csv: true,
@@ -98,6 +102,8 @@ export function logsRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Ru
       const nextCursor = raw.length > q.limit && last ? cursors.encode({ t: last.timestamp, b: last.batch_id, l: last.line }, filters) : null;
       const lines = rows.map((r) => ({ ...r, timestamp: `${r.timestamp.replace(' ', 'T')}Z` }));
       const columns = ['timestamp', 'level', 'app', 'endpoint', 'request_id', 'job_id', 'node', 'worker', 'source', 'message'];
+      // CSV has no room for the cursor: the next page's is a header (JSON carries it too).
+      if (nextCursor) reply.header('x-next-cursor', nextCursor);
       return sendTable(
         reply,
         request,

@@ -9,6 +9,7 @@ import { toDateTime64 } from '../store/values.js';
 import { rollupReady } from '../collectors/requests-rollup.js';
 import { badParameter, checkRangeDays, dateParam, formatParam, listParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
+import { RequestCostResponse } from './responses.js';
 
 const COLUMNS = ['request_count', 'billed_requests', 'unbilled_requests', 'billable_units', 'unpriced_requests', 'cost', 'currency'] as const;
 
@@ -32,6 +33,8 @@ export function requestCostRoutes(app: FastifyInstance, registry: RouteRegistry,
   const checkpoints = new Checkpoints(rt.store, rt.writer);
   registry.get(app, {
     path: '/cost/requests',
+    operationId: 'getRequestCost',
+    response: RequestCostResponse,
     summary: 'Requests, billable units, cost from unit_prices and unbilled requests per endpoint (and day)',
     description:
       'cost covers billed requests with a price in effect; unbilled_requests (billing not recorded yet) and unpriced_requests (no price) say what it does not include yet.',

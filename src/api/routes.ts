@@ -4,12 +4,16 @@ import { z } from 'zod';
 /** A query-API route: its query schema is used both to validate requests and to write the OpenAPI document. */
 export interface RouteSpec<Q extends z.ZodType> {
   path: string;
+  /** The OpenAPI operationId: what a generated client calls the method. */
+  operationId: string;
   summary: string;
   description?: string;
   query: Q;
-  /** Shape of a JSON answer, for the document only. */
-  response?: z.ZodType;
+  /** Shape of the JSON answer (src/api/responses.ts), for the document. */
+  response: z.ZodType;
   csv?: boolean;
+  /** Headers of the 200 answer, by name: what each carries. */
+  responseHeaders?: Record<string, string>;
   handler: (query: z.output<Q>, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }
 
@@ -27,7 +31,7 @@ export class RouteRegistry {
   }
 
   /** OpenAPI 3.1 document generated from the same zod schemas that validate the requests. */
-  openapi(prefix: string, info: { title: string; version: string }) {
+  openapi(prefix: string, info: { title: string; version: string; description?: string }, serverUrl: string) {
     const paths: Record<string, unknown> = {};
     for (const r of this.routes) {
       const schema = z.toJSONSchema(r.query, { io: 'input', unrepresentable: 'any' }) as {
@@ -42,26 +46,37 @@ export class RouteRegistry {
         ...(typeof (s as { description?: unknown }).description === 'string' ? { description: (s as { description: string }).description } : {}),
       }));
       const content: Record<string, unknown> = {
-        'application/json': { schema: r.response ? z.toJSONSchema(r.response, { unrepresentable: 'any' }) : { type: 'object' } },
+        'application/json': { schema: z.toJSONSchema(r.response, { io: 'output', unrepresentable: 'any' }) },
       };
-      if (r.csv) content['text/csv'] = { schema: { type: 'string' } };
+      if (r.csv) content['text/csv'] = { schema: { type: 'string', description: 'RFC 4180 CSV with a header row (format=csv or Accept: text/csv)' } };
+      const error = (description: string) => ({ description, content: { 'application/json': { schema: ERROR_SCHEMA } } });
       paths[`${prefix}${r.path}`] = {
         get: {
+          operationId: r.operationId,
           summary: r.summary,
           ...(r.description ? { description: r.description } : {}),
           parameters,
           security: [{ bearer: [] }],
           responses: {
-            '200': { description: 'OK', content },
-            '400': { description: 'A parameter is invalid; the error names it and what it expects', content: { 'application/json': { schema: ERROR_SCHEMA } } },
-            '401': { description: 'Missing or wrong bearer token' },
+            '200': {
+              description: 'OK',
+              content,
+              ...(r.responseHeaders
+                ? { headers: Object.fromEntries(Object.entries(r.responseHeaders).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) }
+                : {}),
+            },
+            '400': error('A parameter is invalid; the error names it and what it expects'),
+            '401': error('Missing or wrong bearer token'),
+            '404': error('Nothing collected for what was asked; the message names the command that collects it'),
+            '422': error('The query went over its time, memory or result-size limit'),
           },
         },
       };
     }
     return {
       openapi: '3.1.0',
-      info,
+      info: { ...info, license: { name: 'Apache-2.0', identifier: 'Apache-2.0' } },
+      servers: [{ url: serverUrl, description: 'this Tallyhouse service' }],
       paths,
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     };

@@ -123,3 +123,30 @@ describe('GET /logs', () => {
     expect(injected.body.lines).toEqual([]);
   });
 });
+
+describe('GET /logs as CSV', () => {
+  it('pages with the X-Next-Cursor header: the CSV pages hold the same lines as the JSON pages, in order', async () => {
+    const { parse } = await import('csv-parse/sync');
+    const range = 'from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z&limit=100';
+    const csvMessages: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const res = await fetch(`${service.url}/api/v1/logs?${range}&format=csv${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      expect(res.status).toBe(200);
+      cursor = res.headers.get('x-next-cursor');
+      csvMessages.push(...(parse(await res.text(), { columns: true }) as Array<{ message: string }>).map((r) => r.message));
+      pages++;
+    } while (cursor && pages < 10);
+    expect(pages).toBe(3); // 250 lines, 100 a page
+    const jsonMessages: string[] = [];
+    let next: string | null = null;
+    do {
+      const page = await get(`?${range}${next ? `&cursor=${encodeURIComponent(next)}` : ''}`);
+      jsonMessages.push(...page.body.lines.map((l) => l.message));
+      next = page.body.next_cursor;
+    } while (next);
+    expect(jsonMessages).toHaveLength(250);
+    expect(csvMessages).toEqual(jsonMessages);
+  });
+});

@@ -49,7 +49,7 @@ const RANGE_WHERE = `kind = {kind:String} AND timezone = {timezone:String} AND t
      AND bucket >= parseDateTime64BestEffort({from:String}, 3, 'UTC') AND bucket < parseDateTime64BestEffort({to:String}, 3, 'UTC')
      AND (length({endpoint_ids:Array(String)}) = 0 OR has({endpoint_ids:Array(String)}, endpoint_id))`;
 
-const LATENCY_METRICS = [
+export const LATENCY_METRICS = [
   'request_count',
   'cold_boot_count',
   ...ANALYTICS_DURATION_METRICS.filter((m) => m !== 'total_billable_duration'),

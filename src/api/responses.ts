@@ -1,0 +1,157 @@
+/**
+ * The JSON answers of the query API, as zod schemas: the OpenAPI document's response schemas (a client generated
+ * from it gets these types). Column lists come from the table modules and route constants, so the document
+ * follows the code; units are in the descriptions.
+ */
+import { z } from 'zod';
+import { ERROR_METRICS, LATENCY_METRICS } from '../store/tables/analytics-buckets.js';
+
+const money = (what: string) => z.string().describe(`${what}: exact decimal text, in the row's currency`);
+const count = (what: string) => z.number().int().describe(what);
+
+const LATENCY_UNITS: Record<string, string> = { count: 'requests', duration: 'seconds' };
+const metricColumn = (name: string) =>
+  name.endsWith('_count')
+    ? z.number().int().nullable().describe(`${name} (${LATENCY_UNITS.count})`)
+    : z.number().nullable().describe(`${name}, in ${LATENCY_UNITS.duration}`);
+
+const bucketKeys = {
+  endpoint_id: z.string(),
+  endpoint_scope: z.string().describe('app (all its routes) or route'),
+  bucket: z.string().describe('bucket start, ISO 8601 with the offset it had in the timezone'),
+};
+const range = { from: z.string(), to: z.string().describe('exclusive'), timezone: z.string(), timeframe: z.string() };
+
+export const CostResponse = z.object({
+  timezone: z.string(),
+  from: z.string().describe('first local day, inclusive'),
+  to: z.string().describe('last local day, exclusive'),
+  group_by: z.array(z.string()),
+  rows: z.array(
+    z
+      .object({
+        currency: z.string().describe('ISO 4217; rows of different currencies are never summed'),
+        machine_seconds: z.string().describe('machine-seconds, exact decimal text'),
+        surge_machine_seconds: z.string().describe('machine-seconds at surge prices, exact decimal text'),
+        subtotal: money('before discounts'),
+        discount: money('discounts'),
+        cost: money('net cost'),
+        surge_cost: money('the surge part of cost'),
+      })
+      .catchall(z.union([z.string(), z.boolean()]).describe('a group-by column (app, environment, machine_type, surge, day, week, month)')),
+  ),
+});
+
+const FinanceRow = z.object({
+  row_type: z.enum(['item', 'total']),
+  app: z.string(),
+  machine_type: z.string(),
+  currency: z.string(),
+  machine_seconds: z.string().describe('machine-seconds, exact decimal text'),
+  surge_machine_seconds: z.string().describe('machine-seconds, exact decimal text'),
+  subtotal: money('before discounts'),
+  discount: money('discounts'),
+  total: money('net total'),
+  platform_summary_total: money("the platform's own summary").nullable(),
+  difference: money('total minus the platform summary').nullable(),
+  flagged: z.boolean().describe('|difference| > 0.01, or one side missing'),
+  month_complete: z.boolean().describe('false while the month is not over in the timezone'),
+});
+
+export const FinanceResponse = z.object({
+  month: z.string(),
+  timezone: z.string(),
+  month_complete: z.boolean(),
+  range: z.object({ from: z.string(), to: z.string() }),
+  rows: z.array(FinanceRow),
+  totals: z.array(FinanceRow),
+  reconciliation: z.object({
+    summary_range: z.object({ from: z.string(), to: z.string() }).nullable(),
+    complete_month: z.boolean(),
+    tolerance: z.string(),
+    flagged: z.number().int(),
+    rows: z.array(
+      z.object({
+        app: z.string(),
+        machine_type: z.string(),
+        currency: z.string(),
+        daily_total: money('sum of the daily buckets'),
+        summary_total: money("the platform's summary").nullable(),
+        difference: money('daily minus summary').nullable(),
+        flagged: z.boolean(),
+      }),
+    ),
+  }),
+  warnings: z.array(z.string()),
+});
+
+export const RequestCostResponse = z.object({
+  timezone: z.string(),
+  from: z.string(),
+  to: z.string(),
+  source: z.string().describe('requests_daily (the rollup) or requests'),
+  rows: z.array(
+    z.object({
+      endpoint_id: z.string(),
+      day: z.string().optional().describe('with group_by=day'),
+      request_count: count('requests'),
+      billed_requests: count('requests with billable units recorded'),
+      unbilled_requests: count('requests whose billing is not recorded yet'),
+      billable_units: z.union([z.string(), z.number()]).describe('billable units (the endpoint’s unit), exact decimal'),
+      unpriced_requests: count('billed requests with no price in effect'),
+      cost: money('billable units × the unit price in effect when each request ended').nullable(),
+      currency: z.string().nullable(),
+    }),
+  ),
+});
+
+export const LatencyResponse = z.object({
+  ...range,
+  kind: z.string(),
+  rows: z.array(z.object({ ...bucketKeys, ...Object.fromEntries(LATENCY_METRICS.map((m) => [m, metricColumn(m)])) })),
+});
+
+export const ErrorsResponse = z.object({
+  ...range,
+  kind: z.string(),
+  rows: z.array(z.object({ ...bucketKeys, ...Object.fromEntries(ERROR_METRICS.map((m) => [m, count(`${m} (requests)`).nullable()])) })),
+  webhook_errors: z.array(z.object({ error_type: z.string(), deliveries: count('failed webhook deliveries') })),
+});
+
+export const RunnersResponse = z.object({
+  ...range,
+  aggregation: z.enum(['max', 'avg']),
+  rows: z.array(
+    z.object({
+      endpoint_id: z.string(),
+      bucket: bucketKeys.bucket,
+      running: z.number().describe('runners'),
+      idle: z.number().describe('runners'),
+      pending: z.number().describe('runners'),
+      draining: z.number().describe('runners'),
+    }),
+  ),
+});
+
+export const LogsResponse = z.object({
+  from: z.string(),
+  to: z.string(),
+  lines: z.array(
+    z.object({
+      timestamp: z.string().describe('ISO 8601, UTC'),
+      level: z.string(),
+      app: z.string(),
+      endpoint: z.string(),
+      request_id: z.string(),
+      job_id: z.string(),
+      node: z.string(),
+      worker: z.string(),
+      source: z.string(),
+      message: z.string(),
+      batch_id: z.string(),
+      line: z.number().int(),
+    }),
+  ),
+  next_cursor: z.string().nullable().describe('pass as cursor for the next page (also in the X-Next-Cursor header)'),
+  has_more: z.boolean(),
+});
