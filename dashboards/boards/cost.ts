@@ -2,6 +2,9 @@
 import type { DashboardSpec } from '../lib/spec.js';
 import { FROM_TIME, sq, timeFilter, TO_TIME, unlessAll } from '../lib/sql.js';
 
+// Money panels name the selected currency in their titles (Grafana interpolates variables there, not in units):
+// amounts are plain numbers with 2 decimals, never labelled with a currency they may not be in.
+
 /** Daily usage rows of the selected timezone, currency and apps. */
 const USAGE_WHERE = `timezone = ${sq('timezone')} AND timeframe = 'day' AND currency = ${sq('currency')}
   AND ${unlessAll(`app IN (${sq('app')})`, 'app')}`;
@@ -44,12 +47,12 @@ export const cost: DashboardSpec = {
     [
       {
         type: 'stat',
-        title: 'Month to date and forecast',
+        title: 'Month to date and forecast (${currency})',
         description:
           'Cost of the month of the range end so far; the run rate is the mean daily cost of the 7 whole days before it; the forecast adds the run rate for the rest of the month.',
         w: 12,
         h: 5,
-        unit: 'currencyUSD',
+        unit: 'none',
         decimals: 2,
         queries: [
           {
@@ -72,11 +75,11 @@ WHERE ${USAGE_WHERE}
       },
       {
         type: 'stat',
-        title: 'Cost in range',
+        title: 'Cost in range (${currency})',
         description: 'Total cost of the local days that start in the time range, and the mean per day of the range.',
         w: 6,
         h: 5,
-        unit: 'currencyUSD',
+        unit: 'none',
         decimals: 2,
         queries: [
           {
@@ -119,11 +122,12 @@ WHERE ${USAGE_WHERE} AND ${timeFilter('bucket')}`,
     [
       {
         type: 'timeseries',
-        title: 'Daily cost by app',
+        title: 'Daily cost by app (${currency})',
         description: 'Cost per local day and app (bars start at local midnight).',
         w: 12,
         h: 9,
-        unit: 'currencyUSD',
+        unit: 'none',
+        decimals: 2,
         bars: true,
         stacked: true,
         displayName: '${__field.labels.app}',
@@ -140,11 +144,12 @@ ORDER BY time, app`,
       },
       {
         type: 'timeseries',
-        title: 'Daily cost by machine type',
+        title: 'Daily cost by machine type (${currency})',
         description: 'Cost per local day and machine type.',
         w: 12,
         h: 9,
-        unit: 'currencyUSD',
+        unit: 'none',
+        decimals: 2,
         bars: true,
         stacked: true,
         displayName: '${__field.labels.machine_type}',
@@ -182,11 +187,11 @@ ORDER BY time`,
       },
       {
         type: 'bargauge',
-        title: 'Month to date by app',
+        title: 'Month to date by app (${currency})',
         description: 'Cost of the month of the range end so far, per app.',
         w: 12,
         h: 8,
-        unit: 'currencyUSD',
+        unit: 'none',
         decimals: 2,
         queries: [
           {
@@ -204,11 +209,11 @@ ORDER BY month_to_date DESC`,
     [
       {
         type: 'table',
-        title: 'Cost by app in range',
+        title: 'Cost by app in range (${currency})',
         description: 'Per app: cost, the part at surge prices, machine-hours billed and the share of the total.',
         w: 24,
         h: 9,
-        unit: 'currencyUSD',
+        unit: 'none',
         decimals: 2,
         queries: [
           {
