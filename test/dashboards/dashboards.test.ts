@@ -66,10 +66,10 @@ describe('dashboard models', () => {
     const problems = checkModel(broken);
     expect(problems).toEqual([
       expect.stringMatching(/uid must be 1-40 characters/),
-      expect.stringMatching(/"Cost in range": duplicate panel id 1/),
+      expect.stringMatching(/"Cost in range \(\$\{currency\}\)": duplicate panel id 1/),
       expect.stringMatching(/"Surge share": gridPos .* is not inside 24 columns/),
-      expect.stringMatching(/"Daily cost by app": data source must be \$\{datasource\}/),
-      expect.stringMatching(/"Daily cost by machine type": no unit/),
+      expect.stringMatching(/"Daily cost by app \(\$\{currency\}\)": data source must be \$\{datasource\}/),
+      expect.stringMatching(/"Daily cost by machine type \(\$\{currency\}\)": no unit/),
     ]);
   });
 });
@@ -125,7 +125,7 @@ describe('every panel against a store filled by the collectors from the simulato
     const timezone = r.variables.find((v) => v.name === 'timezone')!.current.value as string;
     const { model } = models.find((m) => m.file === 'cost.json')!;
     const { fromMs, toMs } = defaultRange(model, demo.nowMs);
-    const panel = r.results.find((x) => x.panel === 'Daily cost by app')!;
+    const panel = r.results.find((x) => x.panel === 'Daily cost by app (${currency})')!;
     const rows = (await (await demo.service.store.client.query({ query: panel.sql, format: 'JSONEachRow' })).json()) as Array<{ time: string; app: string; cost: number }>;
     const stored = new Map(rows.filter((x) => x.cost !== 0).map((x) => [`${Date.parse(`${x.time.replace(' ', 'T')}Z`)}|${x.app}`, x.cost]));
 
@@ -150,7 +150,7 @@ describe('every panel against a store filled by the collectors from the simulato
     const timezone = r.variables.find((v) => v.name === 'timezone')!.current.value as string;
     const { model } = models.find((m) => m.file === 'cost.json')!;
     const { toMs } = defaultRange(model, demo.nowMs);
-    const panel = r.results.find((x) => x.panel === 'Month to date and forecast')!;
+    const panel = r.results.find((x) => x.panel === 'Month to date and forecast (${currency})')!;
     const [got] = (await (await demo.service.store.client.query({ query: panel.sql, format: 'JSONEachRow' })).json()) as Array<Record<string, number>>;
 
     const rangeEnd = Math.floor(toMs / 1000) * 1000;
@@ -177,8 +177,8 @@ describe('every panel against a store filled by the collectors from the simulato
   it('a deliberately broken copy fails: a misspelt column, a time series without a time column, a macro the plugin reads differently', async () => {
     const broken = structuredClone(models.find((m) => m.file === 'cost.json')!.model);
     const byTitle = (title: string) => broken.panels.find((p: any) => p.title === title);
-    byTitle('Daily cost by app').targets[0].rawSql = byTitle('Daily cost by app').targets[0].rawSql.replace('sum(cost_total)', 'sum(cost_totl)');
-    byTitle('Daily cost by machine type').targets[0].rawSql = byTitle('Daily cost by machine type').targets[0].rawSql.replace('SELECT bucket AS time', 'SELECT toString(bucket) AS time');
+    byTitle('Daily cost by app (${currency})').targets[0].rawSql = byTitle('Daily cost by app (${currency})').targets[0].rawSql.replace('sum(cost_total)', 'sum(cost_totl)');
+    byTitle('Daily cost by machine type (${currency})').targets[0].rawSql = byTitle('Daily cost by machine type (${currency})').targets[0].rawSql.replace('SELECT bucket AS time', 'SELECT toString(bucket) AS time');
     // An argument-free macro followed by a parenthesis: newer plugin versions read that text as its arguments.
     byTitle('Surge share').targets[0].rawSql = byTitle('Surge share').targets[0].rawSql.replace(
       'WHERE ',
@@ -187,8 +187,8 @@ describe('every panel against a store filled by the collectors from the simulato
     const { problems } = await runDashboard(broken, demo.service.store, defaultRange(broken, demo.nowMs));
     expect(problems).toEqual([
       expect.stringMatching(/"Surge share" A: macro expansion depends on the plugin version/),
-      expect.stringMatching(/"Daily cost by app" A: ClickHouse refused the query: .*cost_totl/),
-      expect.stringMatching(/"Daily cost by machine type" A: a time series needs a time column/),
+      expect.stringMatching(/"Daily cost by app \(\$\{currency\}\)" A: ClickHouse refused the query: .*cost_totl/),
+      expect.stringMatching(/"Daily cost by machine type \(\$\{currency\}\)" A: a time series needs a time column/),
     ]);
   });
 
