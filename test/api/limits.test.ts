@@ -8,6 +8,7 @@ import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { readOnlyStore } from '../../src/store/client.js';
 import { testConfig } from '../support/store.js';
+import { usageDayRow } from '../support/rows.js';
 
 let service: Service;
 const api = (path: string) => fetch(`${service.url}/api/v1${path}`);
@@ -18,13 +19,7 @@ beforeAll(async () => {
     registry: createRegistry({ defaultMetrics: false }),
     extensions: [apiExtension([logsRoutes])],
   });
-  const row = (app: string) => ({
-    timezone: 'UTC', timeframe: 'day', bucket: '2026-10-01 00:00:00.000', bucket_offset_minutes: 0, bucket_date: '2026-10-01',
-    app, environment: 'main', machine_type: 'CPU', is_surge: false, unit: 'machine-seconds', quantity: '1', unit_price: '1',
-    percent_discount: null, cost_subtotal: '1', cost_discount: '0', cost_total: '1', currency: 'USD', raw: '{}', version: 1,
-    is_deleted: 0, collected_at: '2026-10-02 00:00:00.000',
-  });
-  await service.store.client.insert({ table: 'usage_buckets', values: [row('a'), row('b')], format: 'JSONEachRow' });
+  await service.store.client.insert({ table: 'usage_buckets', values: [usageDayRow('2026-10-01', { app: 'a', quantity: '1', unit_price: '1' }), usageDayRow('2026-10-01', { app: 'b', quantity: '1', unit_price: '1' })], format: 'JSONEachRow' });
 });
 afterAll(async () => {
   await service?.close();

@@ -82,6 +82,18 @@ const SEVERITY_SQL = `multiIf(${Object.entries(LOG_LEVELS)
   .map(([name, n]) => `upper(level) = '${name}', ${n}`)
   .join(', ')}, 20)`;
 
+const searchedLineFields = {
+  level: z.string(),
+  app: z.string(),
+  endpoint: z.string(),
+  request_id: z.string(),
+  job_id: z.string(),
+  node: z.string(),
+  worker: z.string(),
+  source: z.string(),
+  message: z.string(),
+};
+
 /** The query API's log search: newest first, after a cursor position (timestamp, batch, line). */
 export const searchLogs = namedQuery(
   'search_logs',
@@ -98,19 +110,14 @@ export const searchLogs = namedQuery(
    ORDER BY timestamp DESC, batch_id DESC, line DESC
    LIMIT {limit:UInt32}`,
   z
-    .object({
-      ts_text: z.string(),
-      level: z.string(),
-      app: z.string(),
-      endpoint: z.string(),
-      request_id: z.string(),
-      job_id: z.string(),
-      node: z.string(),
-      worker: z.string(),
-      source: z.string(),
-      message: z.string(),
-      batch_text: z.string(),
-      line: chNumber,
-    })
+    .object({ ts_text: z.string(), ...searchedLineFields, batch_text: z.string(), line: chNumber })
     .transform(({ ts_text, batch_text, ...r }) => ({ ...r, timestamp: ts_text, batch_id: batch_text })),
 );
+
+/** A found line as the query API answers it (GET /logs): the same fields, the time as ISO 8601 UTC. */
+export const FoundLogLine = z.object({
+  timestamp: z.string().describe('ISO 8601, UTC'),
+  ...searchedLineFields,
+  batch_id: z.string().describe('the delivery'),
+  line: z.number().int().describe('1-based line number within the delivery'),
+});
