@@ -3,30 +3,19 @@ import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, getConfig, isDemoMode, type Config } from './config.js';
 import { createLogger } from './log.js';
-import { dataDirHolder, DataDirInUseError, EmbeddedStoreMissingError, StoreUnavailableError } from './store/client.js';
-import { assertPortFree, PortInUseError, startService, withCommandRuntime } from './service.js';
-import { migrate, MigrationError } from './store/migrate.js';
 import { commandHost, commandIO } from './cli/io.js';
-import { findService, runInService, ServiceUnreachableError } from './cli/remote.js';
-import { adminExtension, markServiceStarting } from './http/admin.js';
 import type { Extension } from './runtime.js';
-import { collectorsExtension, type DemoWiring, type JobRunnerHandle } from './jobs/extension.js';
-import { apiExtension } from './api/index.js';
-import { analyticsRoutes } from './api/analytics-routes.js';
-import { logsRoutes } from './api/logs-routes.js';
-import { requestCostRoutes } from './api/request-cost-routes.js';
-import { businessMetricsExtension } from './http/business-metrics.js';
-import { logDrainExtension } from './ingest/drain/extension.js';
-import { webhookExtension } from './ingest/webhooks.js';
-import { allJobs } from '../jobs/index.js';
-import { collectCommand } from './jobs/cli.js';
-import { PricesFileError, readPricesFile } from './collectors/prices.js';
+import type { DemoWiring, JobRunnerHandle } from './jobs/extension.js';
+
+// Everything else is imported where a command needs it: `tallyhouse sim` or `--help` load neither the service
+// nor the store (the simulator's own memory is measured standalone).
 
 /** Commands a running service can run for a CLI beside it (src/http/admin.ts). */
 const HOSTED_COMMANDS = new Set(['collect', 'report', 'migrate', 'scrape']);
 
 /** `tallyhouse migrate`: the store's schema brought up to date; the same line whether it ran here or in the service. */
 async function migrateCommand(): Promise<number> {
+  const [{ withCommandRuntime }, { migrate }] = await Promise.all([import('./service.js'), import('./store/migrate.js')]);
   return withCommandRuntime(getConfig(), async (rt) => {
     const result = await migrate(rt.store, {});
     commandIO().err(`schema up to date: ${result.applied.length + result.skipped} migrations applied\n`);
@@ -59,7 +48,10 @@ const commands: Record<string, Command> = {
   collect: {
     summary: 'run one collector now (backfills with --from/--to); `tallyhouse collect` lists them',
     usage: 'tallyhouse collect <job> [--from YYYY-MM-DD --to YYYY-MM-DD] [--timezone ZONE]',
-    raw: (argv) => collectCommand(allJobs, argv),
+    raw: async (argv) => {
+      const [{ collectCommand }, { allJobs }] = await Promise.all([import('./jobs/cli.js'), import('../jobs/index.js')]);
+      return collectCommand(allJobs, argv);
+    },
   },
   scrape: {
     summary: 'scrape a Prometheus exposition now (`--target URL`, `--dry-run` prints NDJSON and stores nothing)',
@@ -115,7 +107,30 @@ function usage(): string {
  * The composition root: what `serve` runs besides the health routes, in start order (stopped in reverse).
  * Only this module imports the list of everything that runs (ARCHITECTURE.md, "Layers").
  */
-export function serviceExtensions(config: Config): Extension[] {
+export async function serviceExtensions(config: Config): Promise<Extension[]> {
+  const [
+    { collectorsExtension },
+    { apiExtension },
+    { analyticsRoutes },
+    { logsRoutes },
+    { requestCostRoutes },
+    { businessMetricsExtension },
+    { logDrainExtension },
+    { webhookExtension },
+    { adminExtension },
+    { allJobs },
+  ] = await Promise.all([
+    import('./jobs/extension.js'),
+    import('./api/index.js'),
+    import('./api/analytics-routes.js'),
+    import('./api/logs-routes.js'),
+    import('./api/request-cost-routes.js'),
+    import('./http/business-metrics.js'),
+    import('./ingest/drain/extension.js'),
+    import('./ingest/webhooks.js'),
+    import('./http/admin.js'),
+    import('../jobs/index.js'),
+  ]);
   // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
   // the receiver fetches from the simulator.
   const demo: DemoWiring = isDemoMode(config) ? { drainSecret: randomBytes(32).toString('hex') } : {};
@@ -139,6 +154,7 @@ export function serviceExtensions(config: Config): Extension[] {
 /** Files the configuration names are read at start-up: a bad one is a configuration error (exit 2), not a failure every run. */
 async function checkConfiguredFiles(config: Config): Promise<void> {
   if (!config.PRICES_FILE) return;
+  const { PricesFileError, readPricesFile } = await import('./collectors/prices.js');
   try {
     await readPricesFile(config.PRICES_FILE);
   } catch (err) {
@@ -148,6 +164,11 @@ async function checkConfiguredFiles(config: Config): Promise<void> {
 }
 
 async function serve(): Promise<number> {
+  const [{ assertPortFree, startService }, { dataDirHolder }, { markServiceStarting }] = await Promise.all([
+    import('./service.js'),
+    import('./store/client.js'),
+    import('./http/admin.js'),
+  ]);
   const config = getConfig();
   await checkConfiguredFiles(config);
   const logger = createLogger(config.LOG_LEVEL);
@@ -162,7 +183,7 @@ async function serve(): Promise<number> {
   // Only the embedded store binds the directory; a CLI beside a starting service then waits for it.
   if (config.PORT !== 0) await assertPortFree(config.HOST, config.PORT);
   if (!config.CLICKHOUSE_URL && dataDirHolder(config.DATA_DIR) === undefined) markServiceStarting(config.DATA_DIR);
-  const service = await startService(config, { logger, extensions: serviceExtensions(config) });
+  const service = await startService(config, { logger, extensions: await serviceExtensions(config) });
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
@@ -209,6 +230,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   // While a service holds the data directory (or TALLYHOUSE_URL names one), it runs the command for us.
   if (HOSTED_COMMANDS.has(name) && !commandHost()) {
+    const { findService, runInService } = await import('./cli/remote.js');
     const target = await findService(getConfig().DATA_DIR);
     if (target) return runInService(target, argv);
   }
@@ -228,19 +250,25 @@ export async function main(argv: string[]): Promise<number> {
   return command.run!(parsed);
 }
 
+/**
+ * Errors whose message says all a person needs (a conflict, an unreachable store, a migration refused): one line,
+ * no stack. By the classes' names, which each sets, so this module need not load the store to recognise them.
+ */
+const ONE_LINE_ERRORS = new Set([
+  'StoreUnavailableError',
+  'MigrationError',
+  'PortInUseError',
+  'DataDirInUseError',
+  'EmbeddedStoreMissingError',
+  'ServiceUnreachableError',
+]);
+
 export function reportFatal(err: unknown, write: (text: string) => void = (t) => void process.stderr.write(t)): number {
   if (err instanceof ConfigError) {
     write(`tallyhouse: ${err.message}\n`);
     return 2;
   }
-  if (
-    err instanceof StoreUnavailableError ||
-    err instanceof MigrationError ||
-    err instanceof PortInUseError ||
-    err instanceof DataDirInUseError ||
-    err instanceof EmbeddedStoreMissingError ||
-    err instanceof ServiceUnreachableError
-  ) {
+  if (err instanceof Error && ONE_LINE_ERRORS.has(err.name)) {
     write(`tallyhouse: ${err.message}\n`);
     return 1;
   }
