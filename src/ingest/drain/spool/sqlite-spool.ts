@@ -1,4 +1,4 @@
-// The drain's spool on SQLite (better-sqlite3), because durable local state belongs on a proven embedded store
+// The drain's spool on SQLite (node:sqlite or better-sqlite3: sqlite-db.ts), because durable local state belongs on a proven embedded store
 // (CONTRIBUTING.md rule 16): WAL with synchronous=FULL, so a commit is on disk when it returns, and a crash at any
 // point leaves the last commit intact. One transaction per group commit (every record queued while the previous
 // commit ran); a record and its entry in the dedup index commit together, so a body is "seen" exactly when it
@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite, type SqlDatabase, type SqlStatement } from './sqlite-db.js';
 import type { Logger } from '../../../log.js';
 import { passKillPoint } from './kill-points.js';
 import {
@@ -52,9 +52,11 @@ interface RecordRow {
   row_format: string;
   rows: number;
   rejects: number;
-  row_data: Buffer;
-  reject_data: Buffer;
+  row_data: Uint8Array;
+  reject_data: Uint8Array;
 }
+
+const asBuffer = (b: Uint8Array): Buffer => (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 
 /** The staged rows as one buffer (the spilled file first, then memory). */
 async function gather(data: StagedData): Promise<Buffer> {
@@ -73,7 +75,7 @@ export class SqliteSpool implements Spool {
   /** Transactions that committed appends (one per group). */
   commits = 0;
 
-  private readonly db: Database.Database;
+  private readonly db: SqlDatabase;
   private readonly windowMs: number;
   private readonly maxSeen: number;
   private readonly logger?: Logger;
@@ -85,17 +87,17 @@ export class SqliteSpool implements Spool {
   private current: { batch: SpoolBatch; fromSeq: number; toSeq: number } | null = null;
   private closed = false;
   private readonly sql: {
-    isSeen: Database.Statement<[string, number], unknown>;
-    insertRecord: Database.Statement<[string, number, string, number, number, Buffer, Buffer]>;
-    markSeen: Database.Statement<[string, number]>;
-    plan: Database.Statement<[], { from_seq: number; to_seq: number } | undefined>;
-    savePlan: Database.Statement<[number, number]>;
-    dropPlan: Database.Statement<[]>;
-    range: Database.Statement<[number, number], RecordRow>;
-    oldest: Database.Statement<[], RecordRow>;
-    deleteRange: Database.Statement<[number, number]>;
-    forgetOld: Database.Statement<[number]>;
-    forgetBeyond: Database.Statement<[number]>;
+    isSeen: SqlStatement<[string, number], unknown>;
+    insertRecord: SqlStatement<[string, number, string, number, number, Buffer, Buffer], unknown>;
+    markSeen: SqlStatement<[string, number], unknown>;
+    plan: SqlStatement<[], { from_seq: number; to_seq: number } | undefined>;
+    savePlan: SqlStatement<[number, number], unknown>;
+    dropPlan: SqlStatement<[], unknown>;
+    range: SqlStatement<[number, number], RecordRow>;
+    oldest: SqlStatement<[], RecordRow>;
+    deleteRange: SqlStatement<[number, number], unknown>;
+    forgetOld: SqlStatement<[number], unknown>;
+    forgetBeyond: SqlStatement<[number], unknown>;
   };
 
   private constructor(opts: SpoolOptions) {
@@ -109,10 +111,8 @@ export class SqliteSpool implements Spool {
     // Spilled rows of requests a previous run never answered.
     rmSync(this.stagingDir, { recursive: true, force: true });
     mkdirSync(this.stagingDir, { recursive: true });
-    this.db = new Database(join(opts.dir, 'spool.sqlite'));
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = FULL');
-    this.db.pragma('journal_size_limit = 67108864');
+    this.db = openSqlite(join(opts.dir, 'spool.sqlite'));
+    this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864;');
     this.db.exec(SCHEMA);
     const prepare = <P extends unknown[], R = unknown>(text: string) => this.db.prepare<P, R>(text);
     this.sql = {
@@ -187,7 +187,7 @@ export class SqliteSpool implements Spool {
               this.sql.markSeen.run(r.id, now);
             });
             passKillPoint('group-commit');
-          })();
+          });
           passKillPoint('after-commit');
         } catch (err) {
           for (const p of group) {
@@ -250,7 +250,7 @@ export class SqliteSpool implements Spool {
       passKillPoint('cleanup');
       this.sql.forgetOld.run(now - this.windowMs);
       this.sql.forgetBeyond.run(this.maxSeen);
-    })();
+    });
     this.current = null;
     for (const r of batch.records) {
       this.bytes -= r.rowData.length + r.rejectData.length;
@@ -277,7 +277,8 @@ function toRecord(r: RecordRow): SpoolRecord {
     rowFormat: JSON.parse(r.row_format) as RowFormat,
     rows: r.rows,
     rejects: r.rejects,
-    rowData: r.row_data,
-    rejectData: r.reject_data,
+    // node:sqlite gives BLOBs as Uint8Array, better-sqlite3 as Buffer: a Buffer view either way, no copy.
+    rowData: asBuffer(r.row_data),
+    rejectData: asBuffer(r.reject_data),
   };
 }
