@@ -47,7 +47,7 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
     stdout: () => out,
     stderr: () => err,
     exited,
-    waitFor(pattern, timeoutMs = 30_000) {
+    waitFor(pattern, timeoutMs = 120_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const m = pattern.exec(out);
