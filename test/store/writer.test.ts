@@ -178,11 +178,28 @@ describe('batch writer during a store outage', () => {
     expect(failed).toBeGreaterThanOrEqual(2);
     await http.start();
     await expect(during).resolves.toEqual({ written: 1000, rejected: 0 });
-    // 5xx answers are retried the same way, and a batch that landed before its answer was lost is not doubled.
+    // 5xx answers are retried the same way.
     http.failNext(2, 503);
     await writer.insert(probe, rows(1500, 10));
     await writer.close();
     expect(await counts(store)).toMatchObject({ rows: 1510, distinctIds: 1510 });
+  });
+
+  it('a batch that landed before its answer was lost is not doubled: the retry carries the same token', async () => {
+    const writer = new BatchWriter(store, { maxRows: 500, flushIntervalMs: 20, backoffBaseMs: 20, backoffMaxMs: 100, registry: new Registry() });
+    const before = (await counts(store)).rows;
+    const sentBefore = http.requests().length;
+    // The insert runs in the store, then its answer is lost (503): the writer cannot tell, and retries.
+    http.loseNextInsertAnswers(1);
+    await expect(writer.insert(probe, rows(5000, 10))).resolves.toEqual({ written: 10, rejected: 0 });
+    await writer.close();
+    const inserts = http.requests().slice(sentBefore).filter((r) => /^\s*INSERT INTO writer_probe/i.test(r.query));
+    expect(inserts).toHaveLength(2);
+    const tokens = inserts.map((r) => r.settings.insert_deduplication_token);
+    expect(tokens[0]).toMatch(/^[0-9a-f]{64}$/);
+    expect(tokens[1]).toBe(tokens[0]);
+    // One copy: the store deduplicated the retry by its token (an oracle of ClickHouse's own).
+    expect(await counts(store)).toMatchObject({ rows: before + 10, distinctIds: before + 10 });
   });
 });
 

@@ -23,6 +23,8 @@ export interface ClickHouseHttp {
   stop(): Promise<void>; // closes the listener and destroys open sockets: clients now get ECONNREFUSED
   start(): Promise<void>; // listens again on the same port
   failNext(n: number, status?: number): void; // the next n requests answer `status` (default 503) with a ClickHouse error
+  /** The next n inserts run, and then answer 503 as if the answer were lost on the way back. */
+  loseNextInsertAnswers(n: number): void;
   requests(): RecordedRequest[];
   close(): Promise<void>; // stop, then close chDB
 }
@@ -192,6 +194,7 @@ export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<
   await session.queryAsync(SERVER_DEFAULTS);
   let currentDatabase = 'default';
   let failures: { left: number; status: number } = { left: 0, status: 503 };
+  let lostInsertAnswers = 0;
   const recorded: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   let tail: Promise<unknown> = Promise.resolve();
@@ -246,6 +249,11 @@ export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<
         return params.size > 0 ? session.queryBindAsync(statement, bound, { format }) : session.queryAsync(statement, { format });
       });
 
+      if (isInsert && lostInsertAnswers > 0) {
+        lostInsertAnswers--;
+        const error = describeError(new ClickHouseException(439, 'CANNOT_SCHEDULE_TASK', 'Injected lost answer (the insert ran)'));
+        return send(503, { 'X-ClickHouse-Exception-Code': '439', 'Content-Type': 'text/plain; charset=UTF-8' }, error.body);
+      }
       const summary = {
         read_rows: String(result?.rowsRead ?? 0), read_bytes: String(result?.bytesRead ?? 0),
         written_rows: String(rows), written_bytes: String(isInsert ? Buffer.byteLength(data) : 0),
@@ -306,6 +314,9 @@ export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<
     stop,
     failNext(n, status = 503) {
       failures = { left: n, status };
+    },
+    loseNextInsertAnswers(n) {
+      lostInsertAnswers = n;
     },
     requests: () => recorded.map((r) => ({ ...r, settings: { ...r.settings } })),
     async close() {
