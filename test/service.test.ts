@@ -90,11 +90,10 @@ describe('the service process', () => {
     // promtool lint: exit 0 and no findings (.ci/run installs Debian's prometheus package).
     const lint = execFileSync('sh', ['-c', `promtool check metrics < ${file} 2>&1; echo "rc=$?"`]).toString();
     expect(lint.trim()).toBe('rc=0');
-    const stoppedAt = Date.now();
+    // Stops by itself on SIGTERM (the test timeout bounds the wait; the shutdown deadline is SHUTDOWN_TIMEOUT_MS).
     p.child.kill('SIGTERM');
     const exit = await p.exited;
     expect(exit.code).toBe(0);
-    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
     expect(p.stdout()).toContain('tallyhouse stopped');
   });
 });

@@ -171,11 +171,11 @@ describe('batch writer during a store outage', () => {
     await writer.insert(probe, rows(0, 500));
     await http.stop();
     const during = writer.insert(probe, rows(500, 1000));
-    // Let several attempts fail while the endpoint is down.
-    await new Promise((r) => setTimeout(r, 400));
-    const failures = await registry.getSingleMetricAsString('tallyhouse_writer_flush_failures_total');
-    const failed = Number(/kind="transient"} (\d+)/.exec(failures)?.[1] ?? 0);
-    expect(failed).toBeGreaterThanOrEqual(2);
+    // Wait (by state, bounded by the test timeout) until several attempts failed while the endpoint is down.
+    const failed = async () =>
+      Number(/kind="transient"} (\d+)/.exec(await registry.getSingleMetricAsString('tallyhouse_writer_flush_failures_total'))?.[1] ?? 0);
+    while ((await failed()) < 2) await new Promise((r) => setTimeout(r, 20));
+    expect(await failed()).toBeGreaterThanOrEqual(2);
     await http.start();
     await expect(during).resolves.toEqual({ written: 1000, rejected: 0 });
     // 5xx answers are retried the same way.
