@@ -25,6 +25,8 @@ export interface ClickHouseHttp {
   failNext(n: number, status?: number): void; // the next n requests answer `status` (default 503) with a ClickHouse error
   /** The next n inserts run, and then answer 503 as if the answer were lost on the way back. */
   loseNextInsertAnswers(n: number): void;
+  /** From now on every insert fails with 503 before it runs ('down'), or waits `ms` first ('slow'); null: normal. */
+  faultInserts(fault: { kind: 'down' } | { kind: 'slow'; ms: number } | null): void;
   requests(): RecordedRequest[];
   close(): Promise<void>; // stop, then close chDB
 }
@@ -195,6 +197,7 @@ export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<
   let currentDatabase = 'default';
   let failures: { left: number; status: number } = { left: 0, status: 503 };
   let lostInsertAnswers = 0;
+  let insertFault: { kind: 'down' } | { kind: 'slow'; ms: number } | null = null;
   const recorded: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   let tail: Promise<unknown> = Promise.resolve();
@@ -231,6 +234,11 @@ export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<
 
       assertSingleStatement(sql);
       const isInsert = /^\s*INSERT\b/i.test(sql);
+      if (isInsert && insertFault?.kind === 'down') {
+        throw new ClickHouseException(439, 'CANNOT_SCHEDULE_TASK', 'Injected failure (faultInserts down)');
+      }
+      const slow = insertFault?.kind === 'slow' ? insertFault.ms : 0;
+      if (isInsert && slow > 0) await new Promise((resolve) => setTimeout(resolve, slow));
       const insertFormat = isInsert ? /\bFORMAT\s+(\w+)\s*$/i.exec(sql)?.[1] : undefined;
       const format = (!isInsert && /\bFORMAT\s+(\w+)\s*;?\s*$/i.exec(sql)?.[1]) || settings.default_format || 'TabSeparated';
       const rows = insertFormat ? data.split('\n').filter((line) => line.trim() !== '').length : 0;
@@ -317,6 +325,9 @@ export async function startClickHouseHttp(opts: ClickHouseHttpOptions): Promise<
     },
     loseNextInsertAnswers(n) {
       lostInsertAnswers = n;
+    },
+    faultInserts(fault) {
+      insertFault = fault;
     },
     requests: () => recorded.map((r) => ({ ...r, settings: { ...r.settings } })),
     async close() {

@@ -4,6 +4,7 @@
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import type { StagedData } from './spool/spool.js';
+import { passKillPoint } from './spool/kill-points.js';
 
 /** Bytes of staged rows held in memory by all requests together. */
 export class StagingBudget {
@@ -87,6 +88,7 @@ export class DataStage {
       written += bytesWritten;
     }
     this.fileBytes += bytes;
+    passKillPoint('spill');
   }
 
   /** Everything staged, for the spool append. The file (if any) stays until release(). */

@@ -1,60 +1,121 @@
-// Acceptance 4: killing the service (SIGKILL) between acknowledgements loses no acknowledged line, and the
-// restart stores nothing twice. The service runs as a child process on a spool directory of its own, its
-// store is the test ClickHouse HTTP endpoint in this process (which outlives the kills).
+// Issue 13, acceptance 1: the drain keeps its promise through SIGKILLs at any point. A child service (the drain
+// alone, bundled so a start is cheap) receives signed batches and dies at a chosen kill point (spill, append,
+// group commit, after the commit, after a replay insert, inside cleanup) or, when the point is not reached in
+// time, by a SIGKILL from here; the store (the test ClickHouse endpoint in this process, which outlives every
+// kill) is up, slow or down by turns, so several restarts in a row find the spool unreplayed. The sender acts
+// as the platform: a body without a 200 is delivered again until it gets one.
+// Checked at the end: every body answered 200 (new or duplicate) is in the store exactly once, nothing else
+// is, and the last run drains the spool to zero.
+// Longer runs: TALLYHOUSE_CRASH_KILLS=2000 TALLYHOUSE_CRASH_SEED=7 npx vitest run test/ingest/drain/crash.test.ts
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { build } from 'esbuild';
 import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startClickHouseHttp, type ClickHouseHttp } from '../../support/clickhouse-http.js';
 import { processDataDir, tempDataDir } from '../../support/store.js';
 import { line, sign, SECRET } from './helpers.js';
 
-const ENTRY = fileURLToPath(new URL('./fixtures/drain-service.ts', import.meta.url));
+const KILLS = Number(process.env.TALLYHOUSE_CRASH_KILLS ?? 200);
+const SEED = Number(process.env.TALLYHOUSE_CRASH_SEED ?? 13);
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+// Inside node_modules so the bundle's bare imports (fastify, ...) resolve from the repository's node_modules.
+const BUNDLE = `${ROOT}node_modules/.cache/tallyhouse-test/drain-child.mjs`;
+
+type KillPoint = 'spill' | 'append' | 'group-commit' | 'after-commit' | 'replay-insert' | 'cleanup';
+type StoreMode = 'up' | 'slow' | 'down';
+const ALL_POINTS: KillPoint[] = ['spill', 'append', 'group-commit', 'after-commit', 'replay-insert', 'cleanup'];
+// With the store down no insert succeeds: the replay points are never passed.
+const POINTS: Record<StoreMode, KillPoint[]> = { up: ALL_POINTS, slow: ALL_POINTS, down: ['spill', 'append', 'group-commit', 'after-commit'] };
+/** Rounds 0-11 of every 20 with the store up, 12-14 slow, 15-19 down (five restarts in a row without replay). */
+const modeOf = (round: number): StoreMode => (round % 20 < 12 ? 'up' : round % 20 < 15 ? 'slow' : 'down');
+
+/** mulberry32: a seeded generator, so a failing run can be repeated with its seed. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 let ch: ClickHouseHttp;
-const children: ChildProcess[] = [];
+const children = new Set<ChildProcess>();
 
 beforeAll(async () => {
+  mkdirSync(`${ROOT}node_modules/.cache/tallyhouse-test`, { recursive: true });
+  await build({
+    entryPoints: [fileURLToPath(new URL('./fixtures/drain-child.ts', import.meta.url))],
+    outfile: BUNDLE,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    // The one import.meta.url use on the child's path resolves ../../sql/ (migrations) from src/store/.
+    define: { 'import.meta.url': JSON.stringify(pathToFileURL(`${ROOT}src/store/migrate.ts`).href) },
+    logLevel: 'warning',
+  });
   ch = await startClickHouseHttp({ dataDir: processDataDir() });
 });
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const c of children) c.kill('SIGKILL');
   await ch?.close();
 });
 
-async function startChild(dataDir: string): Promise<{ child: ChildProcess; url: string; exited: Promise<unknown> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY], {
+interface Child {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<NodeJS.Signals | null>;
+  output: () => string;
+}
+
+async function startChild(dataDir: string, killAt: string): Promise<Child> {
+  const child = spawn(process.execPath, [BUNDLE], {
+    cwd: ROOT,
     env: {
       ...process.env,
       NODE_ENV: 'test',
       LOG_LEVEL: 'info',
+      HOST: '127.0.0.1',
       PORT: '0',
       DATA_DIR: dataDir,
       CLICKHOUSE_URL: ch.url,
-      CLICKHOUSE_CONNECT_TIMEOUT_MS: '10000',
       LOG_DRAIN_SECRET: SECRET,
       SVC_API_KEY: 'not-used-by-the-drain-0123',
       WRITER_FLUSH_INTERVAL_MS: '20',
+      TALLYHOUSE_TEST_KILL_AT: killAt,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  children.push(child);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
+  children.add(child);
   let out = '';
-  let err = '';
-  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  const keep = (c: Buffer) => (out = (out + c.toString()).slice(-20_000));
+  child.stderr!.on('data', keep);
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => {
+    children.delete(child);
+    resolve(signal);
+  }));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start:\n${out}\n${err}`)), 30_000);
     child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
+      keep(c);
       const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
+      if (m) resolve(m[1]);
     });
-    void exited.then(() => reject(new Error(`service exited:\n${out}\n${err}`)));
+    void exited.then((signal) => reject(new Error(`the drain child ended (${signal}) before listening:\n${out}`)));
   });
-  return { child, url, exited };
+  return { child, url, exited, output: () => out };
+}
+
+async function metric(url: string, name: string): Promise<number> {
+  const res = await request(`${url}/metrics`);
+  const text = await res.body.text();
+  const value = new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1];
+  if (value === undefined) throw new Error(`${name} missing from /metrics`);
+  return Number(value);
 }
 
 async function query<T>(sql: string): Promise<T[]> {
@@ -64,69 +125,111 @@ async function query<T>(sql: string): Promise<T[]> {
   return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
 }
 
-async function spoolBytes(url: string): Promise<number> {
-  const res = await request(`${url}/metrics`);
-  return Number(/^tallyhouse_drain_spool_bytes (\d+)$/m.exec(await res.body.text())?.[1]);
+interface Body {
+  tag: string;
+  text: string;
+  lines: number;
+  answer?: 'stored' | 'duplicate';
 }
 
-const LINES_PER_BATCH = 200;
-
-describe('SIGKILL', () => {
-  it('loses no acknowledged line and stores none twice', async () => {
+describe('the log drain under SIGKILL', () => {
+  it(`keeps every acknowledged body exactly once through ${KILLS} kill points, the store up, slow and down`, async () => {
+    const rand = random(SEED);
     const dataDir = tempDataDir();
-    const acknowledged = new Set<string>();
-    const attempted = new Set<string>();
-    let seq = 0;
-    const send = async (url: string, stopAt: { stop: boolean }) => {
-      while (!stopAt.stop) {
-        const tag = `crash-${seq++}`;
-        const body = Array.from({ length: LINES_PER_BATCH }, (_, i) => line({ message: `${tag} ${i}`, svc_request_id: tag })).join('\n');
-        attempted.add(tag);
+    const bodies: Body[] = [];
+    const redeliver: Body[] = [];
+    const newBody = (): Body => {
+      const tag = `crash-${bodies.length}`;
+      // Every tenth body (~100 KiB) is over the child's staging memory (8 KiB; rows are counted in 64 KiB
+      // parts), so its rows spill to a file.
+      const lines = bodies.length % 10 === 0 ? 400 : 12;
+      const text = Array.from({ length: lines }, (_, i) => line({ message: `${tag} line ${i} ${'x'.repeat(160)}`, svc_request_id: tag })).join('\n');
+      const body = { tag, text, lines };
+      bodies.push(body);
+      return body;
+    };
+    /** Sends until the child is gone (or `stop`): redeliveries first, as the platform retries; then new bodies. */
+    const send = async (url: string, stop: { stop: boolean }, onlyRedeliveries = false) => {
+      while (!stop.stop) {
+        const body = redeliver.shift() ?? (onlyRedeliveries ? undefined : newBody());
+        if (!body) return;
         try {
           const res = await request(`${url}/v1/drains/logs`, {
             method: 'POST',
-            headers: { 'content-type': 'application/x-ndjson', 'x-svc-signature': sign(body) },
-            body,
+            headers: { 'content-type': 'application/x-ndjson', 'x-svc-signature': sign(body.text) },
+            body: body.text,
           });
-          await res.body.dump();
-          if (res.statusCode === 200) acknowledged.add(tag);
+          const answer = (await res.body.json()) as { duplicate?: boolean };
+          if (res.statusCode === 200) body.answer = answer.duplicate ? 'duplicate' : 'stored';
+          else redeliver.push(body); // e.g. 503 while the spool is full: the platform tries again
         } catch {
-          return; // the service was killed under this request: its outcome is unknown to the sender
+          redeliver.push(body); // killed under this request: no answer, so it is delivered again
+          return;
         }
       }
     };
 
-    for (let round = 0; round < 3; round++) {
-      const { child, url, exited } = await startChild(dataDir);
+    const kills: Record<KillPoint | 'timer', number> = { spill: 0, append: 0, 'group-commit': 0, 'after-commit': 0, 'replay-insert': 0, cleanup: 0, timer: 0 };
+    /** Rounds in a row that started with records waiting in the spool and had the store down throughout. */
+    let downStreak = 0;
+    let longestDownStreak = 0;
+    let round = 0;
+    const pointKills = () => ALL_POINTS.reduce((n, p) => n + kills[p], 0);
+    while (pointKills() < KILLS && round < KILLS * 3) {
+      const mode = modeOf(round);
+      ch.faultInserts(mode === 'up' ? null : mode === 'down' ? { kind: 'down' } : { kind: 'slow', ms: 150 });
+      const points = POINTS[mode];
+      const point = points[Math.floor(rand() * points.length)];
+      const n = 1 + Math.floor(rand() * 4);
+      const c = await startChild(dataDir, `${point}:${n}`);
+      const waiting = await metric(c.url, 'tallyhouse_drain_spool_bytes').catch(() => 0);
+      downStreak = mode === 'down' && waiting > 0 ? downStreak + 1 : 0;
+      longestDownStreak = Math.max(longestDownStreak, downStreak);
       const stop = { stop: false };
-      const senders = Array.from({ length: 4 }, () => send(url, stop));
-      // Kill once some batches were acknowledged, while requests and replay inserts are in flight.
-      const target = acknowledged.size + 40 + round * 20;
-      while (acknowledged.size < target) await new Promise((r) => setTimeout(r, 10));
-      child.kill('SIGKILL');
+      const senders = [send(c.url, stop), send(c.url, stop), send(c.url, stop)];
+      // The child SIGKILLs itself at its point (kill-points.ts); this kill means the point was not reached.
+      let killedHere = false;
+      const timer = setTimeout(() => {
+        killedHere = true;
+        c.child.kill('SIGKILL');
+      }, 3_000);
+      const signal = await c.exited;
+      clearTimeout(timer);
       stop.stop = true;
       await Promise.all(senders);
-      await exited;
+      expect(signal, c.output()).toBe('SIGKILL');
+      kills[killedHere ? 'timer' : point]++;
+      round++;
     }
 
-    // A last start replays what the spool still holds.
-    const { child, url, exited } = await startChild(dataDir);
-    for (let i = 0; i < 300 && (await spoolBytes(url)) > 0; i++) await new Promise((r) => setTimeout(r, 100));
-    expect(await spoolBytes(url)).toBe(0);
-    child.kill('SIGTERM');
-    await exited;
+    // The last run: the store up, redeliver what never got an answer, and let the replayer empty the spool.
+    ch.faultInserts(null);
+    const last = await startChild(dataDir, '');
+    for (let pass = 0; pass < 100 && bodies.some((b) => !b.answer); pass++) {
+      redeliver.splice(0, redeliver.length, ...bodies.filter((b) => !b.answer));
+      await Promise.all([0, 1, 2].map(() => send(last.url, { stop: false }, true)));
+    }
+    await expect.poll(() => metric(last.url, 'tallyhouse_drain_spool_bytes'), { timeout: 120_000, interval: 100 }).toBe(0);
+    last.child.kill('SIGTERM');
+    await last.exited;
 
-    const rows = await query<{ tag: string; lines: string; distinct: string }>(
+    const stored = await query<{ tag: string; lines: string; distinct: string }>(
       "SELECT request_id AS tag, count() AS lines, uniqExact(message) AS distinct FROM logs WHERE startsWith(request_id, 'crash-') GROUP BY tag",
     );
-    const stored = new Map(rows.map((r) => [r.tag, r]));
-    expect(acknowledged.size).toBeGreaterThanOrEqual(40 + 60 + 80);
-    const missing = [...acknowledged].filter((t) => Number(stored.get(t)?.lines ?? 0) !== LINES_PER_BATCH);
-    expect(missing).toEqual([]);
-    // Nothing doubled: every stored batch has each of its lines once (acknowledged or cut short by a kill).
-    for (const r of rows) {
-      expect(attempted.has(r.tag)).toBe(true);
-      expect([Number(r.lines), Number(r.distinct)], r.tag).toEqual([LINES_PER_BATCH, LINES_PER_BATCH]);
-    }
-  });
+    const byTag = new Map(stored.map((r) => [r.tag, r]));
+    console.log(JSON.stringify({ seed: SEED, rounds: round, bodies: bodies.length, kills, longestDownStreak, duplicates: bodies.filter((b) => b.answer === 'duplicate').length }));
+
+    // Every body, acknowledged during the kills or after redelivery, is stored once: its lines each once.
+    const wrong = bodies.filter((b) => {
+      const r = byTag.get(b.tag);
+      return !r || Number(r.lines) !== b.lines || Number(r.distinct) !== b.lines;
+    });
+    expect(wrong.map((b) => `${b.tag} (${b.answer}): ${JSON.stringify(byTag.get(b.tag) ?? 'absent')}`)).toEqual([]);
+    expect(stored.length).toBe(bodies.length);
+    // The run was what it claims: every kill point hit, restarts in a row with the store down.
+    expect(pointKills()).toBeGreaterThanOrEqual(KILLS);
+    for (const p of ALL_POINTS) expect(kills[p], `kills at ${p}`).toBeGreaterThan(0);
+    expect(longestDownStreak).toBeGreaterThanOrEqual(2);
+    expect(bodies.length).toBeGreaterThan(KILLS);
+  }, 30 * 60_000);
 });

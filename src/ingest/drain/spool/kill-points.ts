@@ -5,7 +5,7 @@
 const target = /^([a-z-]+):(\d+)$/.exec(process.env.TALLYHOUSE_TEST_KILL_AT ?? '');
 let passes = 0;
 
-export type KillPoint = 'append' | 'group-commit' | 'after-commit' | 'replay-insert' | 'cleanup';
+export type KillPoint = 'spill' | 'append' | 'group-commit' | 'after-commit' | 'replay-insert' | 'cleanup';
 
 export function passKillPoint(point: KillPoint): void {
   if (!target || target[1] !== point) return;
