@@ -1,44 +1,116 @@
-// Regression tests for issue 13's spool scenarios, against the spool interface: a process is SIGKILLed at a
-// chosen point (TALLYHOUSE_TEST_KILL_AT), then the spool is reopened and must hold exactly what was not
-// confirmed, with sizes that add up.
+// Regression tests for issue 13's spool scenarios, against the spool interface: a process running a script of
+// spool operations (fixtures/spool-child.ts) is SIGKILLed at a chosen point (TALLYHOUSE_TEST_KILL_AT), then
+// the spool is reopened and must hold exactly what was acknowledged and not yet confirmed by the store.
+// TALLYHOUSE_TEST_SPOOL=segments runs them against the earlier segment files (where all three failed).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openSpool, type SpoolBackend } from '../../../src/ingest/drain/spool/open-spool.js';
+import type { Spool, StagedData } from '../../../src/ingest/drain/spool/spool.js';
+import { openSqlite } from '../../../src/ingest/drain/spool/sqlite-db.js';
+import { recordId, recordName } from './fixtures/spool-names.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/spool-child.ts', import.meta.url));
 const BACKEND = (process.env.TALLYHOUSE_TEST_SPOOL ?? 'sqlite') as SpoolBackend;
+const ALL = { maxRows: Infinity, maxBytes: Infinity };
 
-function runChild(dir: string, records: number, killAt?: string) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', CHILD, BACKEND, dir, String(records)], {
+function runChild(dir: string, ops: string[], killAt?: string) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', CHILD, BACKEND, dir, ...ops], {
     env: { ...process.env, TALLYHOUSE_TEST_KILL_AT: killAt ?? '' },
     encoding: 'utf8',
   });
+  const appended = [...r.stdout.matchAll(/^appended (\S+) (\S+)$/gm)].map((m) => `${m[1]} ${m[2]}`);
   const committed = [...r.stdout.matchAll(/^committed (.+)$/gm)].flatMap((m) => m[1].split(','));
-  return { signal: r.signal, committed, stderr: r.stderr };
+  return { signal: r.signal, status: r.status, appended, committed, stderr: r.stderr };
 }
 
+/** Replays the whole spool, one batch at a time; the names in order. */
+async function replayAll(spool: Spool): Promise<string[]> {
+  const names: string[] = [];
+  for (let b = await spool.nextBatch(ALL); b; b = await spool.nextBatch(ALL)) {
+    names.push(...b.records.map((r) => recordName(r.id)));
+    await spool.commit(b);
+  }
+  return names;
+}
+
+const oneRow = (name: string): StagedData => {
+  const buf = Buffer.from(`{"name":"${name}"}\n`);
+  return { count: 1, bytes: buf.length, crc: 0, file: undefined, memory: [buf] };
+};
+const empty: StagedData = { count: 0, bytes: 0, crc: 0, file: undefined, memory: [] };
+const append = (spool: Spool, name: string) =>
+  spool.append({ id: recordId(name), receivedAtMs: Date.now(), rowFormat: { format: 'JSONEachRow' }, rows: oneRow(name), rejects: empty });
+
 describe(`spool (${BACKEND}) after a SIGKILL`, () => {
+  it('scenario 1: a record torn by a kill is never replayed or "seen", even after a second restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spool-torn-'));
+    // Run 1: A, B, C acknowledged; killed while D (rows spilled to a file) is written, before its commit.
+    // On SQLite D's is the 4th transaction; the segment files pass their point only for a record with a file.
+    const first = runChild(dir, ['append:A', 'append:B', 'append:C', 'spill:D'], BACKEND === 'segments' ? 'group-commit:1' : 'group-commit:4');
+    expect(first.signal, first.stderr).toBe('SIGKILL');
+    expect(first.appended).toEqual(['A appended', 'B appended', 'C appended']);
+    // Run 2 (restart 1): new appends, no replay; a clean stop.
+    const second = runChild(dir, ['append:E', 'append:F']);
+    expect([second.status, second.appended], second.stderr).toEqual([0, ['E appended', 'F appended']]);
+    // Restart 2: D is delivered again (it was never acknowledged) and must be taken, not answered as a duplicate.
+    const spool = await openSpool({ dir, maxBytes: 1 << 30 }, BACKEND);
+    try {
+      expect(await append(spool, 'D')).toEqual({ status: 'appended' });
+      expect(await replayAll(spool)).toEqual(['A', 'B', 'C', 'E', 'F', 'D']);
+      expect([spool.bytes, spool.pendingRows]).toEqual([0, 0]);
+    } finally {
+      await spool.close();
+    }
+  });
+
+  it('scenario 2: after the storage fails once, later appends succeed and the failed record is not "seen"', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spool-fail-'));
+    const spool = await openSpool({ dir, maxBytes: 1 << 30, ...{ segmentBytes: 256, preallocate: false } }, BACKEND);
+    try {
+      expect(await append(spool, 'A')).toEqual({ status: 'appended' });
+      // The storage fails once: the segment files cannot open their next segment (a directory is in the way, as
+      // a failed rename or a full disk would); SQLite finds its database locked by another writer.
+      const repair = BACKEND === 'segments' ? blockNextSegment(dir) : holdWriteLock(dir);
+      const appended = ['A'];
+      let failed: string | undefined;
+      // Past 256 bytes the segment files roll at the next append.
+      for (let i = 0; i < 4 && !failed; i++) {
+        try {
+          await append(spool, `B${i}`);
+          appended.push(`B${i}`);
+        } catch {
+          failed = `B${i}`;
+        }
+      }
+      expect(failed).toBeDefined();
+      repair();
+      // Its redelivery is taken (it was never acknowledged), and so is what comes after.
+      expect(await append(spool, failed!)).toEqual({ status: 'appended' });
+      expect(await append(spool, 'C')).toEqual({ status: 'appended' });
+      expect(await replayAll(spool)).toEqual([...appended, failed, 'C']);
+      expect([spool.bytes, spool.pendingRows]).toEqual([0, 0]);
+    } finally {
+      await spool.close();
+    }
+  });
+
   it('scenario 3: killed between dropping replayed data and saving the position, it counts and replays the rest exactly', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'spool-crash-'));
-    const first = runChild(dir, 6, 'cleanup:2');
+    const names = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
+    const first = runChild(dir, ['segments:512', ...names.map((n) => `append:${n}`), 'replay'], 'cleanup:2');
     expect(first.signal, first.stderr).toBe('SIGKILL');
     const spool = await openSpool({ dir, maxBytes: 1 << 30 }, BACKEND);
     try {
-      const ids: string[] = [];
       const counted = { bytes: spool.bytes, rows: spool.pendingRows };
-      for (let b = await spool.nextBatch({ maxRows: Infinity, maxBytes: Infinity }); b; b = await spool.nextBatch({ maxRows: Infinity, maxBytes: Infinity })) {
-        ids.push(...b.records.map((r) => r.id.slice(0, 8)));
-        await spool.commit(b);
-      }
+      const replayed = await replayAll(spool);
       // Everything not confirmed before the kill comes back once, in order; the sizes end at zero, not below.
-      const all = Array.from({ length: 6 }, (_, i) => `rec-${i}`.padEnd(8, '0'));
-      expect([...first.committed, ...ids].filter((id, i, a) => a.indexOf(id) === i)).toEqual(all);
-      expect(ids).toEqual(all.slice(all.length - ids.length));
-      expect(counted.rows).toBe(ids.length); // one row per record
+      expect([...first.committed, ...replayed].filter((id, i, a) => a.indexOf(id) === i)).toEqual(names);
+      expect(replayed).toEqual(names.slice(names.length - replayed.length));
+      expect(counted.rows).toBe(replayed.length); // one row per record
       expect(counted.bytes).toBeGreaterThan(0);
       expect([spool.bytes, spool.pendingRows]).toEqual([0, 0]);
     } finally {
@@ -46,3 +118,22 @@ describe(`spool (${BACKEND}) after a SIGKILL`, () => {
     }
   });
 });
+
+/** Segment files: a directory where the next segment goes, so opening it fails; repair() removes it. */
+function blockNextSegment(dir: string): () => void {
+  const segments = join(dir, 'segments');
+  const numbers = readdirSync(segments).map((f) => /^(\d+)\.seg$/.exec(f)?.[1]).filter(Boolean).map(Number);
+  const next = join(segments, `${String(Math.max(...numbers) + 1).padStart(12, '0')}.seg`);
+  mkdirSync(next);
+  return () => rmSync(next, { recursive: true });
+}
+
+/** SQLite: another connection holds the write lock, so the spool's transaction fails; repair() releases it. */
+function holdWriteLock(dir: string): () => void {
+  const other = openSqlite(join(dir, 'spool.sqlite'));
+  other.exec('PRAGMA busy_timeout = 0; BEGIN IMMEDIATE');
+  return () => {
+    other.exec('ROLLBACK');
+    other.close();
+  };
+}

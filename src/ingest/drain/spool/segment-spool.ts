@@ -264,6 +264,7 @@ export class SegmentSpool implements Spool {
       if (part.file) {
         at += await writeAll(this.active.fh, batch, at);
         batch = [];
+        passKillPoint('group-commit');
         at += await this.copyFile(part.file, at);
       }
       batch.push(...part.memory);
