@@ -20,6 +20,7 @@ export type ToWorker =
 export type FromWorker =
   | { t: 'rows' | 'rejects'; id: number; buf: Uint8Array; count: number }
   | { t: 'ack'; id: number }
+  | { t: 'ready'; id: 0 }
   | { t: 'done'; id: number; summary: ParseSummary }
   | { t: 'error'; id: number; message: string };
 
@@ -67,17 +68,22 @@ interface RemoteSession {
 class ParserThread {
   readonly sessions = new Map<number, RemoteSession>();
   private worker: Worker;
-  /** Whether the worker came up (one that never does is not replaced forever). */
+  /**
+   * Whether the worker loaded its module and said so (one that never does is not replaced forever). Not the
+   * thread's 'online' event: a thread comes online before its module fails to load.
+   */
   online = false;
 
-  constructor(private readonly onExit: (thread: ParserThread, err: Error) => void) {
-    this.worker = import.meta.url.endsWith('.ts')
-      ? // Sources run through tsx (tests, `npm start` without a build): the worker loads its TypeScript with tsx too
-        // (a worker does not inherit the loader hooks of its parent, nor take --import in its execArgv on Node 20).
-        new Worker(TS_BOOTSTRAP, { eval: true, workerData: { base: import.meta.url, entry: new URL('./parser-worker.ts', import.meta.url).href } })
-      : new Worker(new URL('./parser-worker.js', import.meta.url));
+  constructor(private readonly onExit: (thread: ParserThread, err: Error) => void, entry?: URL) {
+    const base = import.meta.url;
+    this.worker = entry
+      ? new Worker(entry)
+      : base.endsWith('.ts')
+        ? // Sources run through tsx (tests, `npm start` without a build): the worker loads its TypeScript with tsx
+          // too (a worker does not inherit the loader hooks of its parent, nor take --import in its execArgv on Node 20).
+          new Worker(TS_BOOTSTRAP, { eval: true, workerData: { base, entry: new URL('./parser-worker.ts', base).href } })
+        : new Worker(new URL('./parser-worker.js', base));
     this.worker.unref();
-    this.worker.once('online', () => (this.online = true));
     this.worker.on('message', (m: FromWorker) => this.receive(m));
     this.worker.on('error', (err) => this.fail(err));
     this.worker.on('exit', (code) => this.fail(new Error(`parser worker exited (${code})`)));
@@ -93,6 +99,10 @@ class ParserThread {
   }
 
   private receive(m: FromWorker): void {
+    if (m.t === 'ready') {
+      this.online = true;
+      return;
+    }
     const s = this.sessions.get(m.id);
     if (!s) return;
     switch (m.t) {
@@ -144,8 +154,15 @@ export class ParserPool {
   private closed = false;
   private failedStarts = 0;
 
-  /** `threads` parser workers (default: one per core beyond the first, at most 4; 0 = parse inline). */
-  constructor(threads = Math.max(1, Math.min(4, availableParallelism() - 1)), private readonly logger?: Logger) {
+  /**
+   * `threads` parser workers (default: one per core beyond the first, at most 4; 0 = parse inline). `entry`:
+   * another worker module (tests).
+   */
+  constructor(
+    threads = Math.max(1, Math.min(4, availableParallelism() - 1)),
+    private readonly logger?: Logger,
+    private readonly entry?: URL,
+  ) {
     for (let i = 0; i < threads; i++) this.spawn();
   }
 
@@ -153,9 +170,13 @@ export class ParserPool {
     return this.threads.length;
   }
 
+  /** Workers started so far, replacements included. */
+  started = 0;
+
   private spawn(): void {
+    this.started++;
     try {
-      this.threads.push(new ParserThread((thread, err) => this.replace(thread, err)));
+      this.threads.push(new ParserThread((thread, err) => this.replace(thread, err), this.entry));
     } catch (err) {
       this.logger?.error({ err: (err as Error).message }, 'drain parser worker could not start; parsing on the request thread');
     }

@@ -23,6 +23,9 @@ port.on('message', (m: ToWorker) => {
   }
 });
 
+// Loaded and listening: from now on a failure is the worker's, not its start's (parser-pool.ts).
+send({ t: 'ready', id: 0 });
+
 function handle(m: ToWorker): void {
   switch (m.t) {
     case 'begin': {
