@@ -25,8 +25,6 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '1' },
     'parser-threads': { type: 'string' },
     'replay-batch-mb': { type: 'string' },
-    // the spool's storage: sqlite (default) or segments (the earlier file format), to compare
-    spool: { type: 'string', default: 'sqlite' },
     // embedded (default): the service's own chDB; http: a ClickHouse HTTP endpoint (chDB) in this process, so the
     // service's memory is the drain's alone (the endpoint is a test double: slower than a real server).
     store: { type: 'string', default: 'embedded' },
@@ -180,7 +178,6 @@ async function serve(): Promise<void> {
   const drain = logDrainExtension({
     parserThreads: values['parser-threads'] === undefined ? undefined : Number(values['parser-threads']),
     replayMaxBatchBytes: values['replay-batch-mb'] === undefined ? undefined : Number(values['replay-batch-mb']) * 1024 * 1024,
-    spoolBackend: values.spool === 'segments' ? 'segments' : 'sqlite',
   });
   const service = await startService(config, { extensions: [drain, benchRoutes] });
   console.log(JSON.stringify({ url: service.url })); // the log level may hide the service's own line
@@ -197,7 +194,7 @@ async function main(): Promise<void> {
     clickhouse = await startClickHouseHttp({ dataDir: mkdtempSync(join(tmpdir(), 'tallyhouse-bench-drain-ch-')) });
   }
   const extraNodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
-  const passOn = (['parser-threads', 'replay-batch-mb', 'spool'] as const).flatMap((k) => (values[k] === undefined ? [] : [`--${k}`, String(values[k])]));
+  const passOn = (['parser-threads', 'replay-batch-mb'] as const).flatMap((k) => (values[k] === undefined ? [] : [`--${k}`, String(values[k])]));
   const child = spawn(process.execPath, [...extraNodeArgs, '--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--role', 'serve', '--lines', String(LINES), '--batch', String(BATCH), '--seed', String(SEED), ...passOn], {
     env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', PORT: '0', DATA_DIR: dataDir, CLICKHOUSE_URL: clickhouse?.url, LOG_DRAIN_SECRET: SECRET, SVC_API_KEY: 'bench-not-used-0000', JOBS_ENABLED: 'false' },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -8,7 +8,7 @@ import { createDrainMetrics } from './metrics.js';
 import { ParserPool } from './parser-pool.js';
 import { drainRoutes, ReadingSlots } from './receive.js';
 import { SpoolReplayer } from './replay.js';
-import { openSpool, type SpoolBackend } from './spool/open-spool.js';
+import { openSpool } from './spool/open-spool.js';
 import type { Spool } from './spool/spool.js';
 import { StagingBudget } from './stage-body.js';
 
@@ -20,8 +20,6 @@ export interface LogDrainOptions {
   stagingBudgetBytes?: number;
   /** Parser worker threads (default: one per core beyond the first, at most 4; 0 = parse on the request thread). */
   parserThreads?: number;
-  /** Where the spool keeps its records (default sqlite; segments: the earlier file format, for comparison). */
-  spoolBackend?: SpoolBackend;
   /** Request bodies read at once (default 4); a signed body is held whole until its signature is checked. */
   maxBodiesReading?: number;
   /** Largest replay batch (default 100,000 rows / 16 MiB): bigger batches, fewer parts; smaller, less memory. */
@@ -45,7 +43,7 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       dir: join(rt.config.DATA_DIR, 'spool', 'logs'),
       maxBytes: rt.config.LOG_DRAIN_SPOOL_MAX_BYTES,
       logger,
-    }, options.spoolBackend);
+    });
     const metrics = createDrainMetrics(rt.registry, () => spool);
     const replayer = new SpoolReplayer({
       spool,
