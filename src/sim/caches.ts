@@ -24,6 +24,7 @@ export interface CacheLimits {
   logLines: CacheLimit;
   /** Rows of computed usage answers (paged from the cache). */
   usageRows: CacheLimit;
+  modelUsageRows: CacheLimit;
   /** Rows of computed analytics answers (paged from the cache). */
   analyticsRows: CacheLimit;
   /** Requests of whole windows sorted by duration (sort_by=duration paging). */
@@ -46,6 +47,7 @@ export const DEFAULT_CACHE_LIMITS: CacheLimits = {
   mergedHours: { entries: 4, size: 50_000 },
   logLines: { entries: 64, size: 20_000 },
   usageRows: { entries: 16, size: 50_000 },
+  modelUsageRows: { entries: 16, size: 50_000 },
   analyticsRows: { entries: 16, size: 50_000 },
   durationSorted: { entries: 8, size: 50_000 },
   faultKeys: { entries: 10_000, size: 10_000 },
@@ -59,7 +61,7 @@ const NOTHING: CacheLimit = { entries: 1, size: 1 };
  */
 export const MINIMAL_CACHE_LIMITS: CacheLimits = {
   runnerBlocks: NOTHING, busySegments: NOTHING, timelines: NOTHING, requestHours: NOTHING, mergedHours: NOTHING,
-  logLines: NOTHING, usageRows: NOTHING, analyticsRows: NOTHING, durationSorted: NOTHING,
+  logLines: NOTHING, usageRows: NOTHING, modelUsageRows: NOTHING, analyticsRows: NOTHING, durationSorted: NOTHING,
   faultKeys: DEFAULT_CACHE_LIMITS.faultKeys,
 };
 

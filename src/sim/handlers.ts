@@ -8,9 +8,10 @@ import { compareByEnded } from './requests.js';
 import { CursorCodec, type CursorState } from './cursor.js';
 import { ApiError, bad, Params } from './http-util.js';
 import { computeUsage, usageRowJson, type UsageResult } from './usage.js';
+import { billingEventJson, chargesBetween, computeModelUsage, modelPriceAt, modelUsageRowJson, pricingOf, type ModelUsageResult } from './model-billing.js';
 import { ANALYTICS_METRICS, BASE_METRICS, computeAnalytics, computeRunnerHistory, type AnalyticsMetric, type AnalyticsRow } from './analytics.js';
 import { bucketize, defaultTimeframe, HOUR_MS, DAY_MS, isoUtcMs, type Timeframe } from './time.js';
-import { formatMilli, toJson } from './money.js';
+import { formatMilli, formatNanos, RawJson, toJson } from './money.js';
 import { hashString, hex } from './prng.js';
 import { activeRunners, queueSize } from './metrics.js';
 import type { LogLine } from './activity.js';
@@ -31,12 +32,14 @@ export class Handlers {
   private readonly cursors: CursorCodec;
   // Answers computed once and paged from the cache (a cursor pins the "now" they were computed at).
   private readonly usageCache: LRUCache<string, UsageResult>;
+  private readonly modelUsageCache: LRUCache<string, ModelUsageResult>;
   private readonly analyticsCache: LRUCache<string, { series: AnalyticsRow[]; summary: AnalyticsRow[] }>;
   private readonly durationSortCache: LRUCache<string, Req[]>;
 
   constructor(private readonly model: SimModel) {
     this.cursors = new CursorCodec(model.world.seed);
     this.usageCache = model.caches.create('usageRows', (r) => r.series.length + r.summary.length);
+    this.modelUsageCache = model.caches.create('modelUsageRows', (r) => r.series.length + r.summary.length);
     this.analyticsCache = model.caches.create('analyticsRows', (r) => r.series.length + r.summary.length);
     this.durationSortCache = model.caches.create('durationSorted', (list) => list.length);
   }
@@ -258,6 +261,109 @@ export class Handlers {
     if (wantSummary) out.summary = page.filter((r) => r.bucketIndex < 0).map(usageRowJson);
     if (wantSeries) out.time_series = groupByBucket(page.filter((r) => r.bucketIndex >= 0), (r) => r.bucket!, usageRowJson);
     return json(out, page.length);
+  }
+
+  // ---- model APIs: usage, pricing, billing events ----
+
+  private modelEndpoints(p: Params): Endpoint[] {
+    const ids = p.list('endpoint_id');
+    if (!ids) return this.world.endpoints.filter((e) => e.isModel);
+    return this.resolveEndpoints(p, 'models').flatMap((t) => t.endpoints);
+  }
+
+  modelsUsage(p: Params, nowMs: number): Reply {
+    const tz = p.timezone();
+    const expand = p.list('expand') ?? [];
+    for (const e of expand) {
+      if (!['time_series', 'summary', 'auth_method', 'auth_method_structured'].includes(e)) {
+        throw bad(`expand: expected time_series, summary, auth_method or auth_method_structured, got '${e}'`);
+      }
+    }
+    let wantSeries = expand.includes('time_series');
+    const wantSummary = expand.includes('summary');
+    if (!wantSeries && !wantSummary) wantSeries = true;
+    const expands = { authMethod: expand.includes('auth_method'), structured: expand.includes('auth_method_structured') };
+    const { startMs, endMs } = p.window(tz, nowMs);
+    const timeframe = p.timeframe() ?? defaultTimeframe(startMs, endMs);
+    const bound = p.bool('bound_to_timeframe', true);
+    const limit = p.int('limit', 100, 1, 1000);
+    const endpoints = this.modelEndpoints(p);
+    const fp = this.fingerprint('models-usage', p);
+    const state = this.cursorState(p, fp);
+    const pinnedNow = state ? Math.min(Number(state.n), nowMs) : nowMs;
+    const offset = state ? Number(state.o) : 0;
+    const cacheKey = `${fp}|${pinnedNow}`;
+    let result = this.modelUsageCache.get(cacheKey);
+    if (!result) {
+      const r = computeModelUsage(this.world, this.model.requests, {
+        startMs, endMs, tz, timeframe, bound, endpoints, nowMs: pinnedNow,
+        byKey: expands.authMethod || expands.structured,
+        apiKeyId: p.one('api_key_id'),
+        loginUsername: p.one('login_username'),
+      });
+      if (!r) throw bad(`timeframe: ${timeframe} buckets over this range exceed 10000; use a larger timeframe or a shorter range`);
+      result = r;
+      this.modelUsageCache.set(cacheKey, result);
+    }
+    const stream = [...(wantSummary ? result.summary : []), ...(wantSeries ? result.series : [])];
+    const page = stream.slice(offset, offset + limit);
+    const hasMore = offset + limit < stream.length;
+    const out: Record<string, unknown> = {
+      next_cursor: hasMore ? this.cursors.encode({ q: fp, n: pinnedNow, o: offset + limit }) : null,
+      has_more: hasMore,
+    };
+    const rowJson = (r: (typeof page)[number]) => modelUsageRowJson(r, expands);
+    if (wantSummary) out.summary = page.filter((r) => r.bucketIndex < 0).map(rowJson);
+    if (wantSeries) out.time_series = groupByBucket(page.filter((r) => r.bucketIndex >= 0), (r) => r.bucket!, rowJson);
+    return json(out, page.length);
+  }
+
+  modelsPricing(p: Params, nowMs: number): Reply {
+    const targets = this.resolveEndpoints(p, 'models');
+    const fp = this.fingerprint('models-pricing', p);
+    const limit = p.int('limit', 50, 1, 100);
+    const state = this.cursorState(p, fp);
+    const offset = state ? Number(state.o) : 0;
+    const all = targets.flatMap((t) => t.endpoints);
+    const page = all.slice(offset, offset + limit);
+    const hasMore = offset + limit < all.length;
+    return json({
+      prices: page.map((ep) => {
+        const pricing = pricingOf(ep);
+        return { endpoint_id: ep.id, unit_price: new RawJson(formatNanos(modelPriceAt(this.world, ep, nowMs))), unit: pricing.unit, currency: pricing.currency };
+      }),
+      next_cursor: hasMore ? this.cursors.encode({ q: fp, o: offset + limit }) : null,
+      has_more: hasMore,
+    }, page.length);
+  }
+
+  modelsBillingEvents(p: Params, nowMs: number): Reply {
+    const { startMs, endMs } = p.window('UTC', nowMs);
+    if (endMs - startMs > 90 * DAY_MS) throw bad('start, end: at most 90 days per call');
+    const endpoints = this.modelEndpoints(p);
+    const requestId = p.one('request_id');
+    const apiKeyId = p.one('api_key_id');
+    const login = p.one('login_username');
+    const limit = p.int('limit', 1000, 1, 10_000);
+    const fp = this.fingerprint('models-billing-events', p);
+    const state = this.cursorState(p, fp);
+    const pinnedNow = state ? Math.min(Number(state.n), nowMs) : nowMs;
+    const offset = state ? Number(state.o) : 0;
+    const events = [];
+    for (const c of chargesBetween(this.world, this.model.requests, endpoints, startMs, Math.min(endMs, pinnedNow))) {
+      if (requestId !== undefined && c.req.id !== requestId) continue;
+      if (apiKeyId !== undefined && c.key.apiKeyId !== apiKeyId) continue;
+      if (login !== undefined && c.key.loginUsername !== login) continue;
+      events.push(c);
+    }
+    events.sort((a, b) => a.req.endedMs - b.req.endedMs || (a.req.id < b.req.id ? -1 : a.req.id > b.req.id ? 1 : 0));
+    const page = events.slice(offset, offset + limit);
+    const hasMore = offset + limit < events.length;
+    return json({
+      billing_events: page.map(billingEventJson),
+      next_cursor: hasMore ? this.cursors.encode({ q: fp, n: pinnedNow, o: offset + limit }) : null,
+      has_more: hasMore,
+    }, page.length);
   }
 
   // ---- analytics ----

@@ -81,10 +81,9 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
     { method: 'GET', pattern: /^\/\.well-known\/jwks\.json$/, scope: 'none', faultable: false, handle: () => json(deps.webhooks.jwks()) },
     { method: 'GET', pattern: /^\/v1\/models$/, scope: 'api', faultable: true, handle: (c) => h.models(c.params, c.nowMs) },
     { method: 'GET', pattern: /^\/v1\/models\/analytics$/, scope: 'api', faultable: true, handle: (c) => h.analytics(c.params, c.nowMs, 'models') },
-    {
-      method: 'GET', pattern: /^\/v1\/models\/usage$/, scope: 'admin', faultable: true,
-      handle: () => { throw new ApiError(501, 'not_implemented', 'models usage is not simulated'); },
-    },
+    { method: 'GET', pattern: /^\/v1\/models\/usage$/, scope: 'admin', faultable: true, handle: (c) => h.modelsUsage(c.params, c.nowMs) },
+    { method: 'GET', pattern: /^\/v1\/models\/pricing$/, scope: 'api', faultable: true, handle: (c) => h.modelsPricing(c.params, c.nowMs) },
+    { method: 'GET', pattern: /^\/v1\/models\/billing-events$/, scope: 'admin', faultable: true, handle: (c) => h.modelsBillingEvents(c.params, c.nowMs) },
     { method: 'GET', pattern: /^\/v1\/serverless\/usage$/, scope: 'admin', faultable: true, handle: (c) => h.usage(c.params, c.nowMs) },
     { method: 'GET', pattern: /^\/v1\/serverless\/requests\/by-endpoint$/, scope: 'api', faultable: true, handle: (c) => h.requestsByEndpoint(c.params, c.nowMs) },
     { method: 'GET', pattern: /^\/v1\/serverless\/analytics$/, scope: 'api', faultable: true, handle: (c) => h.analytics(c.params, c.nowMs, 'serverless') },

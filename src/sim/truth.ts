@@ -5,6 +5,7 @@ import type { App } from './world.js';
 import type { Webhooks, WebhookDelivery } from './webhooks.js';
 import type { Drain, DrainRecord } from './drain.js';
 import { computeUsage, type UsageRow } from './usage.js';
+import { chargesBetween, computeModelUsage, type ModelUsageRow } from './model-billing.js';
 import { ANALYTICS_METRICS, computeAnalytics, computeRunnerHistory, type RunnerHistoryPoint } from './analytics.js';
 import { bucketize, bucketIndex, parseTimeParam, isoUtcMs, HOUR_MS, type Timeframe } from './time.js';
 import { formatMilli } from './money.js';
@@ -91,7 +92,46 @@ export interface RevisionTruth {
   annotations: Record<string, string>;
 }
 
+/** A model usage row as billed (per day, endpoint, price, discount and key), money as integer nanos of `currency`. */
+export interface ModelUsageTruthRow {
+  bucket: string | null;
+  endpoint_id: string;
+  unit: string;
+  currency: string;
+  /** Whether the platform serves this bucket in the legacy shape (only `cost`). */
+  legacy: boolean;
+  api_key_id: string | null;
+  login_username: string | null;
+  api_key_label: string;
+  quantity: number;
+  unit_price_nanos: number;
+  percent_discount: number | null;
+  cost_subtotal_nanos: bigint;
+  cost_discount_nanos: bigint;
+  cost_total_nanos: bigint;
+}
+
+/** One billed model call. */
+export interface ModelCallTruth {
+  request_id: string;
+  endpoint_id: string;
+  ended_at: string;
+  api_key_id: string | null;
+  api_key_label: string;
+  unit: string;
+  currency: string;
+  quantity: number;
+  unit_price_nanos: number;
+  cost_total_nanos: bigint;
+}
+
 export interface Truth {
+  /** Model usage rows per key (as collected with the auth_method expands), daily unless `timeframe` says. */
+  modelUsage(q: { from: string; to: string; timezone?: string; timeframe?: Timeframe }): ModelUsageTruthRow[];
+  /** The platform's summary rows for the range, per key. */
+  modelUsageSummary(q: { from: string; to: string; timezone?: string }): ModelUsageTruthRow[];
+  /** Every billed model call that ended in [from, to) (UTC unless `timezone`). */
+  modelCalls(q: { from: string; to: string; timezone?: string }): ModelCallTruth[];
   usage(q: { from: string; to: string; timezone?: string; timeframe?: Timeframe; apps?: string[] }): UsageTruthRow[];
   usageSummary(q: { from: string; to: string; timezone?: string; apps?: string[] }): UsageTruthRow[];
   requests(q: { from: string; to: string; timezone?: string; endpointIds?: string[] }): RequestDayTruth[];
@@ -155,7 +195,48 @@ export function createTruth(model: SimModel, webhooks: Webhooks, drain: Drain): 
     return all.filter((e) => ids.includes(e.id) || (ids.includes(world.apps[e.appIndex].endpointId)));
   };
 
+  const modelRow = (r: ModelUsageRow): ModelUsageTruthRow => ({
+    bucket: r.bucket,
+    endpoint_id: r.endpoint.id,
+    unit: r.unit,
+    currency: r.currency,
+    legacy: r.legacy,
+    api_key_id: r.key?.apiKeyId ?? null,
+    login_username: r.key?.loginUsername ?? null,
+    api_key_label: r.key?.label ?? '',
+    quantity: r.quantity,
+    unit_price_nanos: r.unitPriceNanos,
+    percent_discount: r.percentDiscount,
+    cost_subtotal_nanos: r.subtotalNanos,
+    cost_discount_nanos: r.discountNanos,
+    cost_total_nanos: r.totalNanos,
+  });
+  const modelUsage = (q: { from: string; to: string; timezone?: string; timeframe?: Timeframe }) => {
+    const tz = q.timezone ?? 'UTC';
+    const r = computeModelUsage(world, model.requests, {
+      startMs: time(q.from, tz, 'from'), endMs: time(q.to, tz, 'to'), tz, timeframe: q.timeframe ?? 'day', bound: true,
+      endpoints: world.endpoints.filter((e) => e.isModel), byKey: true, nowMs: now(),
+    });
+    if (!r) throw new Error('truth: too many buckets');
+    return r;
+  };
+
   return {
+    modelUsage: (q) => modelUsage(q).series.map(modelRow),
+    modelUsageSummary: (q) => modelUsage(q).summary.map(modelRow),
+    modelCalls(q) {
+      const tz = q.timezone ?? 'UTC';
+      const eps = world.endpoints.filter((e) => e.isModel);
+      const out: ModelCallTruth[] = [];
+      for (const c of chargesBetween(world, model.requests, eps, time(q.from, tz, 'from'), Math.min(time(q.to, tz, 'to'), now()))) {
+        out.push({
+          request_id: c.req.id, endpoint_id: c.req.endpoint.id, ended_at: new Date(c.req.endedMs).toISOString(),
+          api_key_id: c.key.apiKeyId, api_key_label: c.key.label, unit: c.unit, currency: c.currency,
+          quantity: c.quantity, unit_price_nanos: c.unitPriceNanos, cost_total_nanos: c.totalNanos,
+        });
+      }
+      return out;
+    },
     usage: (q) => usage(q).series.map(usageRow),
     usageSummary: (q) => usage(q).summary.map(usageRow),
 
