@@ -38,7 +38,7 @@ const cronExpression = z
  * Every scheduled job's schedule can be overridden with JOB_<NAME>_CRON. The names of jobs/index.ts's list, in its
  * order (test/jobs/job-list.test.ts checks); listed here because config must not import the jobs (an import cycle).
  */
-export const JOB_NAMES = ['apps', 'usage', 'requests', 'analytics', 'runners', 'events', 'revisions'] as const;
+export const JOB_NAMES = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions'] as const;
 const jobCronFields = Object.fromEntries(JOB_NAMES.map((n) => [`JOB_${n.toUpperCase()}_CRON`, cronExpression.optional()])) as Record<
   `JOB_${Uppercase<(typeof JOB_NAMES)[number]>}_CRON`,
   z.ZodOptional<typeof cronExpression>
@@ -104,6 +104,7 @@ export const ConfigSchema = z.object({
 
   // Requests, analytics and the other collectors (issue 5).
   ENDPOINT_IDS: csvList.optional(), // default: discovered by the apps job
+  MODEL_ENDPOINT_IDS: csvList.optional(), // model endpoints the models job collects prices and billing events of, beyond those seen in usage
   REQUESTS_RECOLLECT_HOURS: z.coerce.number().int().min(0).max(24 * 14).default(6),
   PRICES_FILE: optionalString,
   ANALYTICS_TIMEFRAME: z.enum(['minute', 'hour', 'day']).default('hour'),

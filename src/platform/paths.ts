@@ -6,6 +6,8 @@ export const platformPaths = {
   models: '/v1/models',
   modelsUsage: '/v1/models/usage',
   modelsAnalytics: '/v1/models/analytics',
+  modelsPricing: '/v1/models/pricing',
+  modelsBillingEvents: '/v1/models/billing-events',
   serverlessUsage: '/v1/serverless/usage',
   serverlessAnalytics: '/v1/serverless/analytics',
   requestsByEndpoint: '/v1/serverless/requests/by-endpoint',
@@ -24,7 +26,7 @@ export function appPath(owner: string, name: string, resource: AppResource): str
 }
 
 // The endpoints the spec and notes name as ADMIN-scope; everything else takes an API-scope key.
-const ADMIN_PATHS: ReadonlySet<string> = new Set([platformPaths.serverlessUsage, platformPaths.modelsUsage]);
+const ADMIN_PATHS: ReadonlySet<string> = new Set([platformPaths.serverlessUsage, platformPaths.modelsUsage, platformPaths.modelsBillingEvents]);
 
 /** The key scope a path needs when the caller does not say. */
 export function scopeForPath(path: string): KeyScope {

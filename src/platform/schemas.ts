@@ -241,3 +241,50 @@ export const ModelsPage = z.looseObject({
   models: z.array(Model),
 });
 export type ModelsPage = z.infer<typeof ModelsPage>;
+
+// ---- model APIs: usage, pricing, billing events (platform-notes.md, "Model APIs") --------------------------
+
+/** A model usage row; older rows carry only `cost` (no price or discount fields): both are accepted. */
+export const ModelUsageRow = z.looseObject({
+  endpoint_id: z.string(),
+  unit: z.string(),
+  quantity: z.number(),
+  unit_price: nullableNumber,
+  percent_discount: nullableNumber,
+  cost_subtotal: nullableNumber,
+  cost_discount: nullableNumber,
+  cost_total: nullableNumber,
+  cost: z.number(),
+  currency: z.string(),
+  auth_method: nullableString,
+  auth_method_structured: z
+    .looseObject({ detail: nullableString, api_key_id: nullableString, login_username: nullableString })
+    .nullish(),
+});
+export type ModelUsageRow = z.infer<typeof ModelUsageRow>;
+
+export const ModelPricesPage = z.looseObject({
+  ...pageFields,
+  prices: z.array(z.looseObject({ endpoint_id: z.string(), unit_price: z.number(), unit: z.string(), currency: z.string() })),
+});
+export type ModelPricesPage = z.infer<typeof ModelPricesPage>;
+
+/** A page of billing events: the envelope; each event is checked on its own (ModelBillingEvent). */
+export const ModelBillingEventsPage = z.looseObject({
+  ...pageFields,
+  billing_events: z.array(z.unknown()),
+});
+
+export const ModelBillingEvent = z.looseObject({
+  request_id: z.string(),
+  endpoint_id: z.string(),
+  timestamp: z.string(),
+  output_units: nullableNumber,
+  unit_price: nullableNumber,
+  percent_discount: nullableNumber,
+  cost_subtotal: nullableNumber,
+  cost_discount: nullableNumber,
+  cost_total: nullableNumber,
+  cost_estimate_nano_usd: nullableNumber,
+});
+export type ModelBillingEvent = z.infer<typeof ModelBillingEvent>;
