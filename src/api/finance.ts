@@ -2,23 +2,29 @@ import { DateTime } from 'luxon';
 import type { Store } from '../store/client.js';
 import { monthlyCostByAppMachine } from '../store/tables/usage-buckets.js';
 import { summaryRangeOfMonth, summaryTotalsByAppMachine } from '../store/tables/usage-summaries.js';
+import { modelSummaryRangeOfMonth, modelSummaryTotals, monthlyModelCost } from '../store/tables/model-usage.js';
 import { addDecimals, decimalToScaled, scaledToDecimal } from '../store/values.js';
 import type { Table } from './http.js';
 
 const SCALE = 12; // Decimal(38, 12) money columns: exact sums in BigInt at this scale
 const TOLERANCE = decimalToScaled('0.01', SCALE);
 
+export type Product = 'serverless' | 'model_api';
+export const PRODUCTS: readonly Product[] = ['serverless', 'model_api'];
+
 export interface FinanceRow {
-  row_type: 'item' | 'total';
+  /** item: one app and machine type, or one model endpoint, unit and key; subtotal: a product in a currency; total: a currency. */
+  row_type: 'item' | 'subtotal' | 'total';
   app: string;
   machine_type: string;
   currency: string;
+  /** Serverless only ('0' for model rows). */
   machine_seconds: string;
   surge_machine_seconds: string;
   subtotal: string;
   discount: string;
   total: string;
-  /** The platform's own summary for the same month, app and machine type. */
+  /** The platform's own summary for the same month and row. */
   platform_summary_total: string | null;
   /** total − platform_summary_total. */
   difference: string | null;
@@ -26,6 +32,32 @@ export interface FinanceRow {
   flagged: boolean;
   /** False while the month is not over in the report's timezone: its figures will still grow. */
   month_complete: boolean;
+  /** serverless or model_api; '' on a currency's total row (both products). */
+  product: Product | '';
+  /** Model rows: the model endpoint (e.g. svc-ai/flux-dev). */
+  endpoint_id: string;
+  /** second (serverless machine-seconds), or the model's unit (image, megapixel, ...). */
+  unit: string;
+  /** In `unit`. */
+  quantity: string;
+  /** Model rows: the API key's label (or the login) that made the calls. */
+  api_key: string;
+}
+
+type Line = Omit<FinanceRow, 'row_type' | 'platform_summary_total' | 'difference' | 'flagged' | 'month_complete'>;
+
+interface ReconciliationRow {
+  product: Product;
+  app: string;
+  machine_type: string;
+  endpoint_id: string;
+  unit: string;
+  api_key: string;
+  currency: string;
+  daily_total: string;
+  summary_total: string | null;
+  difference: string | null;
+  flagged: boolean;
 }
 
 export interface FinanceReport {
@@ -35,22 +67,18 @@ export interface FinanceReport {
   month_complete: boolean;
   range: { from: string; to: string };
   rows: FinanceRow[];
+  /** Per product and currency. */
+  product_totals: FinanceRow[];
+  /** Per currency, both products (currencies are never summed together). */
   totals: FinanceRow[];
   reconciliation: {
-    /** The range of the platform summary compared (the whole month once it is over). */
+    /** The range of the platform summary compared, per product (the whole month once it is over). */
     summary_range: { from: string; to: string } | null;
+    summary_ranges: Record<Product, { from: string; to: string } | null>;
     complete_month: boolean;
     tolerance: string;
     flagged: number;
-    rows: Array<{
-      app: string;
-      machine_type: string;
-      currency: string;
-      daily_total: string;
-      summary_total: string | null;
-      difference: string | null;
-      flagged: boolean;
-    }>;
+    rows: ReconciliationRow[];
   };
 }
 
@@ -68,13 +96,139 @@ export const FINANCE_COLUMNS: Array<keyof FinanceRow> = [
   'difference',
   'flagged',
   'month_complete',
+  'product',
+  'endpoint_id',
+  'unit',
+  'quantity',
+  'api_key',
 ];
 
 const abs = (v: bigint) => (v < 0n ? -v : v);
+const lineKey = (r: Pick<Line, 'product' | 'currency' | 'app' | 'machine_type' | 'endpoint_id' | 'unit' | 'api_key'>) =>
+  [r.product, r.currency, r.app, r.machine_type, r.endpoint_id, r.unit, r.api_key].join('\u0000');
+
+/** One product's daily lines and the platform's summary of the month, as far as it was collected. */
+interface ProductData {
+  product: Product;
+  lines: Line[];
+  /** The daily lines up to the summary's end (= lines once the summary covers the month). */
+  comparable: Line[];
+  summaryEnd: string | null;
+  summary: Map<string, string>;
+}
+
+async function serverlessData(store: Pick<Store, 'client'>, timezone: string, from: string, to: string): Promise<ProductData> {
+  const toLines = (rows: Awaited<ReturnType<typeof monthlyCostByAppMachine>>): Line[] =>
+    rows.map((d) => ({
+      product: 'serverless',
+      app: d.app,
+      machine_type: d.machine_type,
+      endpoint_id: '',
+      unit: 'second',
+      api_key: '',
+      currency: d.currency,
+      quantity: d.machine_seconds,
+      machine_seconds: d.machine_seconds,
+      surge_machine_seconds: d.surge_machine_seconds,
+      subtotal: d.subtotal,
+      discount: d.discount,
+      total: d.total,
+    }));
+  const lines = toLines(await monthlyCostByAppMachine(store, { timezone, from, to }));
+  const [range] = await summaryRangeOfMonth(store, { timezone, from, to });
+  const summaryEnd = Number(range?.n ?? 0) > 0 ? range.last_end : null;
+  const summary = summaryEnd ? await summaryTotalsByAppMachine(store, { timezone, from, end: summaryEnd }) : [];
+  // Compare like with like: when the platform's summary covers only part of the month, so do the daily sums.
+  const comparable = summaryEnd && summaryEnd !== to ? toLines(await monthlyCostByAppMachine(store, { timezone, from, to: summaryEnd })) : lines;
+  const key = (s: { app: string; machine_type: string; currency: string }) =>
+    lineKey({ product: 'serverless', currency: s.currency, app: s.app, machine_type: s.machine_type, endpoint_id: '', unit: 'second', api_key: '' });
+  return { product: 'serverless', lines, comparable, summaryEnd, summary: new Map(summary.map((s) => [key(s), s.total])) };
+}
+
+async function modelData(store: Pick<Store, 'client'>, timezone: string, from: string, to: string): Promise<ProductData> {
+  const toLines = (rows: Awaited<ReturnType<typeof monthlyModelCost>>): Line[] =>
+    rows.map((d) => ({
+      product: 'model_api',
+      app: '',
+      machine_type: '',
+      endpoint_id: d.endpoint_id,
+      unit: d.unit,
+      api_key: d.api_key_label,
+      currency: d.currency,
+      quantity: d.quantity,
+      machine_seconds: '0',
+      surge_machine_seconds: '0',
+      subtotal: d.subtotal,
+      discount: d.discount,
+      total: d.total,
+    }));
+  const lines = toLines(await monthlyModelCost(store, { timezone, from, to }));
+  const [range] = await modelSummaryRangeOfMonth(store, { timezone, from, to });
+  const summaryEnd = Number(range?.n ?? 0) > 0 ? range.last_end : null;
+  const summary = summaryEnd ? await modelSummaryTotals(store, { timezone, from, end: summaryEnd }) : [];
+  const comparable = summaryEnd && summaryEnd !== to ? toLines(await monthlyModelCost(store, { timezone, from, to: summaryEnd })) : lines;
+  const key = (s: { endpoint_id: string; unit: string; currency: string; api_key_label: string }) =>
+    lineKey({ product: 'model_api', currency: s.currency, app: '', machine_type: '', endpoint_id: s.endpoint_id, unit: s.unit, api_key: s.api_key_label });
+  return { product: 'model_api', lines, comparable, summaryEnd, summary: new Map(summary.map((s) => [key(s), s.total])) };
+}
+
+/** Each row of a product against the platform's summary; a row missing on either side is flagged. */
+function reconcile(data: ProductData): ReconciliationRow[] {
+  const comparable = new Map(data.comparable.map((l) => [lineKey(l), l]));
+  const keys = new Set([...comparable.keys(), ...(data.summaryEnd ? data.summary.keys() : [])]);
+  return [...keys].sort().map((k) => {
+    const [product, currency, app, machine_type, endpoint_id, unit, api_key] = k.split('\u0000');
+    const dailyTotal = comparable.get(k)?.total ?? '0';
+    const summaryTotal = data.summaryEnd ? (data.summary.get(k) ?? null) : null;
+    const diff = summaryTotal === null ? null : decimalToScaled(dailyTotal, SCALE) - decimalToScaled(summaryTotal, SCALE);
+    return {
+      product: product as Product,
+      app,
+      machine_type,
+      endpoint_id,
+      unit,
+      api_key,
+      currency,
+      daily_total: dailyTotal,
+      summary_total: summaryTotal,
+      difference: diff === null ? null : scaledToDecimal(diff, SCALE),
+      flagged: data.summaryEnd !== null && (diff === null || abs(diff) > TOLERANCE),
+    };
+  });
+}
+
+/** A subtotal or total row over `items` (one currency), with its reconciliation rows. */
+function sumRow(rowType: 'subtotal' | 'total', product: Product | '', currency: string, items: Line[], recon: ReconciliationRow[], summaryKnown: boolean) {
+  const summaryTotal = summaryKnown ? addDecimals(recon.map((r) => r.summary_total ?? '0'), SCALE) : null;
+  const comparableTotal = addDecimals(recon.map((r) => r.daily_total), SCALE);
+  const diff = summaryTotal === null ? null : decimalToScaled(comparableTotal, SCALE) - decimalToScaled(summaryTotal, SCALE);
+  const single = (f: (l: Line) => string) => (new Set(items.map(f)).size === 1 && items.length > 0 ? f(items[0]) : '');
+  return {
+    row_type: rowType,
+    app: '',
+    machine_type: '',
+    currency,
+    machine_seconds: addDecimals(items.map((i) => i.machine_seconds), SCALE),
+    surge_machine_seconds: addDecimals(items.map((i) => i.surge_machine_seconds), SCALE),
+    subtotal: addDecimals(items.map((i) => i.subtotal), SCALE),
+    discount: addDecimals(items.map((i) => i.discount), SCALE),
+    total: addDecimals(items.map((i) => i.total), SCALE),
+    platform_summary_total: summaryTotal,
+    difference: diff === null ? null : scaledToDecimal(diff, SCALE),
+    flagged: diff !== null && abs(diff) > TOLERANCE,
+    product,
+    endpoint_id: '',
+    // Quantities add up only in one unit.
+    unit: single((l) => l.unit),
+    quantity: single((l) => l.unit) ? addDecimals(items.map((i) => i.quantity), SCALE) : '',
+    api_key: '',
+  } satisfies Omit<FinanceRow, 'month_complete'>;
+}
 
 /**
- * Monthly cost per app and machine type in a timezone, with a total row per currency, reconciled with the
- * platform's own summary for the month. Every figure is an exact decimal (no float arithmetic, no rounding).
+ * Monthly cost of both product lines in a timezone: serverless per app and machine type, model APIs per
+ * endpoint, unit and key; a subtotal per product and currency and a total per currency; each product reconciled
+ * with the platform's own summary for the month. Every figure is an exact decimal (no float arithmetic).
  */
 export async function financeReport(store: Pick<Store, 'client'>, month: string, timezone: string, now: Date = new Date()): Promise<FinanceReport> {
   const start = DateTime.fromFormat(month, 'yyyy-MM', { zone: timezone });
@@ -82,93 +236,54 @@ export async function financeReport(store: Pick<Store, 'client'>, month: string,
   const from = start.toISODate()!;
   const to = start.plus({ months: 1 }).toISODate()!;
   const monthComplete = start.plus({ months: 1 }).toMillis() <= now.getTime();
-  const daily = await monthlyCostByAppMachine(store, { timezone, from, to });
+  const products = [await serverlessData(store, timezone, from, to), await modelData(store, timezone, from, to)];
 
-  const [range] = await summaryRangeOfMonth(store, { timezone, from, to });
-  const summaryEnd = Number(range?.n ?? 0) > 0 ? range.last_end : null;
-  const summary = summaryEnd
-    ? await summaryTotalsByAppMachine(store, { timezone, from, end: summaryEnd })
-    : [];
-  // Compare like with like: when the platform's summary covers only part of the month, so do the daily sums.
-  const comparable = summaryEnd && summaryEnd !== to ? await monthlyCostByAppMachine(store, { timezone, from, to: summaryEnd }) : daily;
-
-  const key = (r: { app: string; machine_type: string; currency: string }) => `${r.currency}\u0000${r.app}\u0000${r.machine_type}`;
-  const summaryByKey = new Map(summary.map((s) => [key(s), s.total]));
-  const comparableByKey = new Map(comparable.map((d) => [key(d), d.total]));
-
-  const reconRows: FinanceReport['reconciliation']['rows'] = [];
-  const keys = new Set([...comparableByKey.keys(), ...(summaryEnd ? summaryByKey.keys() : [])]);
-  for (const k of [...keys].sort()) {
-    const [currency, app, machine_type] = k.split('\u0000');
-    const dailyTotal = comparableByKey.get(k) ?? '0';
-    const summaryTotal = summaryEnd ? (summaryByKey.get(k) ?? null) : null;
-    const diff = summaryTotal === null ? null : decimalToScaled(dailyTotal, SCALE) - decimalToScaled(summaryTotal, SCALE);
-    reconRows.push({
-      app,
-      machine_type,
-      currency,
-      daily_total: dailyTotal,
-      summary_total: summaryTotal,
-      difference: diff === null ? null : scaledToDecimal(diff, SCALE),
-      flagged: summaryEnd !== null && (diff === null || abs(diff) > TOLERANCE),
-    });
+  const recon = new Map(products.map((p) => [p.product, reconcile(p)]));
+  const mark = <R extends Omit<FinanceRow, 'month_complete'>>(r: R): FinanceRow => ({ ...r, month_complete: monthComplete });
+  const rows: FinanceRow[] = [];
+  const productTotals: FinanceRow[] = [];
+  for (const p of products) {
+    const byKey = new Map(recon.get(p.product)!.map((r) => [lineKey(r), r]));
+    for (const l of p.lines) {
+      const r = byKey.get(lineKey(l));
+      rows.push(mark({ row_type: 'item', ...l, platform_summary_total: r?.summary_total ?? null, difference: r?.difference ?? null, flagged: r?.flagged ?? false }));
+    }
+    for (const currency of [...new Set(p.lines.map((l) => l.currency))].sort()) {
+      const items = p.lines.filter((l) => l.currency === currency);
+      const rr = recon.get(p.product)!.filter((r) => r.currency === currency);
+      productTotals.push(mark(sumRow('subtotal', p.product, currency, items, rr, p.summaryEnd !== null)));
+    }
   }
-  const reconByKey = new Map(reconRows.map((r) => [key(r), r]));
-
-  const items: Array<Omit<FinanceRow, 'month_complete'>> = daily.map((d) => {
-    const r = reconByKey.get(key(d));
-    return {
-      row_type: 'item',
-      ...d,
-      platform_summary_total: r?.summary_total ?? null,
-      difference: r?.difference ?? null,
-      flagged: r?.flagged ?? false,
-    };
+  const allLines = products.flatMap((p) => p.lines);
+  const allRecon = [...recon.values()].flat();
+  const totals = [...new Set(allLines.map((l) => l.currency))].sort().map((currency) => {
+    const withSummary = products.filter((p) => p.summaryEnd !== null && p.lines.some((l) => l.currency === currency));
+    const known = withSummary.length === products.filter((p) => p.lines.some((l) => l.currency === currency)).length;
+    return mark(sumRow('total', '', currency, allLines.filter((l) => l.currency === currency), allRecon.filter((r) => r.currency === currency), known));
   });
-
-  const totals: Array<Omit<FinanceRow, 'month_complete'>> = [];
-  for (const currency of [...new Set(items.map((i) => i.currency))].sort()) {
-    const mine = items.filter((i) => i.currency === currency);
-    const recon = reconRows.filter((r) => r.currency === currency);
-    const summaryTotal = summaryEnd ? addDecimals(recon.map((r) => r.summary_total ?? '0'), SCALE) : null;
-    const comparableTotal = addDecimals(recon.map((r) => r.daily_total), SCALE);
-    const diff = summaryTotal === null ? null : decimalToScaled(comparableTotal, SCALE) - decimalToScaled(summaryTotal, SCALE);
-    totals.push({
-      row_type: 'total',
-      app: '',
-      machine_type: '',
-      currency,
-      machine_seconds: addDecimals(mine.map((i) => i.machine_seconds), SCALE),
-      surge_machine_seconds: addDecimals(mine.map((i) => i.surge_machine_seconds), SCALE),
-      subtotal: addDecimals(mine.map((i) => i.subtotal), SCALE),
-      discount: addDecimals(mine.map((i) => i.discount), SCALE),
-      total: addDecimals(mine.map((i) => i.total), SCALE),
-      platform_summary_total: summaryTotal,
-      difference: diff === null ? null : scaledToDecimal(diff, SCALE),
-      flagged: diff !== null && abs(diff) > TOLERANCE,
-    });
-  }
-
-  const mark = (r: Omit<FinanceRow, 'month_complete'>): FinanceRow => ({ ...r, month_complete: monthComplete });
+  const ranges = Object.fromEntries(products.map((p) => [p.product, p.summaryEnd ? { from, to: p.summaryEnd } : null])) as Record<Product, { from: string; to: string } | null>;
+  const withData = products.filter((p) => p.lines.length > 0 || p.summaryEnd !== null);
   return {
     month,
     timezone,
     month_complete: monthComplete,
     range: { from, to },
-    rows: items.map(mark),
-    totals: totals.map(mark),
+    rows,
+    product_totals: productTotals,
+    totals,
     reconciliation: {
-      summary_range: summaryEnd ? { from, to: summaryEnd } : null,
-      complete_month: summaryEnd === to,
+      summary_range: ranges.serverless ?? ranges.model_api,
+      summary_ranges: ranges,
+      complete_month: withData.length > 0 && withData.every((p) => p.summaryEnd === to),
       tolerance: '0.01',
-      flagged: reconRows.filter((r) => r.flagged).length,
-      rows: reconRows,
+      flagged: allRecon.filter((r) => r.flagged).length,
+      rows: allRecon,
     },
   };
 }
 
 export function financeTable(report: FinanceReport): Table {
-  return { columns: FINANCE_COLUMNS, rows: [...report.rows, ...report.totals] as unknown as Table['rows'] };
+  return { columns: FINANCE_COLUMNS, rows: [...report.rows, ...report.product_totals, ...report.totals] as unknown as Table['rows'] };
 }
 
 /**
@@ -191,6 +306,7 @@ export function financeProblem(
     message:
       `no usage is collected for ${report.month} in ${report.timezone}` +
       (configured ? '' : ` (not in TIMEZONES=${context.configuredTimezones.join(',')}: scheduled runs do not collect it)`) +
-      `; collect it with: tallyhouse collect usage --from ${report.range.from} --to ${report.range.to} --timezone ${report.timezone}`,
+      `; collect it with: tallyhouse collect usage --from ${report.range.from} --to ${report.range.to} --timezone ${report.timezone}` +
+      ` (and model APIs: tallyhouse collect models with the same options)`,
   };
 }

@@ -44,7 +44,7 @@ export const CostResponse = z.object({
 });
 
 const FinanceRow = z.object({
-  row_type: z.enum(['item', 'total']),
+  row_type: z.enum(['item', 'subtotal', 'total']).describe('item; subtotal: a product in a currency; total: a currency, both products'),
   app: z.string(),
   machine_type: z.string(),
   currency: z.string(),
@@ -57,6 +57,11 @@ const FinanceRow = z.object({
   difference: money('total minus the platform summary').nullable(),
   flagged: z.boolean().describe('|difference| > 0.01, or one side missing'),
   month_complete: z.boolean().describe('false while the month is not over in the timezone'),
+  product: z.enum(['serverless', 'model_api', '']).describe("the product line; '' on a currency's total row"),
+  endpoint_id: z.string().describe('model rows: the model endpoint'),
+  unit: z.string().describe('second for serverless; the model unit (image, megapixel, ...)'),
+  quantity: z.string().describe('in unit, exact decimal text'),
+  api_key: z.string().describe("model rows: the API key's label or the login"),
 });
 
 export const FinanceResponse = z.object({
@@ -65,16 +70,25 @@ export const FinanceResponse = z.object({
   month_complete: z.boolean(),
   range: z.object({ from: z.string(), to: z.string() }),
   rows: z.array(FinanceRow),
-  totals: z.array(FinanceRow),
+  product_totals: z.array(FinanceRow).describe('per product and currency'),
+  totals: z.array(FinanceRow).describe('per currency, both products'),
   reconciliation: z.object({
     summary_range: z.object({ from: z.string(), to: z.string() }).nullable(),
+    summary_ranges: z.object({
+      serverless: z.object({ from: z.string(), to: z.string() }).nullable(),
+      model_api: z.object({ from: z.string(), to: z.string() }).nullable(),
+    }),
     complete_month: z.boolean(),
     tolerance: z.string(),
     flagged: z.number().int(),
     rows: z.array(
       z.object({
+        product: z.enum(['serverless', 'model_api']),
         app: z.string(),
         machine_type: z.string(),
+        endpoint_id: z.string(),
+        unit: z.string(),
+        api_key: z.string(),
         currency: z.string(),
         daily_total: money('sum of the daily buckets'),
         summary_total: money("the platform's summary").nullable(),

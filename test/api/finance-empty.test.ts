@@ -40,7 +40,7 @@ describe('GET /reports/finance', () => {
     expect(r.status).toBe(404);
     expect(JSON.parse(r.text).error).toEqual({
       type: 'no_data',
-      message: 'no usage is collected for 2025-04 in UTC; collect it with: tallyhouse collect usage --from 2025-04-01 --to 2025-05-01 --timezone UTC',
+      message: 'no usage is collected for 2025-04 in UTC; collect it with: tallyhouse collect usage --from 2025-04-01 --to 2025-05-01 --timezone UTC (and model APIs: tallyhouse collect models with the same options)',
     });
   });
 
@@ -65,6 +65,7 @@ describe('GET /reports/finance', () => {
     const over = parseCsv((await api('/reports/finance?month=2025-03&timezone=UTC&format=csv')).text, { columns: true }) as Array<Record<string, string>>;
     expect(over.map((r) => [r.row_type, r.total, r.month_complete])).toEqual([
       ['item', '1', 'true'],
+      ['subtotal', '1', 'true'],
       ['total', '1', 'true'],
     ]);
   });
@@ -81,7 +82,7 @@ describe('tallyhouse report finance', () => {
     const empty = runCli(['report', 'finance', '--month', '2025-04', '--out', join(dataDir, '..', 'x.csv')], { DATA_DIR: dataDir });
     expect((await empty.exited).code).toBe(1);
     expect(empty.stderr().trim()).toBe(
-      'tallyhouse report finance: no usage is collected for 2025-04 in UTC; collect it with: tallyhouse collect usage --from 2025-04-01 --to 2025-05-01 --timezone UTC',
+      'tallyhouse report finance: no usage is collected for 2025-04 in UTC; collect it with: tallyhouse collect usage --from 2025-04-01 --to 2025-05-01 --timezone UTC (and model APIs: tallyhouse collect models with the same options)',
     );
     expect(existsSync(join(dataDir, '..', 'x.csv'))).toBe(false);
   });

@@ -9,6 +9,7 @@ import type { Runtime } from '../../src/runtime.js';
 import { decimalToScaled } from '../../src/store/values.js';
 import { closeRuntime, openTestRuntime, queryRows } from '../support/store.js';
 import { runJob, simClient } from '../support/jobs.js';
+import { financeReport } from '../../src/api/finance.js';
 
 const NOW = '2026-11-21T12:00:00Z';
 // History starts 2026-10-12 12:00 (40 days): rows before 2026-11-01 (UTC) are served in the legacy cost-only
@@ -112,6 +113,37 @@ describe('models collector against the simulator (fault rate 0.2)', () => {
     ]);
     const catalogue = await queryRows<{ n: string }>(rt, `SELECT count() AS n FROM models FINAL WHERE status = 'deprecated'`, {});
     expect(Number(catalogue[0].n)).toBe(1);
+  });
+
+  it('the finance report: both product lines, totals per product and currency equal the truth and the platform summary', async () => {
+    expect((await runJob(rt, sim, 'usage', { from: '2026-11-01', to: TO, timezone: 'UTC' })).status).toBe('ok');
+    const report = await financeReport(rt.store, '2026-11', 'UTC', new Date(NOW));
+    const sumBy = (rows: Array<{ currency: string; cost_total_nanos: bigint | number }>) => {
+      const m = new Map<string, bigint>();
+      for (const r of rows) m.set(r.currency, (m.get(r.currency) ?? 0n) + BigInt(r.cost_total_nanos));
+      return m;
+    };
+    const modelDaily = sumBy(sim.truth.modelUsage({ from: '2026-11-01', to: TO, timezone: 'UTC' }));
+    const modelSummary = sumBy(sim.truth.modelUsageSummary({ from: '2026-11-01', to: TO, timezone: 'UTC' }));
+    const serverlessDaily = sumBy(sim.truth.usage({ from: '2026-11-01', to: TO, timezone: 'UTC' }).map((r) => ({ ...r, currency: r.currency as string })));
+    expect([...modelDaily.keys()].sort()).toEqual(['EUR', 'USD']);
+    const sub = (product: string, currency: string) => report.product_totals.find((r) => r.product === product && r.currency === currency)!;
+    for (const currency of ['EUR', 'USD']) {
+      expect(decimalToScaled(sub('model_api', currency).total, 9), currency).toBe(modelDaily.get(currency));
+      expect(decimalToScaled(sub('model_api', currency).platform_summary_total!, 9), currency).toBe(modelSummary.get(currency));
+    }
+    expect(decimalToScaled(sub('serverless', 'USD').total, 9)).toBe(serverlessDaily.get('USD'));
+    // Per currency overall: both products; EUR is model APIs alone, never added to USD.
+    const total = (currency: string) => decimalToScaled(report.totals.find((r) => r.currency === currency)!.total, 9);
+    expect(total('USD')).toBe(serverlessDaily.get('USD')! + modelDaily.get('USD')!);
+    expect(total('EUR')).toBe(modelDaily.get('EUR'));
+    expect(report.reconciliation.summary_ranges.model_api).toEqual({ from: '2026-11-01', to: '2026-11-22' });
+    // flux-dev was billed at two prices this month (0.0275, then 0.03 from the 15th): its total is the truth's.
+    const fluxTruth = sim.truth.modelUsage({ from: '2026-11-01', to: TO, timezone: 'UTC' }).filter((r) => r.endpoint_id === 'svc-ai/flux-dev' && !r.legacy);
+    expect(new Set(fluxTruth.map((r) => r.unit_price_nanos))).toEqual(new Set([27_500_000, 30_000_000]));
+    const fluxRows = report.rows.filter((r) => r.endpoint_id === 'svc-ai/flux-dev');
+    expect(fluxRows.length).toBeGreaterThan(1); // one per key
+    expect(fluxRows.reduce((a, r) => a + decimalToScaled(r.total, 9), 0n)).toBe(fluxTruth.reduce((a, r) => a + r.cost_total_nanos, 0n));
   });
 
   it('an API-scope key: the job fails naming the 403, and the serverless usage job still succeeds', async () => {
