@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ConfigError, isLoopbackHost } from '../config.js';
 import type { Extension, Runtime } from '../runtime.js';
 import { collectedTimezones, costByGroups, COST_GROUPS, type CostGroup } from '../store/tables/usage-buckets.js';
+import { MODEL_COST_GROUPS, modelCostByGroups, type ModelCostGroup } from '../store/tables/model-usage.js';
 import { financeProblem, financeReport, financeTable, FINANCE_COLUMNS } from './finance.js';
 import { IANAZone } from 'luxon';
 import { ApiError, badParameter, checkRangeDays, dateParam, formatParam, installErrorHandler, listParam, parseQuery, sendTable } from './http.js';
@@ -97,38 +98,50 @@ function checkRange(rt: Runtime, from: string, to: string): void {
   checkRangeDays((Date.parse(to) - Date.parse(from)) / 86_400_000, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
 }
 
-const groupByParam = listParam().pipe(
-  z.array(z.enum(Object.keys(COST_GROUPS) as [CostGroup, ...CostGroup[]], { error: `expected a subset of ${Object.keys(COST_GROUPS).join(', ')}` })),
-);
+const ALL_GROUPS = [...new Set([...Object.keys(COST_GROUPS), ...Object.keys(MODEL_COST_GROUPS)])] as [string, ...string[]];
+const groupByParam = listParam().pipe(z.array(z.enum(ALL_GROUPS, { error: `expected a subset of ${ALL_GROUPS.join(', ')}` })));
 
 const CostQuery = z.strictObject({
   from: dateParam('first local day, inclusive'),
   to: dateParam('last local day, exclusive'),
   timezone: z.string().default('UTC').describe('one of the collected timezones'),
-  group_by: groupByParam.describe(`comma-separated or repeated: ${Object.keys(COST_GROUPS).join(', ')}`),
-  app: listParam().describe('only these apps (exact names; repeatable)'),
-  search: z.string().max(200, 'expected at most 200 characters').default('').describe('case-insensitive substring of the app name'),
+  product: z.enum(['serverless', 'model_api']).default('serverless').describe('serverless (machine time of your apps) or model_api (calls to model endpoints)'),
+  group_by: groupByParam.describe(
+    `comma-separated or repeated; serverless: ${Object.keys(COST_GROUPS).join(', ')}; model_api: ${Object.keys(MODEL_COST_GROUPS).join(', ')}`,
+  ),
+  app: listParam().describe('serverless: only these apps (exact names; repeatable)'),
+  endpoint: listParam().describe('model_api: only these model endpoints (e.g. svc-ai/flux-dev; repeatable)'),
+  search: z.string().max(200, 'expected at most 200 characters').default('').describe('case-insensitive substring of the app name (serverless) or endpoint id (model_api)'),
   format: formatParam,
 });
 
 const MONEY_COLUMNS = ['machine_seconds', 'surge_machine_seconds', 'subtotal', 'discount', 'cost', 'surge_cost'] as const;
+const MODEL_MONEY_COLUMNS = ['quantity', 'subtotal', 'discount', 'cost'] as const;
 
 function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
   registry.get(app, {
     path: '/cost',
     operationId: 'getCost',
     response: CostResponse,
-    summary: 'Usage cost by app, environment, machine type, surge and calendar period, in a timezone',
+    summary: 'Cost of serverless usage (by app, environment, machine type, surge) or model APIs (by endpoint, API key, unit), per calendar period, in a timezone',
     description:
-      'Money is exact decimal text in the currency of its row; rows of different currencies are never summed together. Per-app totals include surge and non-surge usage; surge_cost is the surge part.',
+      'Money is exact decimal text in the currency of its row; rows of different currencies are never summed together. Serverless: per-app totals include surge and non-surge usage; surge_cost is the surge part. model_api: quantity is in the unit of the row (group by unit to keep units apart).',
     query: CostQuery,
     csv: true,
     handler: async (q, request, reply) => {
       checkRange(rt, q.from, q.to);
       await checkTimezone(rt, q.timezone);
       const groupBy = [...new Set(q.group_by)];
-      const rows = await costByGroups(rt.store, { timezone: q.timezone, from: q.from, to: q.to, groupBy, apps: q.app, search: q.search });
-      const columns = [...groupBy, 'currency', ...MONEY_COLUMNS];
+      const allowed: Record<string, unknown> = q.product === 'model_api' ? MODEL_COST_GROUPS : COST_GROUPS;
+      const wrong = groupBy.filter((g) => !(g in allowed));
+      if (wrong.length > 0) throw badParameter('group_by', `${wrong.join(', ')} do not apply to product=${q.product}; expected a subset of ${Object.keys(allowed).join(', ')}`);
+      if (q.product === 'model_api' && q.app.length > 0) throw badParameter('app', 'applies to product=serverless; use endpoint for model_api');
+      if (q.product === 'serverless' && q.endpoint.length > 0) throw badParameter('endpoint', 'applies to product=model_api; use app for serverless');
+      const rows =
+        q.product === 'model_api'
+          ? await modelCostByGroups(rt.store, { timezone: q.timezone, from: q.from, to: q.to, groupBy: groupBy as ModelCostGroup[], endpoints: q.endpoint, search: q.search })
+          : await costByGroups(rt.store, { timezone: q.timezone, from: q.from, to: q.to, groupBy: groupBy as CostGroup[], apps: q.app, search: q.search });
+      const columns = [...groupBy, 'currency', ...(q.product === 'model_api' ? MODEL_MONEY_COLUMNS : MONEY_COLUMNS)];
       const table = {
         columns,
         rows: rows.map((r) => Object.fromEntries(columns.map((c) => [c, (r as Record<string, string | number | boolean>)[c] ?? null]))),
@@ -137,6 +150,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
         timezone: q.timezone,
         from: q.from,
         to: q.to,
+        product: q.product,
         group_by: groupBy,
         rows: table.rows,
       }), 'cost.csv');

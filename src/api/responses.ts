@@ -27,19 +27,23 @@ export const CostResponse = z.object({
   timezone: z.string(),
   from: z.string().describe('first local day, inclusive'),
   to: z.string().describe('last local day, exclusive'),
+  product: z.enum(['serverless', 'model_api']),
   group_by: z.array(z.string()),
   rows: z.array(
     z
       .object({
         currency: z.string().describe('ISO 4217; rows of different currencies are never summed'),
-        machine_seconds: z.string().describe('machine-seconds, exact decimal text'),
-        surge_machine_seconds: z.string().describe('machine-seconds at surge prices, exact decimal text'),
+        machine_seconds: z.string().optional().describe('serverless: machine-seconds, exact decimal text'),
+        surge_machine_seconds: z.string().optional().describe('serverless: machine-seconds at surge prices, exact decimal text'),
+        quantity: z.string().optional().describe('model_api: units of the row (image, megapixel, second, ...), exact decimal text'),
         subtotal: money('before discounts'),
         discount: money('discounts'),
         cost: money('net cost'),
-        surge_cost: money('the surge part of cost'),
+        surge_cost: money('serverless: the surge part of cost').optional(),
       })
-      .catchall(z.union([z.string(), z.boolean()]).describe('a group-by column (app, environment, machine_type, surge, day, week, month)')),
+      .catchall(
+        z.union([z.string(), z.boolean()]).describe('a group-by column (app, environment, machine_type, surge, endpoint, api_key, unit, day, week, month)'),
+      ),
   ),
 });
 

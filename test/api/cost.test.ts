@@ -232,7 +232,7 @@ describe('hostile input', () => {
   it('serves an OpenAPI document generated from the same schemas', async () => {
     const doc = (await (await api('/openapi.json')).json()) as { openapi: string; paths: Record<string, { get: { parameters: Array<{ name: string }> } }> };
     expect(doc.openapi).toBe('3.1.0');
-    expect(doc.paths['/api/v1/cost'].get.parameters.map((p) => p.name)).toEqual(['from', 'to', 'timezone', 'group_by', 'app', 'search', 'format']);
+    expect(doc.paths['/api/v1/cost'].get.parameters.map((p) => p.name)).toEqual(['from', 'to', 'timezone', 'product', 'group_by', 'app', 'endpoint', 'search', 'format']);
     expect(Object.keys(doc.paths)).toContain('/api/v1/reports/finance');
   });
 });

@@ -5,9 +5,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DateTime } from 'luxon';
 import { startSim, type Sim } from '../../src/sim/index.js';
-import type { Runtime } from '../../src/runtime.js';
+import { startService, type Service } from '../../src/service.js';
+import { apiExtension } from '../../src/api/index.js';
+import { createLogger } from '../../src/log.js';
+import { createRegistry } from '../../src/metrics.js';
 import { decimalToScaled } from '../../src/store/values.js';
-import { closeRuntime, openTestRuntime, queryRows } from '../support/store.js';
+import { queryRows, testConfig } from '../support/store.js';
 import { runJob, simClient } from '../support/jobs.js';
 import { financeReport } from '../../src/api/finance.js';
 
@@ -18,16 +21,26 @@ const NOW = '2026-11-21T12:00:00Z';
 const FROM = '2026-10-13';
 const TO = '2026-11-22';
 
-let rt: Runtime;
+const TOKEN = 'test-token-0123456789abcdef';
+let rt: Service;
 let sim: Sim;
 beforeAll(async () => {
-  rt = await openTestRuntime();
   sim = await startSim({ seed: 7, now: NOW, days: 40, faultRate: 0.2 });
+  rt = await startService(testConfig({ PORT: '0', API_TOKENS: TOKEN, TIMEZONES: 'UTC,America/New_York,Asia/Kolkata' }), {
+    logger: createLogger('silent'),
+    registry: createRegistry({ defaultMetrics: false }),
+    extensions: [apiExtension()],
+  });
 });
 afterAll(async () => {
+  await rt?.close();
   await sim?.close();
-  await closeRuntime(rt);
 });
+
+async function api(path: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${rt.url}/api/v1${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  return { status: res.status, body: await res.json() };
+}
 
 type Totals = Map<string, bigint>;
 
@@ -90,6 +103,22 @@ describe('models collector against the simulator (fault rate 0.2)', () => {
     expect(new Map(rows.map((r) => [`${r.label}|${r.currency}`, decimalToScaled(r.cost, 9)]))).toEqual(truth);
   });
 
+  it('/cost?product=model_api&group_by=endpoint,api_key equals the truth per key; serverless groups are refused', async () => {
+    const truth = new Map<string, bigint>();
+    for (const r of sim.truth.modelUsage({ from: '2026-11-01', to: TO, timezone: 'America/New_York' })) {
+      const key = `${r.endpoint_id}|${r.api_key_label}|${r.currency}`;
+      truth.set(key, (truth.get(key) ?? 0n) + r.cost_total_nanos);
+    }
+    expect(truth.size).toBeGreaterThan(30);
+    const res = await api(`/cost?product=model_api&group_by=endpoint,api_key&from=2026-11-01&to=${TO}&timezone=America/New_York`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const got = new Map<string, bigint>(res.body.rows.map((r: any) => [`${r.endpoint}|${r.api_key}|${r.currency}`, decimalToScaled(r.cost, 9)]));
+    expect(got).toEqual(truth);
+    const refused = await api('/cost?product=model_api&group_by=machine_type&from=2026-11-01&to=2026-11-02');
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('machine_type do not apply to product=model_api');
+  });
+
   it('stores every billed call once, with its cost, and the prices and catalogue', async () => {
     const calls = sim.truth.modelCalls({ from: FROM, to: TO });
     expect(calls.length).toBeGreaterThan(1000);
@@ -146,7 +175,7 @@ describe('models collector against the simulator (fault rate 0.2)', () => {
     expect(fluxRows.reduce((a, r) => a + decimalToScaled(r.total, 9), 0n)).toBe(fluxTruth.reduce((a, r) => a + r.cost_total_nanos, 0n));
   });
 
-  it('an API-scope key: the job fails naming the 403, and the serverless usage job still succeeds', async () => {
+  it('an API-scope key: the models job fails naming the 403, and the serverless usage job still succeeds', async () => {
     const apiOnly = simClient(sim, { api: sim.keys.api, admin: sim.keys.api });
     try {
       const models = await runJob(rt, sim, 'models', { from: '2026-11-20', to: '2026-11-21' }, { platform: apiOnly });
