@@ -158,6 +158,10 @@ export const ConfigSchema = z.object({
   API_QUERY_MAX_MEMORY_BYTES: positiveInt.default(2 * 1024 ** 3),
   API_QUERY_MAX_RESULT_ROWS: positiveInt.default(1_000_000),
   API_MAX_RANGE_DAYS: positiveInt.default(400),
+  // The FOCUS export's BillingAccountId/Name (the platform account the invoice is for) and provider name.
+  FOCUS_BILLING_ACCOUNT_ID: z.string().min(1).default('svc-account'),
+  FOCUS_BILLING_ACCOUNT_NAME: z.string().min(1).optional(),
+  FOCUS_PROVIDER_NAME: z.string().min(1).default('Svc'),
   API_LOGS_MAX_RANGE_DAYS: positiveInt.default(31),
   API_TOKENS: csvList
     .pipe(z.array(z.string().min(MIN_TOKEN_LENGTH, `expected comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters each`)))

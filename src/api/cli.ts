@@ -6,14 +6,18 @@ import { getConfig } from '../config.js';
 import { commandIO } from '../cli/io.js';
 import { withCommandRuntime } from '../service.js';
 import { financeProblem, financeReport, financeTable } from './finance.js';
+import { focusOptions, focusReport, focusTable, FocusNoDataError } from './focus.js';
 import { toCsv } from './http.js';
 
-const USAGE = 'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n';
+const USAGE =
+  'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
+  '       tallyhouse report focus --month YYYY-MM [--out file.csv]   (FOCUS 1.2, UTC days, both product lines)\n';
 
-/** `tallyhouse report finance ...`: the finance report from the store, as CSV (default) or JSON. */
+/** `tallyhouse report finance|focus ...`: a report from the store, as CSV (default) or JSON. */
 export async function reportCommand(argv: string[]): Promise<number> {
   const io = commandIO();
   const [kind, ...rest] = argv;
+  if (kind === 'focus') return focusCommand(rest);
   if (kind !== 'finance') {
     io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}` : 'which report?'}\n\nUsage: ${USAGE}`);
     return 2;
@@ -63,6 +67,44 @@ export async function reportCommand(argv: string[]): Promise<number> {
       io.err(
         `finance report ${values.month} (${timezone}): ${report.rows.length} rows, ${report.reconciliation.flagged} flagged by the reconciliation -> ${values.out}\n`,
       );
+    } else {
+      io.out(text);
+    }
+    return 0;
+  });
+}
+
+/** `tallyhouse report focus --month YYYY-MM [--out file.csv]`: the FOCUS 1.2 file of a month. */
+async function focusCommand(args: string[]): Promise<number> {
+  const io = commandIO();
+  let values: { month?: string; out?: string };
+  try {
+    ({ values } = parseArgs({ args, options: { month: { type: 'string' }, out: { type: 'string' } }, strict: true }));
+  } catch (err) {
+    io.err(`tallyhouse report focus: ${(err as Error).message}\n\nUsage: ${USAGE}`);
+    return 2;
+  }
+  if (!values.month || !/^\d{4}-(0[1-9]|1[0-2])$/.test(values.month)) {
+    io.err(`tallyhouse report focus: --month: expected YYYY-MM\n\nUsage: ${USAGE}`);
+    return 2;
+  }
+  if (values.out && !existsSync(dirname(resolve(values.out)))) {
+    io.err(`tallyhouse report focus: --out: the directory ${dirname(resolve(values.out))} does not exist\n\nUsage: ${USAGE}`);
+    return 2;
+  }
+  return withCommandRuntime(getConfig(), async (rt) => {
+    let rows;
+    try {
+      rows = await focusReport(rt.store, values.month!, focusOptions(rt.config));
+    } catch (err) {
+      if (!(err instanceof FocusNoDataError)) throw err;
+      io.err(`tallyhouse report focus: ${err.message}\n`);
+      return 1;
+    }
+    const text = toCsv(focusTable(rows));
+    if (values.out) {
+      await io.writeFile(values.out, text);
+      io.err(`FOCUS ${values.month}: ${rows.length} rows -> ${values.out}\n`);
     } else {
       io.out(text);
     }

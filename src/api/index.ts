@@ -10,7 +10,8 @@ import { IANAZone } from 'luxon';
 import { ApiError, badParameter, checkRangeDays, dateParam, formatParam, installErrorHandler, listParam, parseQuery, sendTable } from './http.js';
 import { readOnlyStore } from '../store/client.js';
 import { RouteRegistry } from './routes.js';
-import { CostResponse, FinanceResponse } from './responses.js';
+import { CostResponse, FinanceResponse, FocusResponse } from './responses.js';
+import { focusOptions, focusReport, focusTable, FocusNoDataError, FOCUS_COLUMNS } from './focus.js';
 
 export const API_PREFIX = '/api/v1';
 
@@ -180,6 +181,32 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
         ? []
         : [`${q.timezone} is not in TIMEZONES, so scheduled runs do not keep its usage up to date`];
       return sendTable(reply, request, q.format, financeTable(report), () => ({ ...report, warnings }), `finance-${q.month}-${q.timezone.replace(/\//g, '_')}.csv`);
+    },
+  });
+
+  registry.get(app, {
+    path: '/reports/focus',
+    operationId: 'getFocusReport',
+    response: FocusResponse,
+    summary: 'The FOCUS 1.2 cost-and-usage file of a month: serverless and model APIs',
+    description:
+      'One row per UTC day, product, resource (app or model endpoint), SKU price and currency, with the FOCUS 1.2 columns (BilledCost, EffectiveCost, ListCost, ContractedCost, unit prices, quantities and units, charge and billing periods, service and provider) and Tallyhouse columns prefixed x_. Read from the usage collected in UTC; a month without any is a 404 naming the collect commands. CSV by default.',
+    query: z.strictObject({
+      month: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM').refine((m) => m >= '2000-01' && m <= '2100-01', 'expected a month between 2000-01 and 2100-01'),
+      format: formatParam,
+    }),
+    csv: true,
+    handler: async (q, request, reply) => {
+      let rows;
+      try {
+        rows = await focusReport(rt.store, q.month, focusOptions(rt.config));
+      } catch (err) {
+        if (err instanceof FocusNoDataError) throw new ApiError(404, 'no_data', err.message);
+        throw err;
+      }
+      const table = focusTable(rows);
+      const format = q.format ?? (String(request.headers.accept ?? '').includes('application/json') ? 'json' : 'csv');
+      return sendTable(reply, request, format, table, () => ({ month: q.month, columns: [...FOCUS_COLUMNS], rows }), `focus-${q.month}.csv`);
     },
   });
 }

@@ -104,6 +104,12 @@ export const FinanceResponse = z.object({
   warnings: z.array(z.string()),
 });
 
+export const FocusResponse = z.object({
+  month: z.string(),
+  columns: z.array(z.string()).describe('FOCUS 1.2 columns, then Tallyhouse columns prefixed x_'),
+  rows: z.array(z.record(z.string(), z.string().nullable()).describe('one charge: a UTC day, product, resource, SKU price and currency')),
+});
+
 export const RequestCostResponse = z.object({
   timezone: z.string(),
   from: z.string(),

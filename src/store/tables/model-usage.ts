@@ -249,3 +249,30 @@ export const modelCostOfRequests = namedQuery(
    WHERE has({ids:Array(String)}, request_id)`,
   z.object({ request_id: z.string(), endpoint_id: z.string(), output_units: z.string(), cost_total: z.string() }),
 );
+
+/** Daily model charges of a UTC month for the FOCUS export: one row per day, endpoint, unit, key and price. */
+export const focusModelCharges = namedQuery(
+  'focus_model_charges',
+  `SELECT toString(bucket_date) AS day, endpoint_id, unit, currency, api_key_id, login_username,
+          any(api_key_label) AS api_key_label, price_key,
+          toString(any(unit_price)) AS unit_price, toString(any(percent_discount)) AS percent_discount,
+          toString(sum(quantity)) AS quantity, toString(sum(cost_total)) AS cost
+   FROM model_usage_buckets FINAL
+   WHERE timezone = 'UTC' AND timeframe = 'day' AND bucket_date >= {from:Date} AND bucket_date < {to:Date}
+   GROUP BY day, endpoint_id, unit, currency, api_key_id, login_username, price_key
+   ORDER BY day, endpoint_id, unit, currency, api_key_id, login_username, price_key`,
+  z.object({
+    day: z.string(),
+    endpoint_id: z.string(),
+    unit: z.string(),
+    currency: z.string(),
+    api_key_id: z.string(),
+    login_username: z.string(),
+    api_key_label: z.string(),
+    price_key: z.string(),
+    unit_price: z.string().nullable(),
+    percent_discount: z.string().nullable(),
+    quantity: z.string(),
+    cost: z.string(),
+  }),
+);

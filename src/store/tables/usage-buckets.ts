@@ -166,3 +166,26 @@ export const costSinceByApp = namedQuery(
    GROUP BY app, currency ORDER BY sum(cost_total) DESC, app`,
   z.object({ app: z.string(), currency: z.string(), cost: z.string() }),
 );
+
+/** Daily serverless charges of a UTC month for the FOCUS export: one row per day, app, machine type, surge and price. */
+export const focusServerlessCharges = namedQuery(
+  'focus_serverless_charges',
+  `SELECT toString(bucket_date) AS day, app, machine_type, is_surge, currency,
+          toString(unit_price) AS unit_price, toString(percent_discount) AS percent_discount,
+          toString(sum(quantity)) AS quantity, toString(sum(cost_total)) AS cost
+   FROM usage_buckets FINAL
+   WHERE timezone = 'UTC' AND timeframe = 'day' AND bucket_date >= {from:Date} AND bucket_date < {to:Date}
+   GROUP BY day, app, machine_type, is_surge, currency, unit_price, percent_discount
+   ORDER BY day, app, machine_type, is_surge, currency, unit_price`,
+  z.object({
+    day: z.string(),
+    app: z.string(),
+    machine_type: z.string(),
+    is_surge: z.boolean(),
+    currency: z.string(),
+    unit_price: z.string(),
+    percent_discount: z.string().nullable(),
+    quantity: z.string(),
+    cost: z.string(),
+  }),
+);
