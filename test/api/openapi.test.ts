@@ -52,6 +52,7 @@ describe('the OpenAPI document', () => {
     expect(operations).toEqual([
       ['/api/v1/cost', 'getCost'],
       ['/api/v1/reports/finance', 'getFinanceReport'],
+      ['/api/v1/reports/focus', 'getFocusReport'],
       ['/api/v1/cost/requests', 'getRequestCost'],
       ['/api/v1/latency', 'getLatency'],
       ['/api/v1/errors', 'getErrors'],
