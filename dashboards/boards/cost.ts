@@ -8,6 +8,8 @@ import { FROM_TIME, sq, timeFilter, TO_TIME, unlessAll } from '../lib/sql.js';
 /** Daily usage rows of the selected timezone, currency and apps. */
 const USAGE_WHERE = `timezone = ${sq('timezone')} AND timeframe = 'day' AND currency = ${sq('currency')}
   AND ${unlessAll(`app IN (${sq('app')})`, 'app')}`;
+/** Daily model-API rows of the selected timezone and currency. */
+const MODEL_WHERE = `timezone = ${sq('timezone')} AND timeframe = 'day' AND currency = ${sq('currency')}`;
 /** The local date of the end of the time range, in the selected timezone. */
 const TODAY = `WITH ${TO_TIME} AS range_end, toDate(range_end, ${sq('timezone')}) AS today`;
 
@@ -16,7 +18,7 @@ export const cost: DashboardSpec = {
   uid: 'tallyhouse-cost',
   title: 'Tallyhouse / Cost',
   description:
-    'Serverless usage cost from the usage collector (net of discounts, surge included), per local day of the selected timezone. Amounts are in the selected currency.',
+    'Cost of both product lines, net of discounts: serverless usage (usage collector, surge included) and model APIs (models collector), per local day of the selected timezone. Amounts are in the selected currency; the app filter applies to serverless panels.',
   time: { from: 'now-30d', to: 'now' },
   variables: [
     {
@@ -31,8 +33,10 @@ export const cost: DashboardSpec = {
       label: 'Currency',
       description: 'Currency of the amounts (rows in other currencies are not shown).',
       kind: 'query',
-      // FINAL: a tombstone (a row the platform stopped returning, currency '') is not an option.
-      query: "SELECT DISTINCT currency FROM usage_buckets FINAL WHERE timeframe = 'day' ORDER BY currency",
+      // FINAL: a tombstone (a row the platform stopped returning, currency '') is not an option. Both product lines;
+      // the currency with the most spend first (the one selected by default).
+      query:
+        "SELECT currency FROM (SELECT currency, cost_total FROM usage_buckets FINAL WHERE timeframe = 'day' UNION ALL SELECT currency, cost_total FROM model_usage_buckets FINAL WHERE timeframe = 'day') WHERE currency != '' GROUP BY currency ORDER BY sum(cost_total) DESC, currency",
     },
     {
       name: 'app',
@@ -230,6 +234,75 @@ ORDER BY cost DESC`,
           { field: 'app', unit: 'string' },
           { field: 'machine_hours', unit: 'h', decimals: 1 },
           { field: 'share', unit: 'percentunit', decimals: 1 },
+        ],
+      },
+    ],
+    [
+      {
+        type: 'timeseries',
+        title: 'Daily cost by product line (${currency})',
+        description: 'Serverless (machine time of your apps) and model APIs (calls to model endpoints), per local day.',
+        w: 12,
+        h: 8,
+        unit: 'none',
+        decimals: 2,
+        bars: true,
+        stacked: true,
+        interval: '1d',
+        displayName: '${__field.labels.product}',
+        queries: [
+          {
+            format: 'timeseries',
+            sql: `SELECT toDateTime(bucket_date, ${sq('timezone')}) AS time, product, toFloat64(sum(cost)) AS cost
+FROM (
+  SELECT bucket_date, 'serverless' AS product, cost_total AS cost FROM usage_buckets FINAL
+  WHERE timezone = ${sq('timezone')} AND timeframe = 'day' AND currency = ${sq('currency')} AND ${timeFilter('bucket')}
+  UNION ALL
+  SELECT bucket_date, 'model APIs' AS product, cost_total AS cost FROM model_usage_buckets FINAL
+  WHERE ${MODEL_WHERE} AND ${timeFilter('bucket')}
+)
+GROUP BY time, product
+ORDER BY time, product`,
+          },
+        ],
+      },
+      {
+        type: 'bargauge',
+        title: 'Model API spend by endpoint in range (${currency})',
+        description: 'Cost of the calls to each model endpoint, all keys together.',
+        w: 6,
+        h: 8,
+        unit: 'none',
+        decimals: 2,
+        queries: [
+          {
+            format: 'table',
+            sql: `SELECT endpoint_id, toFloat64(sum(cost_total)) AS cost
+FROM model_usage_buckets FINAL
+WHERE ${MODEL_WHERE} AND ${timeFilter('bucket')}
+GROUP BY endpoint_id
+ORDER BY cost DESC
+LIMIT 20`,
+          },
+        ],
+      },
+      {
+        type: 'bargauge',
+        title: 'Model API spend by API key in range (${currency})',
+        description: 'Cost of model calls per API key (its label) or dashboard login.',
+        w: 6,
+        h: 8,
+        unit: 'none',
+        decimals: 2,
+        queries: [
+          {
+            format: 'table',
+            sql: `SELECT if(api_key_label != '', api_key_label, if(api_key_id != '', api_key_id, login_username)) AS api_key, toFloat64(sum(cost_total)) AS cost
+FROM model_usage_buckets FINAL
+WHERE ${MODEL_WHERE} AND ${timeFilter('bucket')}
+GROUP BY api_key
+ORDER BY cost DESC`,
+          },
         ],
       },
     ],

@@ -1,6 +1,6 @@
 // The dashboard "Tallyhouse / Errors" (dashboards/errors.json).
 import type { DashboardSpec } from '../lib/spec.js';
-import { appOf, timeFilter, timeInterval } from '../lib/sql.js';
+import { appOf, sq, timeFilter, timeInterval } from '../lib/sql.js';
 import { ANALYTICS_WHERE, analyticsVariables, APP_SCOPE_FILTER, DEPLOYMENTS, ENDPOINT_FILTER } from './shared.js';
 
 export const errors: DashboardSpec = {
@@ -155,6 +155,34 @@ ORDER BY status_5xx DESC, endpoint_id`,
           { field: 'status_4xx', displayName: '4xx' },
           { field: 'status_5xx', displayName: '5xx' },
           { field: 'rate_5xx', unit: 'percentunit', decimals: 2, displayName: '5xx rate' },
+        ],
+      },
+    ],
+    [
+      {
+        type: 'table',
+        title: 'Model endpoints you call: requests, errors and latency',
+        description:
+          'Your own calls to model endpoints (models analytics) in the range: request count, 4xx and 5xx, the 5xx share and the worst bucket p95 and p99 latency in seconds.',
+        w: 24,
+        h: 8,
+        unit: 'short',
+        queries: [
+          {
+            format: 'table',
+            sql: `SELECT endpoint_id, sum(request_count) AS requests, sum(user_error_count) AS status_4xx, sum(error_count) AS status_5xx,
+  sum(error_count) / nullIf(sum(request_count), 0) AS error_rate, max(p95_duration) AS worst_p95, max(p99_duration) AS worst_p99
+FROM analytics_buckets FINAL
+WHERE kind = 'models' AND timezone = ${sq('timezone')} AND timeframe = ${sq('timeframe')} AND ${timeFilter('bucket')}
+GROUP BY endpoint_id
+ORDER BY requests DESC`,
+          },
+        ],
+        overrides: [
+          { field: 'endpoint_id', unit: 'string' },
+          { field: 'error_rate', unit: 'percentunit', decimals: 1 },
+          { field: 'worst_p95', unit: 's', decimals: 2 },
+          { field: 'worst_p99', unit: 's', decimals: 2 },
         ],
       },
     ],
