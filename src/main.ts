@@ -59,8 +59,10 @@ const commands: Record<string, Command> = {
     raw: async (argv) => (await import('./collectors/scrape-cli.js')).scrapeCommand(argv),
   },
   report: {
-    summary: 'write a report from the store: `report finance --month YYYY-MM --timezone ZONE [--out file.csv]`',
-    usage: 'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]',
+    summary: 'write a report from the store: `report finance --month YYYY-MM --timezone ZONE [--out file.csv]`, `report focus --month YYYY-MM`',
+    usage:
+      'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
+      '       tallyhouse report focus --month YYYY-MM [--out file.csv]',
     raw: async (argv) => (await import('./api/cli.js')).reportCommand(argv),
   },
   sim: {
