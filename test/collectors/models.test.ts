@@ -14,6 +14,7 @@ import { queryRows, testConfig } from '../support/store.js';
 import { runJob, simClient } from '../support/jobs.js';
 import { financeReport } from '../../src/api/finance.js';
 import { parse as parseCsv } from 'csv-parse/sync';
+import { checkFocusCsv } from '../support/focus/check.js';
 
 const NOW = '2026-11-21T12:00:00Z';
 // History starts 2026-10-12 12:00 (40 days): rows before 2026-11-01 (UTC) are served in the legacy cost-only
@@ -176,12 +177,15 @@ describe('models collector against the simulator (fault rate 0.2)', () => {
     expect(fluxRows.reduce((a, r) => a + decimalToScaled(r.total, 9), 0n)).toBe(fluxTruth.reduce((a, r) => a + r.cost_total_nanos, 0n));
   });
 
-  it('the FOCUS file of November: BilledCost per currency equals the finance totals; list and contracted costs are price x quantity', async () => {
+  it('the FOCUS file of November passes the spec-derived check; BilledCost per currency equals the finance totals; list and contracted costs are price x quantity', async () => {
     const report = await financeReport(rt.store, '2026-11', 'UTC', new Date(NOW));
     const res = await fetch(`${rt.url}/api/v1/reports/focus?month=2026-11`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/text\/csv/);
-    const rows = parseCsv(await res.text(), { columns: true }) as Array<Record<string, string>>;
+    const text = await res.text();
+    // The spec-derived check (test/support/focus/check.ts: columns, types, allowed values, nullability, cross-column rules).
+    expect(checkFocusCsv(text)).toEqual([]);
+    const rows = parseCsv(text, { columns: true }) as Array<Record<string, string>>;
     expect(rows.length).toBeGreaterThan(100);
     const billed = new Map<string, bigint>();
     for (const r of rows) billed.set(r.BillingCurrency, (billed.get(r.BillingCurrency) ?? 0n) + decimalToScaled(r.BilledCost, 12));
