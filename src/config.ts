@@ -166,6 +166,20 @@ export const ConfigSchema = z.object({
   API_TOKENS: csvList
     .pipe(z.array(z.string().min(MIN_TOKEN_LENGTH, `expected comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters each`)))
     .optional(),
+  // Grafana Faro receiver (POST /v1/faro/collect): `app=key` pairs, one key per front-end app; off when unset.
+  FARO_APP_KEYS: csvList
+    .pipe(
+      z.array(
+        z.string().regex(new RegExp(`^[A-Za-z0-9._-]+=.{${MIN_TOKEN_LENGTH},}$`), `expected comma-separated app=key pairs, each key of at least ${MIN_TOKEN_LENGTH} characters`),
+      ),
+    )
+    .transform((pairs) => new Map(pairs.map((p) => [p.slice(p.indexOf('=') + 1), p.slice(0, p.indexOf('='))] as const)))
+    .optional(),
+  // Browser origins that may post Faro payloads (CORS); none when unset (same-origin and server-side senders only).
+  FARO_ALLOWED_ORIGINS: csvList.pipe(z.array(z.string().regex(/^https?:\/\/[^/]+$/, 'expected comma-separated origins like https://app.example.com'))).default([]),
+  FARO_MAX_BODY_BYTES: positiveInt.default(5 * 1024 * 1024),
+  // Payloads accepted per second per app key (a burst of the same size); beyond it 429 with Retry-After.
+  FARO_RATE_LIMIT_PER_SECOND: positiveInt.default(50),
   // When set, GET /metrics (which carries per-app cost) needs `Authorization: Bearer <METRICS_TOKEN>`; required
   // when HOST is not a loopback address.
   METRICS_TOKEN: token.optional(),

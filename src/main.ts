@@ -119,6 +119,8 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { businessMetricsExtension },
     { logDrainExtension },
     { webhookExtension },
+    { faroExtension },
+    { sessionRoutes },
     { adminExtension },
     { allJobs },
   ] = await Promise.all([
@@ -130,6 +132,8 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./http/business-metrics.js'),
     import('./ingest/drain/extension.js'),
     import('./ingest/webhooks.js'),
+    import('./ingest/faro/extension.js'),
+    import('./api/session-routes.js'),
     import('./http/admin.js'),
     import('../jobs/index.js'),
   ]);
@@ -139,9 +143,10 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
   const jobRunner: JobRunnerHandle = {};
   return [
     businessMetricsExtension(),
-    apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes]),
+    apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes, sessionRoutes]),
     logDrainExtension({ demoSecret: demo.drainSecret }),
     webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
+    faroExtension(),
     collectorsExtension(allJobs, demo, jobRunner),
     adminExtension({
       commands: Object.fromEntries(

@@ -165,3 +165,42 @@ export const LogsResponse = z.object({
   next_cursor: z.string().nullable().describe('pass as cursor for the next page (also in the X-Next-Cursor header)'),
   has_more: z.boolean(),
 });
+
+export const SessionResponse = z.object({
+  session_id: z.string(),
+  items: z.array(z.looseObject({ timestamp: z.string(), kind: z.string(), message: z.string(), request_id: z.string() })).describe('Faro items in time order'),
+  requests: z.array(
+    z.object({
+      request_id: z.string(),
+      found: z.boolean().describe('false until the requests or models collector has stored it'),
+      endpoint_id: z.string().nullable(),
+      product: z.enum(['serverless', 'model_api']).nullable(),
+      ended_at: z.string().nullable(),
+      status_code: z.number().nullable(),
+      outcome: z.enum(['success', 'user_error', 'error']).nullable(),
+      duration: z.number().nullable().describe('seconds'),
+      billable_units: z.string().nullable(),
+      cost: money('the request cost: billable units at the unit price in effect, or the model call as billed').nullable(),
+      currency: z.string().nullable(),
+      log_lines: z.array(z.object({ timestamp: z.string(), level: z.string(), message: z.string() })),
+    }),
+  ),
+});
+
+export const SessionsResponse = z.object({
+  from: z.string(),
+  to: z.string(),
+  sessions: z.array(
+    z.object({
+      session_id: z.string(),
+      app: z.string(),
+      first_seen: z.string(),
+      last_seen: z.string(),
+      items: z.number(),
+      exceptions: z.number(),
+      requests: z.number().describe('platform requests the session mentions'),
+      request_errors: z.number().describe('of those, answered 5xx'),
+      cost_by_currency: z.record(z.string(), z.string()).describe('their cost per currency (never summed across currencies)'),
+    }),
+  ),
+});

@@ -9,6 +9,8 @@ export interface RouteSpec<Q extends z.ZodType> {
   summary: string;
   description?: string;
   query: Q;
+  /** Path parameters (`:name` in `path`), checked like the query; the handler reads them from request.params. */
+  params?: z.ZodObject;
   /** Shape of the JSON answer (src/api/responses.ts), for the document. */
   response: z.ZodType;
   csv?: boolean;
@@ -25,6 +27,7 @@ export class RouteRegistry {
   get<Q extends z.ZodType>(app: FastifyInstance, spec: RouteSpec<Q>): void {
     this.routes.push(spec as unknown as RouteSpec<z.ZodType>);
     app.get(spec.path, async (request, reply) => {
+      if (spec.params) request.params = this.parse(spec.params, { query: request.params } as FastifyRequest);
       const query = this.parse(spec.query, request);
       return spec.handler(query, request, reply);
     });
@@ -38,19 +41,21 @@ export class RouteRegistry {
         properties?: Record<string, unknown>;
         required?: string[];
       };
-      const parameters = Object.entries(schema.properties ?? {}).map(([name, s]) => ({
+      const pathSchema = r.params ? (z.toJSONSchema(r.params, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, unknown> }) : {};
+      const pathParameters = Object.entries(pathSchema.properties ?? {}).map(([name, s]) => ({ name, in: 'path', required: true, schema: s }));
+      const parameters = [...pathParameters, ...Object.entries(schema.properties ?? {}).map(([name, s]) => ({
         name,
         in: 'query',
         required: (schema.required ?? []).includes(name),
         schema: s,
         ...(typeof (s as { description?: unknown }).description === 'string' ? { description: (s as { description: string }).description } : {}),
-      }));
+      }))];
       const content: Record<string, unknown> = {
         'application/json': { schema: z.toJSONSchema(r.response, { io: 'output', unrepresentable: 'any' }) },
       };
       if (r.csv) content['text/csv'] = { schema: { type: 'string', description: 'RFC 4180 CSV with a header row (format=csv or Accept: text/csv)' } };
       const error = (description: string) => ({ description, content: { 'application/json': { schema: ERROR_SCHEMA } } });
-      paths[`${prefix}${r.path}`] = {
+      paths[`${prefix}${r.path.replace(/:(\w+)/g, '{$1}')}`] = {
         get: {
           operationId: r.operationId,
           summary: r.summary,

@@ -16,6 +16,8 @@ export const LOGS_TABLE = 'logs';
 
 export interface ReplayerOptions {
   spool: Spool;
+  /** The table the records' rows go to (default `logs`); rejects always go to ingest_rejects. */
+  table?: string;
   store: Pick<Store, 'client' | 'mode'>;
   /**
    * With the embedded store: a directory for the batch file the store reads itself (INSERT ... FROM INFILE).
@@ -210,8 +212,9 @@ export class SpoolReplayer {
       group.parts.push(r.rowData);
     }
     for (const [key, group] of groups) {
-      const dedupToken = token(groups.size === 1 ? LOGS_TABLE : `${LOGS_TABLE}\n${key}`, ids);
-      await this.insertParts(LOGS_TABLE, group.parts, dedupToken, group.format);
+      const table = this.o.table ?? LOGS_TABLE;
+      const dedupToken = token(groups.size === 1 ? table : `${table}\n${key}`, ids);
+      await this.insertParts(table, group.parts, dedupToken, group.format);
     }
     const rejects = records.filter((r) => r.rejectData.length > 0).map((r) => r.rejectData);
     if (rejects.length > 0) await this.insertParts(REJECTS_TABLE, rejects, token(REJECTS_TABLE, ids), JSON_ROWS);

@@ -1,0 +1,94 @@
+// Front-end sessions (Faro items) joined with the platform requests they mention and those requests' cost:
+// GET /sessions/:session_id and GET /sessions (ranked by cost, then errors).
+import type { FastifyInstance } from 'fastify';
+import { DateTime } from 'luxon';
+import { z } from 'zod';
+import type { Runtime } from '../runtime.js';
+import { ApiError, badParameter, checkRangeDays } from './http.js';
+import type { RouteRegistry } from './routes.js';
+import { SessionResponse, SessionsResponse } from './responses.js';
+import { modelRequestCosts, requestsByIds, sessionItems, sessionRanking } from '../store/tables/faro-items.js';
+import { requestLogs } from '../store/tables/logs.js';
+
+const MAX_ITEMS = 5000;
+const timeParam = (what: string) =>
+  z
+    .string()
+    .max(40, `expected an ISO 8601 date-time (${what})`)
+    .refine((v) => DateTime.fromISO(v, { zone: 'utc' }).isValid && /^\d{4}-/.test(v), `expected an ISO 8601 date-time (${what})`)
+    .transform((v) => DateTime.fromISO(v, { zone: 'utc' }).toUTC());
+const sql = (d: DateTime) => d.toFormat('yyyy-MM-dd HH:mm:ss.SSS');
+
+/** 2xx success, 4xx the caller's error, 5xx the platform's (as the analytics count them). */
+const outcome = (status: number) => (status >= 500 ? 'error' : status >= 400 ? 'user_error' : 'success');
+
+export function sessionRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
+  registry.get(app, {
+    path: '/sessions/:session_id',
+    operationId: 'getSession',
+    response: SessionResponse,
+    summary: "A front-end session: its Faro items in time order, and each platform request it mentions with status, duration, billable units, cost and log lines",
+    params: z.strictObject({ session_id: z.string().min(1).max(200, 'expected at most 200 characters') }),
+    query: z.strictObject({}),
+    handler: async (_q, request) => {
+      const { session_id } = request.params as { session_id: string };
+      const items = await sessionItems(rt.store, { session_id, limit: MAX_ITEMS });
+      if (items.length === 0) throw new ApiError(404, 'no_data', `no Faro items of session ${JSON.stringify(session_id)} are stored`);
+      const ids = [...new Set(items.map((i) => i.request_id).filter(Boolean))];
+      const first = DateTime.fromSQL(items[0].timestamp, { zone: 'utc' });
+      const last = DateTime.fromSQL(items[items.length - 1].timestamp, { zone: 'utc' });
+      // A request ends near the items that mention it: a day either side bounds the scan.
+      const [serverless, model] = ids.length === 0
+        ? [[], []]
+        : await Promise.all([
+            requestsByIds(rt.store, { ids, endpoint_ids: [], from: sql(first.minus({ days: 1 })), to: sql(last.plus({ days: 1 })) }),
+            modelRequestCosts(rt.store, { ids }),
+          ]);
+      const serverlessById = new Map(serverless.map((r) => [r.request_id, r]));
+      const modelById = new Map(model.map((m) => [m.request_id, m]));
+      const requests = await Promise.all(
+        ids.map(async (id) => {
+          const s = serverlessById.get(id);
+          const m = modelById.get(id);
+          const logs = await requestLogs(rt.store, { request_id: id });
+          return {
+            request_id: id,
+            found: s !== undefined || m !== undefined,
+            endpoint_id: s?.endpoint_id ?? m?.endpoint_id ?? null,
+            product: s ? 'serverless' : m ? 'model_api' : null,
+            ended_at: s?.ended_at ?? null,
+            status_code: s?.status_code ?? null,
+            outcome: s ? outcome(s.status_code) : null,
+            duration: s?.duration ?? null,
+            billable_units: s?.billable_units ?? m?.output_units ?? null,
+            cost: s?.cost ?? m?.cost ?? null,
+            currency: s?.currency ?? m?.currency ?? null,
+            log_lines: logs.map((l) => ({ timestamp: l.timestamp, level: l.level, message: l.message })),
+          };
+        }),
+      );
+      return { session_id, items, requests };
+    },
+  });
+
+  registry.get(app, {
+    path: '/sessions',
+    operationId: 'listSessions',
+    response: SessionsResponse,
+    summary: 'Front-end sessions in a time range, ranked by the cost of the platform requests they mention, then by errors',
+    query: z.strictObject({
+      app: z.string().max(200).default('').describe('only sessions of this front-end app (FARO_APP_KEYS name)'),
+      from: timeParam('start, inclusive').optional().describe('default: 24 hours before to'),
+      to: timeParam('end, exclusive').optional().describe('default: now'),
+      limit: z.coerce.number().int().min(1, 'expected a number 1..1000').max(1000, 'expected at most 1000').default(100),
+    }),
+    handler: async (q) => {
+      const to = q.to ?? DateTime.utc();
+      const from = q.from ?? to.minus({ hours: 24 });
+      if (to <= from) throw badParameter('to', 'expected an end after from (to is exclusive)');
+      checkRangeDays(to.diff(from, 'days').days, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
+      const sessions = await sessionRanking(rt.store, { app: q.app, from: sql(from), to: sql(to), limit: q.limit, endpoint_ids: [] });
+      return { from: from.toISO(), to: to.toISO(), sessions };
+    },
+  });
+}

@@ -1,0 +1,204 @@
+// Issue 17: the Grafana Faro receiver. The real SDK (@grafana/faro-core's initializeFaro with a transport that posts
+// getTransportBody(items)) sends; each item is stored with its session, meta and attributes (expected values are
+// the literals pushed here). A session that mentions simulated requests answers, through the sessions route, the
+// simulator's truth (status, billable units) and the cost at the hand-written unit price or as billed.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BaseTransport, getTransportBody, initializeFaro, LogLevel, VERSION, type TransportItem } from '@grafana/faro-core';
+import { startSim, type Sim } from '../../src/sim/index.js';
+import { startService, type Service } from '../../src/service.js';
+import { apiExtension } from '../../src/api/index.js';
+import { sessionRoutes } from '../../src/api/session-routes.js';
+import { faroExtension, FARO_PATH } from '../../src/ingest/faro/extension.js';
+import { createLogger } from '../../src/log.js';
+import { createRegistry } from '../../src/metrics.js';
+import { decimalToScaled } from '../../src/store/values.js';
+import { queryRows, testConfig } from '../support/store.js';
+import { runJob } from '../support/jobs.js';
+
+const NOW = '2026-11-21T12:00:00Z';
+const KEY = 'faro-key-0123456789abcdef';
+const TOKEN = 'test-token-0123456789abcdef';
+const ORIGIN = 'https://shop.example.com';
+let sim: Sim;
+let service: Service;
+let endpoint: string;
+
+const pricesDir = mkdtempSync(join(tmpdir(), 'th-faro-prices-'));
+const PRICES_FILE = join(pricesDir, 'prices.json');
+
+beforeAll(async () => {
+  sim = await startSim({ seed: 11, now: NOW, days: 3, apps: 3 });
+  endpoint = sim.world.apps.find((a) => a.ownedByCaller)!.endpointId;
+  // Hand-written price: 0.0001 USD per billable unit from before the history starts.
+  writeFileSync(PRICES_FILE, JSON.stringify([{ endpoint_id: endpoint, unit_price: '0.0001', currency: 'USD', effective_from: '2026-01-01' }]));
+  service = await startService(
+    testConfig({
+      PORT: '0',
+      API_TOKENS: TOKEN,
+      FARO_APP_KEYS: `shop-web=${KEY}`,
+      FARO_ALLOWED_ORIGINS: ORIGIN,
+      FARO_MAX_BODY_BYTES: '65536',
+      PRICES_FILE,
+      ENDPOINT_IDS: endpoint,
+    }),
+    { logger: createLogger('silent'), registry: createRegistry({ defaultMetrics: false }), extensions: [faroExtension(), apiExtension([sessionRoutes])] },
+  );
+}, 120_000);
+afterAll(async () => {
+  await service?.close();
+  await sim?.close();
+});
+
+const post = (body: string | Buffer, headers: Record<string, string> = {}) =>
+  fetch(`${service.url}${FARO_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': KEY, ...headers }, body });
+
+async function itemsOf(session: string, expected: number) {
+  let rows: Array<Record<string, any>> = [];
+  for (let i = 0; i < 600 && rows.length < expected; i++) {
+    rows = await queryRows(service, `SELECT * EXCEPT raw, toString(timestamp) AS ts FROM faro_items WHERE session_id = {s:String} ORDER BY kind`, { s: session });
+    if (rows.length < expected) await new Promise((r) => setTimeout(r, 50));
+  }
+  return rows;
+}
+
+class PostTransport extends BaseTransport {
+  readonly name = 'tallyhouse-test-post';
+  readonly version = VERSION;
+  readonly answers: number[] = [];
+  send(items: TransportItem | TransportItem[]) {
+    const body = getTransportBody(Array.isArray(items) ? items : [items]);
+    void post(JSON.stringify(body), { 'x-faro-session-id': 'header-session' }).then((r) => this.answers.push(r.status));
+  }
+  override isBatched() {
+    return true;
+  }
+  override getIgnoreUrls() {
+    return [];
+  }
+}
+
+describe('Faro receiver', () => {
+  it('stores what the Faro SDK sends: logs, an exception, a measurement and an event, with session, meta and attributes', async () => {
+    const transport = new PostTransport();
+    const faro = initializeFaro({
+      app: { name: 'shop-web', version: '1.2.3', environment: 'production', release: 'r42', namespace: 'shop' },
+      transports: [transport],
+      instrumentations: [],
+      metas: [],
+      batching: { enabled: true, sendTimeout: 10, itemLimit: 50 },
+      dedupe: false,
+      isolate: true,
+      unpatchedConsole: console,
+      internalLoggerLevel: 0,
+      parseStacktrace: () => ({ frames: [] }),
+      paused: false,
+      preventGlobalExposure: true,
+      sessionTracking: { enabled: false },
+      trackResources: false,
+    } as unknown as Parameters<typeof initializeFaro>[0]);
+    faro.api.setSession({ id: 'sess-sdk', attributes: { plan: 'pro' } });
+    faro.api.setUser({ id: 'user-7' });
+    faro.api.pushLog(['checkout started'], { level: LogLevel.WARN, context: { cart: '3 items' } });
+    faro.api.pushError(new Error('payment widget failed'));
+    faro.api.pushMeasurement({ type: 'queue_wait', values: { ms: 1234, retries: 2 } });
+    faro.api.pushEvent('submit', { button: 'pay' }, 'checkout');
+
+    const rows = await itemsOf('sess-sdk', 4);
+    expect(transport.answers.every((s) => s === 202)).toBe(true);
+    const pick = (r: Record<string, any>) => ({
+      kind: r.kind, app: r.app, app_namespace: r.app_namespace, release: r.release, app_version: r.app_version, environment: r.environment,
+      session_id: r.session_id, user_id: r.user_id, level: r.level, message: r.message, domain: r.domain, values: r.values, attributes: r.attributes,
+    });
+    const meta = { app: 'shop-web', app_namespace: 'shop', release: 'r42', app_version: '1.2.3', environment: 'production', session_id: 'sess-sdk', user_id: 'user-7' };
+    expect(rows.map(pick)).toEqual([
+      { kind: 'event', ...meta, level: '', message: 'submit', domain: 'checkout', values: {}, attributes: { plan: 'pro', button: 'pay' } },
+      { kind: 'exception', ...meta, level: 'error', message: 'Error: payment widget failed', domain: '', values: {}, attributes: { plan: 'pro' } },
+      { kind: 'log', ...meta, level: 'warn', message: 'checkout started', domain: '', values: {}, attributes: { plan: 'pro', cart: '3 items' } },
+      { kind: 'measurement', ...meta, level: '', message: 'queue_wait', domain: '', values: { ms: 1234, retries: 2 }, attributes: { plan: 'pro' } },
+    ]);
+  });
+
+  it('a session that mentions simulated requests answers their status, billable units and cost', async () => {
+    const from = '2026-11-21T06:00:00Z';
+    const to = '2026-11-21T10:00:00Z';
+    const served = sim.truth.requestList({ endpointId: endpoint, from, to }).filter((r) => r.status_code === 200 && Date.parse(r.billed_at) < Date.parse(NOW));
+    const failed = sim.truth.requestList({ endpointId: endpoint, from, to }).find((r) => r.status_code >= 500);
+    const call = sim.truth.modelCalls({ from, to })[0];
+    expect(served.length).toBeGreaterThan(0);
+    expect(call).toBeDefined();
+    expect((await runJob(service, sim, 'requests', { from, to })).status).toBe('ok');
+    expect((await runJob(service, sim, 'models', { from: '2026-11-21', to: '2026-11-22', timezone: 'UTC' })).status).toBe('ok');
+    const ok = served[0];
+    const body = {
+      meta: { app: { name: 'shop-web' }, session: { id: 'sess-join' } },
+      events: [{ name: 'generate', attributes: { request_id: ok.request_id }, timestamp: ok.ended_at }],
+      logs: [
+        { message: `polling https://queue.svc.run/svc-ai/x/requests/${call.request_id}/status`, level: 'info', context: {}, timestamp: call.ended_at },
+        ...(failed ? [{ message: 'failed', level: 'error', context: { requestId: failed.request_id }, timestamp: failed.ended_at }] : []),
+      ],
+    };
+    expect((await post(JSON.stringify(body))).status).toBe(202);
+    await itemsOf('sess-join', body.logs.length + 1);
+    const res = await fetch(`${service.url}/api/v1/sessions/sess-join`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(200);
+    const session = (await res.json()) as { requests: Array<Record<string, any>> };
+    const byId = new Map(session.requests.map((r) => [r.request_id, r]));
+    const s = byId.get(ok.request_id)!;
+    expect([s.product, s.status_code, Number(s.billable_units), s.currency]).toEqual(['serverless', 200, ok.billable_units, 'USD']);
+    // Hand-derived: billable units x 0.0001 USD.
+    expect(decimalToScaled(s.cost, 12)).toBe(decimalToScaled(String(ok.billable_units), 12) / 10_000n);
+    const m = byId.get(call.request_id)!;
+    expect([m.product, m.endpoint_id, decimalToScaled(m.cost, 9), m.currency]).toEqual(['model_api', call.endpoint_id, call.cost_total_nanos, call.currency]);
+    if (failed) expect([byId.get(failed.request_id)!.status_code, byId.get(failed.request_id)!.outcome]).toEqual([failed.status_code, 'error']);
+
+    const list = await fetch(`${service.url}/api/v1/sessions?from=2026-11-21T00:00:00Z&to=2026-11-22T00:00:00Z`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const listed = (await list.json()) as { sessions: Array<Record<string, any>> };
+    expect(list.status, JSON.stringify(listed)).toBe(200);
+    const ranked = listed.sessions.find((x) => x.session_id === 'sess-join')!;
+    expect(ranked.requests).toBe(body.logs.length + 1);
+    expect(ranked.cost_by_currency[call.currency]).toBeDefined();
+  });
+
+  it('refuses what it must: a wrong key (401, nothing stored), a foreign origin (no CORS grant), too large (413), bad JSON (400)', async () => {
+    const payload = JSON.stringify({ meta: { session: { id: 'sess-refused' } }, logs: [{ message: 'x', level: 'info', timestamp: NOW }] });
+    expect((await post(payload, { 'x-api-key': 'wrong-key-0123456789abcdef' })).status).toBe(401);
+    expect((await post(payload, { 'x-api-key': '' })).status).toBe(401);
+    const preflight = await fetch(`${service.url}${FARO_PATH}`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+    const allowed = await fetch(`${service.url}${FARO_PATH}`, { method: 'OPTIONS', headers: { origin: ORIGIN, 'access-control-request-method': 'POST' } });
+    expect(allowed.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+    expect((await post(payload, { origin: 'https://evil.example' })).headers.get('access-control-allow-origin')).toBeNull();
+    expect((await post('x'.repeat(70_000))).status).toBe(413);
+    expect((await post(gzipSync(Buffer.from(JSON.stringify({ logs: [{ message: 'y'.repeat(200_000), level: 'info' }] }))), { 'content-encoding': 'gzip' })).status).toBe(413);
+    const bad = await post('{"meta": ');
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { message: string }).message).toMatch(/not JSON/);
+    expect(await queryRows(service, `SELECT count() AS n FROM faro_items WHERE session_id = 'sess-refused'`)).toEqual([{ n: '0' }]);
+  });
+
+  it('one bad item beside good ones: 202, the good ones stored, the bad one in ingest_rejects with its reason', async () => {
+    const body = {
+      meta: { app: { name: 'shop-web' }, session: { id: 'sess-mixed' } },
+      measurements: [
+        { type: 'ttfb', values: { ms: 120 }, timestamp: NOW },
+        { type: 'broken', values: { ms: 'fast' }, timestamp: NOW },
+      ],
+      logs: [{ message: 'fine', level: 'info', context: {}, timestamp: NOW }],
+    };
+    const res = await post(JSON.stringify(body));
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ accepted: 2, rejected: 1 });
+    const rows = await itemsOf('sess-mixed', 2);
+    expect(rows.map((r) => r.message).sort()).toEqual(['fine', 'ttfb']);
+    let rejects: Array<{ reason: string; raw: string }> = [];
+    for (let i = 0; i < 200 && rejects.length === 0; i++) {
+      rejects = await queryRows(service, `SELECT reason, raw FROM ingest_rejects WHERE source = 'faro' AND raw LIKE '%broken%'`);
+      if (rejects.length === 0) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(rejects).toEqual([{ reason: 'measurement: values must be an object of finite numbers', raw: JSON.stringify(body.measurements[1]) }]);
+  });
+});
