@@ -139,14 +139,14 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
   ]);
   // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
   // the receiver fetches from the simulator.
-  const demo: DemoWiring = isDemoMode(config) ? { drainSecret: randomBytes(32).toString('hex') } : {};
+  const demo: DemoWiring = isDemoMode(config) ? { drainSecret: randomBytes(32).toString('hex'), faroKey: randomBytes(24).toString('hex') } : {};
   const jobRunner: JobRunnerHandle = {};
   return [
     businessMetricsExtension(),
     apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes, sessionRoutes]),
     logDrainExtension({ demoSecret: demo.drainSecret }),
     webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
-    faroExtension(),
+    faroExtension({ demoKey: config.FARO_APP_KEYS ? undefined : demo.faroKey }),
     collectorsExtension(allJobs, demo, jobRunner),
     adminExtension({
       commands: Object.fromEntries(

@@ -11,6 +11,8 @@ import { commandLineTarget, durationMs, scrapeTargets } from '../collectors/scra
 export interface DemoWiring {
   /** The drain secret the simulator signs with and the drain verifies. */
   drainSecret?: string;
+  /** The key the demo front end posts Faro payloads with (the receiver accepts it as app demo-web). */
+  faroKey?: string;
   /** Set once the simulator runs: where its key set is. */
   simUrl?: string;
 }
@@ -27,7 +29,7 @@ export interface JobRunnerHandle {
 export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}, handle: JobRunnerHandle = {}): Extension {
   return async (rt) => {
     const targets = scrapeTargets(rt.config, { baseUrl: rt.config.SVC_BASE_URL, apiKey: rt.config.SVC_API_KEY });
-    const source = await openPlatformSource(rt.config, rt.logger, { drainSecret: demo.drainSecret });
+    const source = await openPlatformSource(rt.config, rt.logger, { drainSecret: demo.drainSecret, faroKey: demo.faroKey });
     if (source.sim) {
       demo.simUrl = source.sim.url;
       const sim = source.sim;

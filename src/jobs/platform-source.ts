@@ -19,6 +19,8 @@ export interface PlatformSourceOptions {
   demoNoticeLevel?: 'warn' | 'info';
   /** Demo mode: the log drain's secret, so the simulator signs what the service verifies. */
   drainSecret?: string;
+  /** Demo mode: the simulated front end posts Faro payloads with this key (none: it stays quiet). */
+  faroKey?: string;
 }
 
 export async function openPlatformSource(config: Config, logger: Logger, opts: PlatformSourceOptions = {}): Promise<PlatformSource> {
@@ -54,6 +56,7 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
       pushTo(serviceUrl) {
         sim.drain.setUrl(`${serviceUrl}/v1/drains/logs`);
         sim.webhooks.setUrl(`${serviceUrl}/v1/webhooks/queue`);
+        if (opts.faroKey) sim.frontEnd.setTarget({ url: `${serviceUrl}/v1/faro/collect`, key: opts.faroKey });
       },
     },
     async close() {

@@ -10,6 +10,7 @@ import type { CacheLimits } from './caches.js';
 import { Webhooks, type WebhookDelivery } from './webhooks.js';
 import { Drain, type DrainPushOptions, type DrainPushResult } from './drain.js';
 import { createTruth, type Truth } from './truth.js';
+import { FrontEnd } from './frontend.js';
 import { createLogger, type Logger } from '../log.js';
 
 export type { FaultKind } from './faults.js';
@@ -95,6 +96,12 @@ export interface Sim {
     /** Resolves when all deliveries (retries, repeats) have settled. */
     idle(): Promise<void>;
   };
+  /** A web front end of the caller's, reporting to a Faro receiver (demo mode). */
+  frontEnd: {
+    setTarget(target: { url: string; key: string } | undefined): void;
+    payloads(fromMs: number, toMs: number): Array<Record<string, unknown>>;
+    idle(): Promise<void>;
+  };
   drain: {
     secret: string;
     push(opts?: DrainPushOptions): Promise<DrainPushResult>;
@@ -139,6 +146,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     gzip: opts.drainGzip,
     timeoutMs: opts.drainTimeoutMs,
   });
+  const frontEnd = new FrontEnd(model);
   const truth = createTruth(model, webhooks, drain);
   const stats = { requestsServed: 0, recordsServed: 0, faultsInjected: {} as Record<string, number> };
   const requestLog = new RequestLog(opts.requestLogLimit ?? DEFAULT_REQUEST_LOG_LIMIT);
@@ -157,6 +165,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     if (to > pushedUntil) {
       webhooks.onClock(pushedUntil, to);
       drain.onClock(pushedUntil, to);
+      frontEnd.onClock(pushedUntil, to);
     }
     pushedUntil = Math.max(pushedUntil, to);
   };
@@ -202,8 +211,14 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
         return drain.disabled;
       },
     },
+    frontEnd: {
+      setTarget: (target) => frontEnd.setTarget(target),
+      payloads: (fromMs, toMs) => frontEnd.payloads(fromMs, toMs),
+      idle: () => frontEnd.idle(),
+    },
     async close() {
       if (ticker) clearInterval(ticker);
+      frontEnd.close();
       webhooks.close();
       drain.close();
       for (const t of pendingTimers) clearTimeout(t);

@@ -201,4 +201,28 @@ describe('Faro receiver', () => {
     }
     expect(rejects).toEqual([{ reason: 'measurement: values must be an object of finite numbers', raw: JSON.stringify(body.measurements[1]) }]);
   });
+
+  it('the simulator plays a front end: its sessions name simulated requests, and they arrive', async () => {
+    const now = Date.parse(NOW);
+    const past = sim.frontEnd.payloads(now - 3_600_000, now);
+    const named = past.flatMap((p) => (p.events as Array<{ attributes: { request_id: string; endpoint_id: string } }>).map((e) => e.attributes));
+    // Each names a request the simulator served (its truth lists it for that endpoint).
+    const sample = named.filter((x) => !x.endpoint_id.startsWith('svc-ai/')).slice(0, 5);
+    expect(sample.length).toBeGreaterThan(0);
+    for (const x of sample) {
+      const truth = sim.truth.requestList({ endpointId: x.endpoint_id, from: new Date(now - 7_200_000).toISOString(), to: NOW });
+      expect(truth.some((r) => r.request_id === x.request_id), x.request_id).toBe(true);
+    }
+    // Moving the clock plays the next hour to the receiver.
+    const next = sim.frontEnd.payloads(now, now + 3_600_000).reduce((n, p) => n + (p.events as unknown[]).length, 0);
+    expect(next).toBeGreaterThan(0);
+    sim.frontEnd.setTarget({ url: `${service.url}${FARO_PATH}`, key: KEY });
+    sim.clock.advance(3_600_000);
+    await sim.frontEnd.idle();
+    sim.frontEnd.setTarget(undefined);
+    const count = async () =>
+      Number((await queryRows<{ n: string }>(service, `SELECT count() AS n FROM faro_items WHERE startsWith(session_id, 'demo-') AND kind = 'event'`))[0].n);
+    for (let i = 0; i < 200 && (await count()) < next; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await count()).toBe(next);
+  });
 });

@@ -50,9 +50,10 @@ function appOfKey(keys: ReadonlyMap<string, string>, given: string | undefined):
   return found;
 }
 
-export function faroExtension(): Extension {
+/** `demoKey`: demo mode without FARO_APP_KEYS accepts the simulated front end (app demo-web) with this key. */
+export function faroExtension(options: { demoKey?: string } = {}): Extension {
   return async (rt) => {
-    const keys = rt.config.FARO_APP_KEYS;
+    const keys = rt.config.FARO_APP_KEYS ?? (options.demoKey ? new Map([[options.demoKey, 'demo-web']]) : undefined);
     const logger = rt.logger.child({ component: 'faro' });
     if (!keys || keys.size === 0) {
       rt.app.post(FARO_PATH, async (_req, reply) =>
