@@ -306,5 +306,44 @@ ORDER BY cost DESC`,
         ],
       },
     ],
+    [
+      {
+        type: 'table',
+        title: 'Top front-end sessions by cost (${currency})',
+        description:
+          'Sessions reported by your web front ends (Faro): the platform requests they mention and those requests\' cost (serverless at the unit price in effect, model calls as billed).',
+        w: 24,
+        h: 8,
+        unit: 'none',
+        decimals: 4,
+        queries: [
+          {
+            format: 'table',
+            sql: `WITH mentioned AS (SELECT DISTINCT session_id, app, request_id FROM faro_items WHERE request_id != '' AND ${timeFilter('timestamp')})
+SELECT m.session_id AS session, any(m.app) AS app, count() AS requests, toFloat64(sum(x.cost)) AS cost
+FROM mentioned AS m
+INNER JOIN (
+  SELECT r.request_id AS request_id, r.billable_units * p.unit_price AS cost, p.currency AS currency
+  FROM (SELECT endpoint_id, ended_at, request_id, billable_units FROM requests FINAL
+        WHERE billable_units IS NOT NULL AND request_id IN (SELECT request_id FROM mentioned)) AS r
+  ASOF INNER JOIN (SELECT endpoint_id, effective_from, unit_price, currency FROM unit_prices FINAL) AS p
+  ON r.endpoint_id = p.endpoint_id AND r.ended_at >= p.effective_from
+  UNION ALL
+  SELECT e.request_id AS request_id, e.cost_total AS cost, c.currency AS currency
+  FROM (SELECT request_id, endpoint_id, cost_total FROM model_billing_events FINAL WHERE request_id IN (SELECT request_id FROM mentioned) AND cost_total IS NOT NULL) AS e
+  INNER JOIN (SELECT endpoint_id, argMax(currency, observed_at) AS currency FROM model_prices GROUP BY endpoint_id) AS c ON c.endpoint_id = e.endpoint_id
+) AS x ON x.request_id = m.request_id
+WHERE x.currency = ${sq('currency')}
+GROUP BY session
+ORDER BY cost DESC
+LIMIT 20`,
+          },
+        ],
+        overrides: [
+          { field: 'session', unit: 'string' },
+          { field: 'app', unit: 'string' },
+        ],
+      },
+    ],
   ],
 };

@@ -186,5 +186,53 @@ ORDER BY requests DESC`,
         ],
       },
     ],
+    [
+      {
+        type: 'timeseries',
+        title: 'Front-end exceptions (Faro)',
+        description: 'Exceptions your web front ends reported (Grafana Faro receiver), per front-end app: beside the platform error types above, what users saw.',
+        w: 12,
+        h: 8,
+        unit: 'short',
+        bars: true,
+        stacked: true,
+        interval: '1h',
+        displayName: '${__field.labels.app}',
+        queries: [
+          {
+            format: 'timeseries',
+            sql: `SELECT ${timeInterval('timestamp')} AS time, app, count() AS exceptions
+FROM faro_items
+WHERE kind = 'exception' AND ${timeFilter('timestamp')}
+GROUP BY time, app
+ORDER BY time, app`,
+          },
+        ],
+      },
+      {
+        type: 'table',
+        title: 'Front-end sessions with failed platform requests',
+        description: 'Sessions whose front end mentioned a platform request that failed (5xx), with the request count and exceptions.',
+        w: 12,
+        h: 8,
+        unit: 'short',
+        queries: [
+          {
+            format: 'table',
+            sql: `SELECT f.session_id AS session, any(f.app) AS app, uniqExact(f.request_id) AS requests, countIf(r.status_code >= 500) AS failed_requests
+FROM (SELECT DISTINCT session_id, app, request_id FROM faro_items WHERE request_id != '' AND ${timeFilter('timestamp')}) AS f
+LEFT JOIN (SELECT request_id, status_code FROM requests FINAL WHERE request_id IN (SELECT request_id FROM faro_items WHERE request_id != '' AND ${timeFilter('timestamp')})) AS r
+ON r.request_id = f.request_id
+GROUP BY session
+ORDER BY failed_requests DESC, requests DESC
+LIMIT 20`,
+          },
+        ],
+        overrides: [
+          { field: 'session', unit: 'string' },
+          { field: 'app', unit: 'string' },
+        ],
+      },
+    ],
   ],
 };

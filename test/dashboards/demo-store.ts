@@ -2,6 +2,7 @@ import { startService, type Service } from '../../src/service.js';
 import { businessMetricsExtension } from '../../src/http/business-metrics.js';
 import { logDrainExtension } from '../../src/ingest/drain/extension.js';
 import { webhookExtension } from '../../src/ingest/webhooks.js';
+import { faroExtension, FARO_PATH } from '../../src/ingest/faro/extension.js';
 import type { SpoolReplayer } from '../../src/ingest/drain/replay.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
@@ -13,6 +14,7 @@ import { testConfig } from '../support/store.js';
 import { runJob, simClient } from '../support/jobs.js';
 
 const DRAIN_SECRET = 'd'.repeat(64);
+const FARO_KEY = 'demo-faro-key-0123456789';
 
 export interface DemoStore {
   service: Service;
@@ -34,7 +36,7 @@ export interface DemoStore {
 export async function openDemoStore(): Promise<DemoStore> {
   const now = new Date();
   let replayer: SpoolReplayer | undefined;
-  const config = testConfig({ PORT: '0', LOG_DRAIN_SECRET: DRAIN_SECRET, JOBS_ENABLED: 'false', TIMEZONES: 'UTC,America/New_York' });
+  const config = testConfig({ PORT: '0', LOG_DRAIN_SECRET: DRAIN_SECRET, JOBS_ENABLED: 'false', TIMEZONES: 'UTC,America/New_York', FARO_APP_KEYS: `demo-web=${FARO_KEY}` });
   const service = await startService(config, {
     logger: createLogger(config.LOG_LEVEL),
     registry: createRegistry({ defaultMetrics: false }),
@@ -42,6 +44,7 @@ export async function openDemoStore(): Promise<DemoStore> {
       businessMetricsExtension(),
       logDrainExtension({ onStarted: (d) => (replayer = d.replayer) }),
       webhookExtension({ jwksUrl: () => `${simUrl}/.well-known/jwks.json` }),
+      faroExtension(),
     ],
   });
   let drain = { linesSent: 0, malformed: 0 };
@@ -67,6 +70,11 @@ export async function openDemoStore(): Promise<DemoStore> {
     if (pushed.linesAcknowledged !== pushed.linesSent) throw new Error(`drain: ${pushed.linesAcknowledged} of ${pushed.linesSent} lines acknowledged`);
     drain = { linesSent: pushed.linesSent, malformed: pushed.malformed.length };
     await replayer!.whenReplayed();
+    // The simulated front end's sessions of the last 6 hours (Faro payloads naming collected requests).
+    for (const payload of sim.frontEnd.payloads(now.getTime() - 6 * 3_600_000, now.getTime())) {
+      const res = await fetch(`${service.url}${FARO_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': FARO_KEY }, body: JSON.stringify(payload) });
+      if (res.status !== 202) throw new Error(`faro: ${res.status} ${await res.text()}`);
+    }
     // Queue webhooks of failed requests (their error types feed the Errors dashboard), verified by the receiver.
     const failedRequests = sim.truth
       .apps()
