@@ -62,7 +62,7 @@ export function apiExtension(extraRoutes: ApiRoutes[] = []): Extension {
         app.get('/', async () => ({
           service: 'tallyhouse',
           openapi: `${API_PREFIX}/openapi.json`,
-          routes: registry.routes.map((r) => ({ path: `${API_PREFIX}${r.path}`, operationId: r.operationId, summary: r.summary })),
+          routes: registry.routes.map((r) => ({ path: `${API_PREFIX}${r.path.replace(/:(\w+)/g, '{$1}')}`, operationId: r.operationId, summary: r.summary })),
         }));
         app.get('/openapi.json', async (request) =>
           registry.openapi(

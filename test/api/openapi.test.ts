@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../../src/service.js';
+import { sessionRoutes } from '../../src/api/session-routes.js';
 import { apiExtension } from '../../src/api/index.js';
 import { analyticsRoutes } from '../../src/api/analytics-routes.js';
 import { logsRoutes } from '../../src/api/logs-routes.js';
@@ -25,7 +26,7 @@ beforeAll(async () => {
   service = await startService(testConfig({ PORT: '0' }), {
     logger: createLogger('silent'),
     registry: createRegistry({ defaultMetrics: false }),
-    extensions: [apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes])],
+    extensions: [apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes, sessionRoutes])],
   });
   doc = (await (await fetch(`${service.url}/api/v1/openapi.json`)).json()) as Doc;
 });
@@ -58,6 +59,8 @@ describe('the OpenAPI document', () => {
       ['/api/v1/errors', 'getErrors'],
       ['/api/v1/runners', 'getRunners'],
       ['/api/v1/logs', 'searchLogs'],
+      ['/api/v1/sessions/{session_id}', 'getSession'],
+      ['/api/v1/sessions', 'listSessions'],
     ]);
     expect(doc.servers).toEqual([{ url: service.url, description: 'this Tallyhouse service' }]);
     const finance = doc.paths['/api/v1/reports/finance'].get.responses['200'].content!['application/json'].schema;
