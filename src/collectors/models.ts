@@ -12,7 +12,6 @@ import {
   ModelsPage,
   ModelUsageRow,
   platformPaths,
-  SeriesPage,
 } from '../platform/index.js';
 import {
   liveModelBucketKeys,
@@ -32,7 +31,7 @@ import {
 } from '../store/tables/model-usage.js';
 import { addDecimals, isoToDateTime64, nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../store/values.js';
 import { collectorRejects, commitRows, describeZodIssue, tableWrite } from './common.js';
-import { parseBucket, type UsageRange } from './usage.js';
+import { readSeriesAndSummary, type UsageRange } from './usage.js';
 
 const USAGE_EXPAND = 'auth_method,auth_method_structured';
 /** The platform serves at most 90 days of billing events per call. */
@@ -119,65 +118,33 @@ export async function collectModelUsageChunk(ctx: JobContext, range: UsageRange 
   let summaryRejected = false;
 
   for (const endpoints of groups) {
-    const base = { start: range.from, end: range.to, timezone, timeframe: 'day', endpoint_id: endpoints };
-    for await (const page of ctx.platform.paginate(platformPaths.modelsUsage, {
-      query: { ...base, expand: `time_series,${USAGE_EXPAND}` },
-      scope: 'admin',
-      schema: SeriesPage,
-      ctx: ctx.call,
-    })) {
-      for (const series of page.time_series ?? []) {
-        const bucket = parseBucket(series.bucket, timezone);
-        if (typeof bucket === 'string') {
-          unreadableBucket = true;
-          for (const raw of series.results) rejects.add(raw, `bad bucket ${JSON.stringify(series.bucket)}: ${bucket}`);
-          continue;
-        }
-        for (const raw of series.results) {
-          const parsed = ModelUsageRow.safeParse(raw);
-          if (!parsed.success) {
-            bucketsWithRejects.add(bucket.utc);
-            rejects.add(raw, describeZodIssue(parsed.error));
-            continue;
-          }
-          buckets.push({
-            timezone,
-            timeframe: 'day',
-            bucket: bucket.utc,
-            bucket_offset_minutes: bucket.offsetMinutes,
-            bucket_date: bucket.localDate,
-            ...modelColumns(parsed.data, raw),
-            version,
-            is_deleted: 0,
-            collected_at: collectedAt,
-          });
-        }
-      }
+    const read = await readSeriesAndSummary(ctx, {
+      path: platformPaths.modelsUsage,
+      query: { start: range.from, end: range.to, timezone, timeframe: 'day', endpoint_id: endpoints },
+      expand: `,${USAGE_EXPAND}`,
+      timezone,
+      schema: ModelUsageRow,
+      rejects,
+    });
+    for (const { bucket, row, raw } of read.buckets) {
+      buckets.push({
+        timezone,
+        timeframe: 'day',
+        bucket: bucket.utc,
+        bucket_offset_minutes: bucket.offsetMinutes,
+        bucket_date: bucket.localDate,
+        ...modelColumns(row, raw),
+        version,
+        is_deleted: 0,
+        collected_at: collectedAt,
+      });
     }
-    for await (const page of ctx.platform.paginate(platformPaths.modelsUsage, {
-      query: { ...base, expand: `summary,${USAGE_EXPAND}` },
-      scope: 'admin',
-      schema: SeriesPage,
-      ctx: ctx.call,
-    })) {
-      for (const raw of page.summary ?? []) {
-        const parsed = ModelUsageRow.safeParse(raw);
-        if (!parsed.success) {
-          summaryRejected = true;
-          rejects.add(raw, describeZodIssue(parsed.error));
-          continue;
-        }
-        summaries.push({
-          timezone,
-          range_start: range.from,
-          range_end: range.to,
-          ...modelColumns(parsed.data, raw),
-          version,
-          is_deleted: 0,
-          collected_at: collectedAt,
-        });
-      }
+    for (const { row, raw } of read.summary) {
+      summaries.push({ timezone, range_start: range.from, range_end: range.to, ...modelColumns(row, raw), version, is_deleted: 0, collected_at: collectedAt });
     }
+    for (const b of read.bucketsWithRejects) bucketsWithRejects.add(b);
+    unreadableBucket ||= read.unreadableBucket;
+    summaryRejected ||= read.summaryRejected;
   }
   buckets = sumSameKey(buckets, (r) => rowKeyText(r));
   summaries = sumSameKey(summaries, (r) => rowKeyText(r));

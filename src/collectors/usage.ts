@@ -1,11 +1,12 @@
 import { DateTime } from 'luxon';
+import type { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { parseLocalDate } from '../jobs/time-args.js';
 import { chunk, platformPaths, SeriesPage, UsageRow } from '../platform/index.js';
 import { liveUsageBucketKeys, USAGE_SCALES, usageBuckets, type UsageBucketRow } from '../store/tables/usage-buckets.js';
 import { liveUsageSummaryKeys, usageSummaries, type UsageSummaryRow } from '../store/tables/usage-summaries.js';
 import { nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../store/values.js';
-import { collectorRejects, commitRows, tableWrite, describeZodIssue } from './common.js';
+import { collectorRejects, commitRows, tableWrite, describeZodIssue, type CollectorRejects } from './common.js';
 
 export interface UsageRange {
   timezone: string;
@@ -75,71 +76,33 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
   let summaryRejected = false;
 
   for (const apps of appGroups) {
-    const base = {
-      start: range.from,
-      end: range.to,
+    const read = await readSeriesAndSummary(ctx, {
+      path: platformPaths.serverlessUsage,
+      query: { start: range.from, end: range.to, timezone, timeframe: 'day', app: apps },
+      expand: '',
       timezone,
-      timeframe: 'day',
-      app: apps,
-    };
-    for await (const page of ctx.platform.paginate(platformPaths.serverlessUsage, {
-      query: { ...base, expand: 'time_series' },
-      scope: 'admin',
-      schema: SeriesPage,
-      ctx: ctx.call,
-    })) {
-      for (const series of page.time_series ?? []) {
-        const bucket = parseBucket(series.bucket, timezone);
-        if (typeof bucket === 'string') {
-          unreadableBucket = true;
-          for (const raw of series.results) rejects.add(raw, `bad bucket ${JSON.stringify(series.bucket)}: ${bucket}`);
-          continue;
-        }
-        for (const raw of series.results) {
-          const parsed = UsageRow.safeParse(raw);
-          if (!parsed.success) {
-            bucketsWithRejects.add(bucket.utc);
-            rejects.add(raw, describeZodIssue(parsed.error));
-            continue;
-          }
-          buckets.push({
-            timezone,
-            timeframe: 'day',
-            bucket: bucket.utc,
-            bucket_offset_minutes: bucket.offsetMinutes,
-            bucket_date: bucket.localDate,
-            ...usageColumns(parsed.data, raw),
-            version,
-            is_deleted: 0,
-            collected_at: collectedAt,
-          });
-        }
-      }
+      schema: UsageRow,
+      rejects,
+    });
+    for (const { bucket, row, raw } of read.buckets) {
+      buckets.push({
+        timezone,
+        timeframe: 'day',
+        bucket: bucket.utc,
+        bucket_offset_minutes: bucket.offsetMinutes,
+        bucket_date: bucket.localDate,
+        ...usageColumns(row, raw),
+        version,
+        is_deleted: 0,
+        collected_at: collectedAt,
+      });
     }
-    for await (const page of ctx.platform.paginate(platformPaths.serverlessUsage, {
-      query: { ...base, expand: 'summary' },
-      scope: 'admin',
-      schema: SeriesPage,
-      ctx: ctx.call,
-    })) {
-      for (const raw of page.summary ?? []) {
-        const parsed = UsageRow.safeParse(raw);
-        if (!parsed.success) {
-          summaryRejected = true;
-          rejects.add(raw, describeZodIssue(parsed.error));
-          continue;
-        }
-        summaries.push({
-          timezone,
-          range_start: range.from,
-          range_end: range.to,
-          ...usageColumns(parsed.data, raw),
-          version,
-          is_deleted: 0,
-          collected_at: collectedAt,
-        });
-      }
+    for (const { row, raw } of read.summary) {
+      summaries.push({ timezone, range_start: range.from, range_end: range.to, ...usageColumns(row, raw), version, is_deleted: 0, collected_at: collectedAt });
     }
+    for (const b of read.bucketsWithRejects) bucketsWithRejects.add(b);
+    unreadableBucket ||= read.unreadableBucket;
+    summaryRejected ||= read.summaryRejected;
   }
 
   // Rows stored by an earlier collection of this range that the platform no longer returns.
@@ -261,4 +224,60 @@ export function parseBucket(
     return `offset ${dt.toFormat('ZZ')} is not the offset of ${timezone} at that time (${inZone.toFormat('ZZ')})`;
   }
   return { utc: toDateTime64(dt.toJSDate()), offsetMinutes: dt.offset, localDate: dt.toISODate()! };
+}
+
+/** What readSeriesAndSummary gives back: parsed rows with their bucket, and what could not be read. */
+export interface SeriesRead<T> {
+  buckets: Array<{ bucket: { utc: string; offsetMinutes: number; localDate: string }; row: T; raw: unknown }>;
+  summary: Array<{ row: T; raw: unknown }>;
+  /** Buckets with a refused row: their stored rows are not taken for gone. */
+  bucketsWithRejects: Set<string>;
+  /** A bucket timestamp could not be read: no tombstones at all this time. */
+  unreadableBucket: boolean;
+  summaryRejected: boolean;
+}
+
+/**
+ * Pages a usage-shaped endpoint (serverless or model usage) twice, for the daily time series and for the summary
+ * of the same range, parsing each row on its own: a refused row goes to `rejects` with its reason and never costs
+ * its page.
+ */
+export async function readSeriesAndSummary<T>(
+  ctx: JobContext,
+  o: { path: string; query: Record<string, unknown>; expand: string; timezone: string; schema: z.ZodType<T>; rejects: CollectorRejects },
+): Promise<SeriesRead<T>> {
+  const out: SeriesRead<T> = { buckets: [], summary: [], bucketsWithRejects: new Set(), unreadableBucket: false, summaryRejected: false };
+  const pages = (expand: string) =>
+    ctx.platform.paginate(o.path, { query: { ...o.query, expand: `${expand}${o.expand}` }, scope: 'admin', schema: SeriesPage, ctx: ctx.call });
+  for await (const page of pages('time_series')) {
+    for (const series of page.time_series ?? []) {
+      const bucket = parseBucket(series.bucket, o.timezone);
+      if (typeof bucket === 'string') {
+        out.unreadableBucket = true;
+        for (const raw of series.results) o.rejects.add(raw, `bad bucket ${JSON.stringify(series.bucket)}: ${bucket}`);
+        continue;
+      }
+      for (const raw of series.results) {
+        const parsed = o.schema.safeParse(raw);
+        if (!parsed.success) {
+          out.bucketsWithRejects.add(bucket.utc);
+          o.rejects.add(raw, describeZodIssue(parsed.error));
+          continue;
+        }
+        out.buckets.push({ bucket, row: parsed.data, raw });
+      }
+    }
+  }
+  for await (const page of pages('summary')) {
+    for (const raw of page.summary ?? []) {
+      const parsed = o.schema.safeParse(raw);
+      if (!parsed.success) {
+        out.summaryRejected = true;
+        o.rejects.add(raw, describeZodIssue(parsed.error));
+        continue;
+      }
+      out.summary.push({ row: parsed.data, raw });
+    }
+  }
+  return out;
 }

@@ -251,15 +251,24 @@ export class Handlers {
       result = r;
       this.usageCache.set(cacheKey, result);
     }
-    const stream = [...(wantSummary ? result.summary : []), ...(wantSeries ? result.series : [])];
-    const page = stream.slice(offset, offset + limit);
-    const hasMore = offset + limit < stream.length;
+    return this.seriesPage(result, { wantSummary, wantSeries, offset, limit, fp, pinnedNow }, usageRowJson);
+  }
+
+  /** One page of a usage answer: summary rows first, then the time series grouped by bucket. */
+  private seriesPage<R extends { bucketIndex: number; bucket: string | null }>(
+    result: { series: R[]; summary: R[] },
+    o: { wantSummary: boolean; wantSeries: boolean; offset: number; limit: number; fp: string; pinnedNow: number },
+    rowJson: (row: R) => Record<string, unknown>,
+  ): Reply {
+    const stream = [...(o.wantSummary ? result.summary : []), ...(o.wantSeries ? result.series : [])];
+    const page = stream.slice(o.offset, o.offset + o.limit);
+    const hasMore = o.offset + o.limit < stream.length;
     const out: Record<string, unknown> = {
-      next_cursor: hasMore ? this.cursors.encode({ q: fp, n: pinnedNow, o: offset + limit }) : null,
+      next_cursor: hasMore ? this.cursors.encode({ q: o.fp, n: o.pinnedNow, o: o.offset + o.limit }) : null,
       has_more: hasMore,
     };
-    if (wantSummary) out.summary = page.filter((r) => r.bucketIndex < 0).map(usageRowJson);
-    if (wantSeries) out.time_series = groupByBucket(page.filter((r) => r.bucketIndex >= 0), (r) => r.bucket!, usageRowJson);
+    if (o.wantSummary) out.summary = page.filter((r) => r.bucketIndex < 0).map(rowJson);
+    if (o.wantSeries) out.time_series = groupByBucket(page.filter((r) => r.bucketIndex >= 0), (r) => r.bucket!, rowJson);
     return json(out, page.length);
   }
 
@@ -305,17 +314,7 @@ export class Handlers {
       result = r;
       this.modelUsageCache.set(cacheKey, result);
     }
-    const stream = [...(wantSummary ? result.summary : []), ...(wantSeries ? result.series : [])];
-    const page = stream.slice(offset, offset + limit);
-    const hasMore = offset + limit < stream.length;
-    const out: Record<string, unknown> = {
-      next_cursor: hasMore ? this.cursors.encode({ q: fp, n: pinnedNow, o: offset + limit }) : null,
-      has_more: hasMore,
-    };
-    const rowJson = (r: (typeof page)[number]) => modelUsageRowJson(r, expands);
-    if (wantSummary) out.summary = page.filter((r) => r.bucketIndex < 0).map(rowJson);
-    if (wantSeries) out.time_series = groupByBucket(page.filter((r) => r.bucketIndex >= 0), (r) => r.bucket!, rowJson);
-    return json(out, page.length);
+    return this.seriesPage(result, { wantSummary, wantSeries, offset, limit, fp, pinnedNow }, (r) => modelUsageRowJson(r, expands));
   }
 
   modelsPricing(p: Params, nowMs: number): Reply {
