@@ -71,6 +71,23 @@ export interface DrainPushResult {
   disabled: boolean;
 }
 
+/** Share of log records with keys the notes do not name (svc_region, trace_id), the same in every way out. */
+export const DEFAULT_EXTRA_KEYS_RATE = 0.1;
+
+/**
+ * One log record as the platform hands it out by every way (drain line, history item, stream event): timestamp,
+ * message, level and the svc_* labels flattened, plus, for a share of records, keys the notes do not name.
+ */
+export function logRecord(model: SimModel, l: LogLine, extraKeysRate = DEFAULT_EXTRA_KEYS_RATE): Record<string, unknown> {
+  const obj: Record<string, unknown> = { timestamp: isoUtcMs(l.tsMs), message: l.message, level: l.level, ...l.labels };
+  const h = hash3(model.world.seed, l.appIndex, Math.floor(l.tsMs / 1000) * 4096 + l.seq);
+  if (unit(h) < extraKeysRate) {
+    obj.svc_region = model.world.apps[l.appIndex].validRegions[0];
+    obj.trace_id = (mix(h, 1) >>> 0).toString(16).padStart(8, '0') + (mix(h, 2) >>> 0).toString(16).padStart(8, '0');
+  }
+  return obj;
+}
+
 function toMs(t: string | Date | number): number {
   return typeof t === 'number' ? t : t instanceof Date ? t.getTime() : Date.parse(t);
 }
@@ -121,15 +138,9 @@ export class Drain {
     this.closed = true;
   }
 
-  /** The drain form of a log line: timestamp, message, level and the svc_* labels flattened. */
+  /** The drain form of a log line (see logRecord). */
   lineObject(l: LogLine, extraKeysRate: number): Record<string, unknown> {
-    const obj: Record<string, unknown> = { timestamp: isoUtcMs(l.tsMs), message: l.message, level: l.level, ...l.labels };
-    const h = hash3(this.model.world.seed, l.appIndex, Math.floor(l.tsMs / 1000) * 4096 + l.seq);
-    if (unit(h) < extraKeysRate) {
-      obj.svc_region = this.model.world.apps[l.appIndex].validRegions[0];
-      obj.trace_id = (mix(h, 1) >>> 0).toString(16).padStart(8, '0') + (mix(h, 2) >>> 0).toString(16).padStart(8, '0');
-    }
-    return obj;
+    return logRecord(this.model, l, extraKeysRate);
   }
 
   /** Log lines of the caller's apps in [fromMs, toMs), oldest first. */
@@ -168,7 +179,7 @@ export class Drain {
     const batchSize = Math.max(1, Math.min(MAX_DRAIN_BATCH_LINES, opts.batchSize ?? 1000));
     const malformedRate = opts.malformedRate ?? this.defaults.malformedRate ?? 0;
     const gzip = opts.gzip ?? this.defaults.gzip ?? false;
-    const extraKeysRate = opts.extraKeysRate ?? 0.1;
+    const extraKeysRate = opts.extraKeysRate ?? DEFAULT_EXTRA_KEYS_RATE;
     const timeoutMs = opts.timeoutMs ?? this.defaults.timeoutMs ?? 10_000;
 
     const batches: DrainBatch[] = [];

@@ -15,6 +15,7 @@ import { formatMilli, formatNanos, RawJson, toJson } from './money.js';
 import { hashString, hex } from './prng.js';
 import { activeRunners, queueSize } from './metrics.js';
 import type { LogLine } from './activity.js';
+import { logRecord } from './drain.js';
 import type { LRUCache } from 'lru-cache';
 
 export interface Reply {
@@ -512,7 +513,11 @@ export class Handlers {
 
   // ---- logs ----
 
-  logsHistory(p: Params, body: unknown, nowMs: number): Reply {
+  /**
+   * What a logs history or stream call asks for (the same parameters and label-filter body): the apps, and a
+   * test of a line's fields other than its time.
+   */
+  logSelection(p: Params, body: unknown): { apps: App[]; matches(l: LogLine): boolean } {
     const filters = parseLabelFilters(body);
     const ids = p.list('app_id');
     let apps: App[];
@@ -530,45 +535,54 @@ export class Handlers {
     const levels = p.list('level')?.map((l) => l.toUpperCase());
     const jobId = p.one('job_id');
     const requestId = p.one('request_id');
-    const limit = p.int('limit', 100, 1, 1000);
-    const { startMs, endMs } = p.window('UTC', nowMs);
-    const fp = this.fingerprint('logs?' + hashString(JSON.stringify(body ?? null)), p);
-    const state = this.cursorState(p, fp);
-    const upperMs = Math.min(state ? Number(state.u) : Math.min(endMs, nowMs), nowMs);
-    const key = state ? (state.k as [number, number, number]) : null;
-    const after = (l: LogLine): boolean =>
-      !key || l.tsMs > key[0] || (l.tsMs === key[0] && (l.appIndex > key[1] || (l.appIndex === key[1] && l.seq > key[2])));
     const matches = (l: LogLine): boolean =>
-      l.tsMs >= startMs && l.tsMs < upperMs &&
       (!revision || l.revisionId === revision) &&
       (!search || l.message.toLowerCase().includes(search)) &&
       (!levels || levels.includes(l.level)) &&
       (!jobId || l.labels.svc_job_id === jobId) &&
       (!requestId || l.labels.svc_request_id === requestId) &&
       labelFiltersMatch(filters, l);
+    return { apps, matches };
+  }
+
+  /** A log record as history and stream answer it: `labels` holds every key of the record but the first four. */
+  logItem(l: LogLine): Record<string, unknown> {
+    const { timestamp, level, message, ...labels } = logRecord(this.model, l);
+    return { timestamp, level, message, app: this.world.apps[l.appIndex].name, revision: l.revisionId, labels };
+  }
+
+  /**
+   * Newest first. `next_cursor` is the timestamp of the page's oldest record, the (exclusive) upper bound of the
+   * next page; a page never splits the records of one millisecond, so it may hold a few more than `limit`.
+   */
+  logsHistory(p: Params, body: unknown, nowMs: number): Reply {
+    const { apps, matches } = this.logSelection(p, body);
+    const limit = p.int('limit', 100, 1, 1000);
+    const { startMs, endMs } = p.window('UTC', nowMs);
+    const cursor = p.one('cursor');
+    const cursorMs = cursor === undefined ? undefined : Date.parse(cursor);
+    if (cursorMs !== undefined && !Number.isFinite(cursorMs)) throw bad(`cursor: expected the next_cursor timestamp of a previous page, got '${cursor}'`);
+    const upperMs = Math.min(endMs, nowMs, cursorMs ?? Infinity);
     const items: LogLine[] = [];
     let hasMore = false;
-    outer: for (let h = Math.floor((key ? key[0] : startMs) / HOUR_MS); h * HOUR_MS < upperMs; h++) {
+    outer: for (let h = Math.floor((upperMs - 1) / HOUR_MS); h >= Math.floor(startMs / HOUR_MS); h--) {
       const merged: LogLine[] = [];
       for (const app of apps) for (const l of this.model.activity.logs(app, h)) merged.push(l);
-      merged.sort((a, b) => a.tsMs - b.tsMs || a.appIndex - b.appIndex || a.seq - b.seq);
+      merged.sort((a, b) => b.tsMs - a.tsMs || b.appIndex - a.appIndex || b.seq - a.seq);
       for (const l of merged) {
-        if (l.tsMs >= upperMs) break outer;
-        if (!after(l) || !matches(l)) continue;
-        if (items.length === limit) {
+        if (l.tsMs >= upperMs || !matches(l)) continue;
+        if (l.tsMs < startMs) break outer;
+        if (items.length >= limit && l.tsMs !== items[items.length - 1].tsMs) {
           hasMore = true;
           break outer;
         }
         items.push(l);
       }
     }
-    const last = items[items.length - 1];
     return json({
-      next_cursor: hasMore ? this.cursors.encode({ q: fp, u: upperMs, k: [last.tsMs, last.appIndex, last.seq] }) : null,
+      next_cursor: hasMore ? isoUtcMs(items[items.length - 1].tsMs) : null,
       has_more: hasMore,
-      items: items.map((l) => ({
-        timestamp: isoUtcMs(l.tsMs), level: l.level, message: l.message, app: this.world.apps[l.appIndex].name, revision: l.revisionId, labels: l.labels,
-      })),
+      items: items.map((l) => this.logItem(l)),
     }, items.length);
   }
 }

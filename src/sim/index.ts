@@ -111,6 +111,13 @@ export interface Sim {
     setUrl(url: string | undefined): void;
     readonly disabled: boolean;
   };
+  /** The live log stream (POST /v1/serverless/logs/stream). */
+  logStream: {
+    /** Streams open now. */
+    readonly open: number;
+    /** Cuts every open stream as a network failure would; returns how many. */
+    drop(): number;
+  };
   close(): Promise<void>;
 }
 
@@ -150,7 +157,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
   const truth = createTruth(model, webhooks, drain);
   const stats = { requestsServed: 0, recordsServed: 0, faultsInjected: {} as Record<string, number> };
   const requestLog = new RequestLog(opts.requestLogLimit ?? DEFAULT_REQUEST_LOG_LIMIT);
-  const { server, pendingTimers } = createSimServer({
+  const { server, pendingTimers, logStreams } = createSimServer({
     model, keys, faults, webhooks, truth, stats, requestLog, selfMetrics: opts.selfMetrics ?? false,
     log: opts.logger ?? createLogger('warn'),
     slowMs: opts.slowMs ?? 30_000,
@@ -211,6 +218,12 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
         return drain.disabled;
       },
     },
+    logStream: {
+      get open() {
+        return logStreams.size;
+      },
+      drop: () => logStreams.drop(),
+    },
     frontEnd: {
       setTarget: (target) => frontEnd.setTarget(target),
       payloads: (fromMs, toMs) => frontEnd.payloads(fromMs, toMs),
@@ -221,6 +234,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
       frontEnd.close();
       webhooks.close();
       drain.close();
+      logStreams.close();
       for (const t of pendingTimers) clearTimeout(t);
       pendingTimers.clear();
       await new Promise<void>((resolve) => {

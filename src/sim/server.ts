@@ -12,6 +12,7 @@ import type { Truth } from './truth.js';
 import { toJson } from './money.js';
 import { TIMEFRAMES, type Timeframe } from './time.js';
 import type { Logger } from '../log.js';
+import { LogStreams } from './log-stream.js';
 
 type Scope = 'none' | 'api' | 'admin';
 
@@ -31,6 +32,9 @@ export interface ServerDeps {
   /** Hook for /_sim/faults so tests can change the fault rate of a running sim. */
   configureFaults(rate: number, kinds?: FaultKind[]): void;
 }
+
+/** The path of the live log stream: answered as Server-Sent Events, outside the JSON reply path. */
+const LOG_STREAM_PATH = '/v1/serverless/logs/stream';
 
 interface Route {
   method: 'GET' | 'POST';
@@ -71,9 +75,10 @@ export class RequestLog {
   }
 }
 
-export function createSimServer(deps: ServerDeps): { server: Server; pendingTimers: Set<NodeJS.Timeout> } {
+export function createSimServer(deps: ServerDeps): { server: Server; pendingTimers: Set<NodeJS.Timeout>; logStreams: LogStreams } {
   const { model } = deps;
   const h = new Handlers(model);
+  const logStreams = new LogStreams(model, h);
   const pendingTimers = new Set<NodeJS.Timeout>();
   const seg = '([A-Za-z0-9._-]+)';
   const routes: Route[] = [
@@ -92,6 +97,7 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
     { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/revisions$`), scope: 'api', faultable: true, handle: (c) => h.revisions(c.match[1], c.match[2], c.params, c.nowMs) },
     { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/runners/history$`), scope: 'api', faultable: true, handle: (c) => h.runnerHistory(c.match[1], c.match[2], c.params, c.nowMs) },
     { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/queue$`), scope: 'api', faultable: true, handle: (c) => h.queue(c.match[1], c.match[2], c.nowMs) },
+    { method: 'POST', pattern: /^\/v1\/serverless\/logs\/stream$/, scope: 'api', faultable: true, handle: () => json({}) },
     { method: 'POST', pattern: /^\/v1\/serverless\/logs\/history$/, scope: 'api', faultable: true, handle: (c) => h.logsHistory(c.params, c.body, c.nowMs) },
     { method: 'GET', pattern: /^\/(v1\/serverless\/)?metrics$/, scope: 'api', faultable: true, handle: (c) => metricsReply(c.nowMs) },
     { method: 'GET', pattern: /^\/_sim\/truth$/, scope: 'admin', faultable: false, handle: (c) => truthReply(c.params) },
@@ -232,6 +238,10 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
           throw bad('body: expected JSON');
         }
       }
+      if (path === LOG_STREAM_PATH && !decision.kind) {
+        logStreams.start(res, params, body);
+        return;
+      }
       reply = await route.handle({ params, match: route.pattern.exec(path)!, body, nowMs: model.clock.nowMs() });
     } catch (err) {
       if (err instanceof ApiError) {
@@ -316,5 +326,5 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
   // Longer than undici's default keep-alive so pooled clients do not race a server-side close.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-  return { server, pendingTimers };
+  return { server, pendingTimers, logStreams };
 }

@@ -3,7 +3,8 @@
 import type { SimModel } from './model.js';
 import type { App } from './world.js';
 import type { Webhooks, WebhookDelivery } from './webhooks.js';
-import type { Drain, DrainRecord } from './drain.js';
+import { logRecord, type Drain, type DrainRecord } from './drain.js';
+import { queueSize } from './metrics.js';
 import { computeUsage, type UsageRow } from './usage.js';
 import { chargesBetween, computeModelUsage, type ModelUsageRow } from './model-billing.js';
 import { ANALYTICS_METRICS, computeAnalytics, computeRunnerHistory, type RunnerHistoryPoint } from './analytics.js';
@@ -144,6 +145,13 @@ export interface Truth {
   revisions(owner: string, name: string): RevisionTruth[];
   webhooksSent(): WebhookDelivery[];
   drainSent(): DrainRecord;
+  /**
+   * Every log record of the caller's apps logged in [from, to) (capped at the virtual now), oldest first, in the
+   * drain's form: the same records history and the stream hand out.
+   */
+  logRecords(q: { from: string; to: string; apps?: string[] }): Array<Record<string, unknown>>;
+  /** An app's queue backlog (`GET .../queue`) at an instant. */
+  queueSize(owner: string, name: string, at: string | Date): number;
 }
 
 export function createTruth(model: SimModel, webhooks: Webhooks, drain: Drain): Truth {
@@ -353,5 +361,15 @@ export function createTruth(model: SimModel, webhooks: Webhooks, drain: Drain): 
 
     webhooksSent: () => webhooks.sent(),
     drainSent: () => drain.sent(),
+
+    logRecords(q) {
+      const toMs = Math.min(time(q.to, 'UTC', 'to'), now());
+      return drain.collect(time(q.from, 'UTC', 'from'), toMs, q.apps).map((l) => logRecord(model, l));
+    },
+
+    queueSize(owner, name, at) {
+      const ms = at instanceof Date ? at.getTime() : time(at, 'UTC', 'at');
+      return queueSize(world, model.runners, appOf(owner, name), ms);
+    },
   };
 }
