@@ -178,7 +178,7 @@ ORDER BY time`,
             format: 'table',
             sql: `SELECT rejected / nullIf(rejected + accepted, 0) AS reject_ratio
 FROM (SELECT count() AS rejected FROM ingest_rejects WHERE ${timeFilter('rejected_at')} AND source = 'log_drain') AS r
-CROSS JOIN (SELECT count() AS accepted FROM logs WHERE ${timeFilter('received_at')}) AS a`,
+CROSS JOIN (SELECT count() AS accepted FROM logs WHERE ${timeFilter('received_at')} AND origin = 'drain') AS a`,
           },
         ],
       },

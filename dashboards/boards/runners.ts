@@ -73,7 +73,7 @@ export const runners: DashboardSpec = {
         type: 'timeseries',
         title: 'Runners by state',
         description: 'Runners per state, summed over the selected apps (with max, the sum of each app\u2019s peak). pending covers PENDING, DOCKER_PULL, SETUP and CRASH_BACKOFF.',
-        w: 12,
+        w: 8,
         h: 9,
         unit: 'short',
         stacked: true,
@@ -92,7 +92,7 @@ ORDER BY time`,
         type: 'timeseries',
         title: 'Running runners by app',
         description: 'Runners in the running state per app.',
-        w: 12,
+        w: 8,
         h: 9,
         unit: 'short',
         displayName: '${__field.labels.app}',
@@ -102,6 +102,25 @@ ORDER BY time`,
             sql: `SELECT timestamp AS time, name AS app, running
 FROM runner_history FINAL
 WHERE ${RUNNER_WHERE}
+ORDER BY time, app`,
+          },
+        ],
+      },
+      {
+        type: 'timeseries',
+        title: 'Queue backlog by app',
+        description: 'Requests waiting in each app\u2019s queue (GET .../queue, sampled every minute by the queue job into queue_samples), the highest sample per interval. The alert TallyhouseQueueBacklogGrowing fires when it grows for 15 minutes.',
+        w: 8,
+        h: 9,
+        unit: 'short',
+        displayName: '${__field.labels.app}',
+        queries: [
+          {
+            format: 'timeseries',
+            sql: `SELECT ${timeInterval('sampled_at')} AS time, ${appOf('endpoint_id')} AS app, max(queue_size) AS queue_size
+FROM queue_samples
+WHERE ${timeFilter('sampled_at')} AND ${unlessAll(`${appOf('endpoint_id')} IN (${sq('app')})`, 'app')}
+GROUP BY time, app
 ORDER BY time, app`,
           },
         ],

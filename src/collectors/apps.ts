@@ -4,7 +4,7 @@ import { appEndpoints, currentAppEndpoints, type AppEndpointRow } from '../store
 import { apps, liveAppKeys, type AppRow } from '../store/tables/apps.js';
 import { isoToDateTime64, nextVersionMs, toDateTime64 } from '../store/values.js';
 import { collectorRejects, commitRows, tableWrite, mapLimit } from './common.js';
-import { fetchAppsListing, splitEndpointId, type ListedApp } from './endpoints.js';
+import { fetchAppsListing, splitEndpointId, type AppRef, type ListedApp } from './endpoints.js';
 
 export interface AppsResult {
   apps: number;
@@ -16,6 +16,25 @@ export interface AppsResult {
 
 /** Queue reads in flight at once (one call per app). */
 const QUEUE_CONCURRENCY = 4;
+
+/**
+ * Each app's queue backlog (GET .../queue; never its DELETE, which empties the queue), null where the read failed
+ * (the platform refused or kept failing after retries; the failures are returned to be reported).
+ */
+export async function readQueueSizes(ctx: JobContext, apps: readonly AppRef[]): Promise<{ sizes: Array<number | null>; failures: PlatformError[] }> {
+  const failures: PlatformError[] = [];
+  const sizes = await mapLimit(apps, QUEUE_CONCURRENCY, async (a) => {
+    try {
+      const q = await ctx.platform.getJson(appPath(a.owner, a.name, 'queue'), { schema: QueueResponse, ctx: ctx.call });
+      return q.queue_size;
+    } catch (err) {
+      if (ctx.signal.aborted || !isPlatformError(err) || err.type === 'aborted') throw err;
+      failures.push(err);
+      return null;
+    }
+  });
+  return { sizes, failures };
+}
 
 /**
  * Lists the apps (GET /v1/serverless/apps?expand=endpoints), reads each app's queue backlog, and stores the
@@ -31,17 +50,7 @@ export async function collectApps(ctx: JobContext): Promise<AppsResult> {
   for (const bad of invalid) rejects.add(bad.raw, bad.reason);
 
   // The queue read is the platform's backlog read; the listing's queue_size is the fallback.
-  const failures: PlatformError[] = [];
-  const queueSizes = await mapLimit(listed, QUEUE_CONCURRENCY, async (a) => {
-    try {
-      const q = await ctx.platform.getJson(appPath(a.owner, a.name, 'queue'), { schema: QueueResponse, ctx: ctx.call });
-      return q.queue_size;
-    } catch (err) {
-      if (ctx.signal.aborted || !isPlatformError(err) || err.type === 'aborted') throw err;
-      failures.push(err);
-      return null;
-    }
-  });
+  const { sizes: queueSizes, failures } = await readQueueSizes(ctx, listed);
   if (failures.length > 0) {
     const first = failures[0];
     ctx.log.warn(

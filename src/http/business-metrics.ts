@@ -3,6 +3,7 @@ import type { Extension, Runtime } from '../runtime.js';
 import { currentStoreGeneration, gauge } from '../metrics.js';
 import { lastSuccessByJob } from '../store/tables/job-runs.js';
 import { costSinceByApp } from '../store/tables/usage-buckets.js';
+import { latestQueueSizes } from '../store/tables/queue-samples.js';
 
 const CACHE_MS = 60_000;
 export const OTHER_APPS = '__other__';
@@ -48,6 +49,20 @@ export const jobSuccessAge: BusinessGauge = {
     const rows = await lastSuccessByJob(rt.store, {});
     const now = Date.now();
     return rows.map((r) => ({ labels: { job: r.job }, value: Math.max(0, (now - r.finished_ms) / 1000) }));
+  },
+};
+
+/** Each app's latest queue backlog sample (the queue job); apps beyond METRICS_MAX_APPS are summed under __other__. */
+export const appQueueSize: BusinessGauge = {
+  name: 'tallyhouse_app_queue_size',
+  help: 'Requests waiting in each app\'s queue at the latest sample (GET .../queue, sampled by the queue job).',
+  labelNames: ['app'],
+  async read(rt) {
+    const rows = await latestQueueSizes(rt.store, {});
+    const max = rt.config.METRICS_MAX_APPS;
+    const out = rows.slice(0, max).map((r) => ({ labels: { app: r.endpoint_id }, value: Number(r.queue_size) }));
+    if (rows.length > max) out.push({ labels: { app: OTHER_APPS }, value: rows.slice(max).reduce((n, r) => n + Number(r.queue_size), 0) });
+    return out;
   },
 };
 
@@ -100,7 +115,7 @@ export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): v
 }
 
 /** Registers the business gauges with the service's registry. */
-export function businessMetricsExtension(gauges: BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets]): Extension {
+export function businessMetricsExtension(gauges: BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize]): Extension {
   return async (rt) => {
     registerBusinessMetrics(rt, gauges);
   };

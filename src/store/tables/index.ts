@@ -17,6 +17,7 @@ import { unitPrices } from './unit-prices.js';
 import { logs } from './logs.js';
 import { webhookDeliveries } from './webhook-deliveries.js';
 import { faroItems } from './faro-items.js';
+import { queueSamples } from './queue-samples.js';
 import { modelBillingEvents, modelCatalogue, modelPrices, modelUsageBuckets, modelUsageSummaries } from './model-usage.js';
 
 export const ingestRejects = defineTable(
@@ -32,4 +33,4 @@ export const ingestRejects = defineTable(
 );
 
 /** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
-export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, requestsDaily, unitPrices, metricSeries, metricSamples, scrapes, modelUsageBuckets, modelUsageSummaries, modelCatalogue, modelPrices, modelBillingEvents, faroItems];
+export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, requestsDaily, unitPrices, metricSeries, metricSamples, scrapes, modelUsageBuckets, modelUsageSummaries, modelCatalogue, modelPrices, modelBillingEvents, faroItems, queueSamples];

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { defineTable, namedQuery, chNumber } from './table.js';
 import type { Store } from '../client.js';
 import { applyTtlDays } from '../retention.js';
+import { insertEncoded } from '../insert.js';
 import type { Logger } from '../../log.js';
 
 /** A `logs` row as the log drain writes it (src/ingest/drain/map-line.ts builds the JSON text directly). */
@@ -22,6 +23,8 @@ export const LogRow = z.object({
   received_at: z.string(),
   batch_id: z.uuid(), // the delivery
   line: z.number().int().positive(), // 1-based line number within the delivery
+  origin: z.enum(['drain', 'history', 'tail']).optional(), // how the row arrived (default drain)
+  stored_at: z.string().optional(), // stamped by the store at insert
 });
 export type LogRow = z.input<typeof LogRow>;
 
@@ -121,3 +124,65 @@ export const FoundLogLine = z.object({
   batch_id: z.string().describe('the delivery'),
   line: z.number().int().describe('1-based line number within the delivery'),
 });
+
+/** How a `logs` row arrived: pushed by the drain, paged from logs history, or followed by `logs tail --store`. */
+export type LogOrigin = 'drain' | 'history' | 'tail';
+
+/**
+ * Inserts TabSeparated rows of mapLine's columns (src/ingest/drain/map-line.ts, LOG_ROW_COLUMNS) that came by
+ * history or the tail. The token makes a retried insert of the same rows a no-op.
+ */
+export async function insertLogRows(
+  store: Pick<Store, 'client' | 'mode'>,
+  columns: readonly string[],
+  rows: readonly string[],
+  origin: Exclude<LogOrigin, 'drain'>,
+  dedupToken: string,
+): Promise<void> {
+  if (rows.length === 0) return;
+  await insertEncoded(store, {
+    table: 'logs',
+    columns: [...columns, 'origin'],
+    format: 'TabSeparated',
+    parts: rows.map((r) => `${r}\t${origin}\n`),
+    settings: { insert_deduplication_token: dedupToken, async_insert: 0, max_partitions_per_insert_block: '0' },
+    fileTag: `${origin}-${dedupToken.slice(0, 12)}`,
+  });
+}
+
+/**
+ * What identifies a log record whichever way it came (the platform notes: timestamp, app, request id and
+ * message; and the worker, see src/collectors/logs.ts), for the lines stored in [from, to] of some apps.
+ */
+export const storedLogKeys = namedQuery(
+  'stored_log_keys',
+  `SELECT toString(timestamp) AS ts, app, request_id, worker, message
+   FROM logs
+   WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp <= {to:DateTime64(3, 'UTC')}
+     AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))`,
+  z.object({ ts: z.string(), app: z.string(), request_id: z.string(), worker: z.string(), message: z.string() }),
+);
+
+/** The seconds in [from, to) in which the drain delivered at least one line (any app), in order. */
+export const drainSeconds = namedQuery(
+  'drain_seconds',
+  `SELECT DISTINCT toUnixTimestamp(timestamp) AS s
+   FROM logs
+   WHERE origin = 'drain' AND timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}
+   ORDER BY s`,
+  z.object({ s: chNumber }),
+);
+
+/** Lines stored after a moment (the live feed), oldest stored first; rows older than `received_since` are skipped. */
+export const logsStoredSince = namedQuery(
+  'logs_stored_since',
+  `SELECT toString(stored_at) AS stored_text, toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker,
+          source, message, toString(batch_id) AS batch_text, line, origin
+   FROM logs
+   WHERE stored_at > {since:DateTime64(3, 'UTC')} AND received_at >= {received_since:DateTime64(3, 'UTC')}
+   ORDER BY stored_at, timestamp
+   LIMIT {limit:UInt32}`,
+  z
+    .object({ stored_text: z.string(), ts_text: z.string(), ...searchedLineFields, batch_text: z.string(), line: chNumber, origin: z.string() })
+    .transform(({ ts_text, batch_text, stored_text, ...r }) => ({ ...r, timestamp: ts_text, batch_id: batch_text, stored_at: stored_text })),
+);

@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import { defineJob, type JobContext } from '../src/jobs/job.js';
+import type { TimeRange } from '../src/jobs/time-args.js';
+import { listApps, type AppRef } from '../src/collectors/endpoints.js';
+import { fillFromHistory, HISTORY_PAGE_LIMIT, type LogWindow } from '../src/collectors/logs.js';
+import { drainSeconds } from '../src/store/tables/logs.js';
+import { toDateTime64 } from '../src/store/values.js';
+import { runResumable } from '../src/jobs/resumable.js';
+
+const SECOND_MS = 1000;
+const MINUTE_MS = 60 * SECOND_MS;
+const HOUR_MS = 60 * MINUTE_MS;
+const DAY_MS = 24 * HOUR_MS;
+/** A first scheduled run looks back this far. */
+const FIRST_RUN_HOURS = 24;
+/** Gap windows closer than this are paged as one. */
+const MERGE_GAP_MS = 10 * MINUTE_MS;
+const CHECKPOINT_KEY = 'filled_until';
+
+/**
+ * Fills the log lines the drain did not deliver from logs history (platform notes, "Logs and log drains"). With a
+ * drain configured (LOG_DRAIN_SECRET), a scheduled run looks at [checkpoint, now - settle) for spells longer than
+ * --gap-seconds in which the drain delivered no line of any app (a disabled drain, an outage of ours, a partition),
+ * and pages history for those spells, widened to the whole seconds at their edges; without a drain, it pages the
+ * whole span. Records already stored are skipped, so a record comes once whichever way it came. --from/--to pages
+ * everything in the range (resumable, a day at a time).
+ */
+export const logsJob = defineJob({
+  name: 'logs',
+  description: 'log lines the drain missed (or all of them, without a drain), from logs history',
+  defaultCron: '*/5 * * * *',
+  scope: 'api',
+  label: 'the logs collector',
+  range: 'times',
+  options: z.object({
+    'gap-seconds': z.coerce
+      .number()
+      .int()
+      .min(1)
+      .default(60)
+      .describe('a spell of at least this many seconds without a drain line (any app) is filled from history (default 60)'),
+    'settle-minutes': z.coerce
+      .number()
+      .min(0)
+      .default(5)
+      .describe('the newest minutes left to the drain, which delivers on a schedule (default 5)'),
+    'page-limit': z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(HISTORY_PAGE_LIMIT)
+      .default(HISTORY_PAGE_LIMIT)
+      .describe(`records per history page, 1-${HISTORY_PAGE_LIMIT} (default ${HISTORY_PAGE_LIMIT})`),
+  }),
+  async run(ctx, options) {
+    const apps = await listApps(ctx);
+    if (ctx.range) return backfill(ctx, ctx.range, apps, options['page-limit']);
+    const toMs = ctx.now().getTime() - options['settle-minutes'] * MINUTE_MS;
+    const saved = await ctx.checkpoints.get('logs', CHECKPOINT_KEY);
+    const savedMs = saved ? Date.parse(saved) : NaN;
+    const fromMs = Number.isFinite(savedMs) ? savedMs : toMs - FIRST_RUN_HOURS * HOUR_MS;
+    if (toMs <= fromMs) return;
+    const drain = Boolean(ctx.runtime.config.LOG_DRAIN_SECRET);
+    const windows = drain ? await drainGaps(ctx, fromMs, toMs, options['gap-seconds'] * SECOND_MS) : [{ fromMs, toMs }];
+    if (windows.length > 0) {
+      const result = await fillFromHistory(ctx, apps, windows, options['page-limit']);
+      const spans = windows.map((w) => `${new Date(w.fromMs).toISOString()}..${new Date(w.toMs).toISOString()}`);
+      const level = result.stored > 0 ? 'info' : 'debug';
+      ctx.log[level](
+        { windows: spans, received: result.received, stored: result.stored, rejected: result.rejected },
+        drain
+          ? `logs: the drain delivered nothing in ${windows.length} spell(s); history filled ${result.stored} line(s)`
+          : `logs: no drain configured; history stored ${result.stored} line(s)`,
+      );
+    }
+    await ctx.checkpoints.save('logs', CHECKPOINT_KEY, new Date(toMs).toISOString());
+  },
+});
+
+/**
+ * Spells in [fromMs, toMs) longer than `gapMs` without a drain line, each widened to the whole seconds of the
+ * lines around it (a second the drain delivered part of is read again; what is stored is skipped), and merged
+ * when close.
+ */
+async function drainGaps(ctx: JobContext, fromMs: number, toMs: number, gapMs: number): Promise<LogWindow[]> {
+  const seconds = await drainSeconds(ctx.runtime.store, { from: toDateTime64(fromMs), to: toDateTime64(toMs) });
+  const windows: LogWindow[] = [];
+  let covered = fromMs; // end of the last second with a drain line (or the span's start)
+  let windowStart = fromMs; // start of that second
+  const close = (nextMs: number, nextEnd: number): void => {
+    if (nextMs - covered < gapMs) return;
+    const w = { fromMs: windowStart, toMs: nextEnd };
+    const last = windows[windows.length - 1];
+    if (last && w.fromMs - last.toMs < MERGE_GAP_MS) last.toMs = w.toMs;
+    else windows.push(w);
+  };
+  for (const { s } of seconds) {
+    const startMs = Number(s) * SECOND_MS;
+    close(startMs, Math.min(toMs, startMs + SECOND_MS));
+    covered = startMs + SECOND_MS;
+    windowStart = startMs;
+  }
+  close(toMs, toMs);
+  return windows;
+}
+
+async function backfill(ctx: JobContext, range: TimeRange, apps: AppRef[], pageLimit: number): Promise<void> {
+  const { fromMs, toMs } = range.instants(ctx.timezone ?? 'UTC');
+  const days: LogWindow[] = [];
+  for (let t = fromMs; t < toMs; t += DAY_MS) days.push({ fromMs: t, toMs: Math.min(toMs, t + DAY_MS) });
+  await runResumable(ctx, {
+    job: 'logs',
+    key: `backfill:${range.from}:${range.to}`,
+    chunks: days,
+    label: `logs ${range.from}..${range.to} (a day at a time)`,
+    position: (w) => new Date(w.fromMs).toISOString(),
+    work: async (w) => {
+      const result = await fillFromHistory(ctx, apps, [w], pageLimit);
+      return `${result.stored} of ${result.received} lines new`;
+    },
+  });
+}

@@ -1,0 +1,36 @@
+import { defineJob } from '../src/jobs/job.js';
+import { listApps } from '../src/collectors/endpoints.js';
+import { readQueueSizes } from '../src/collectors/apps.js';
+import { commitRows, collectorRejects, tableWrite } from '../src/collectors/common.js';
+import { queueSamples, type QueueSampleRow } from '../src/store/tables/queue-samples.js';
+import { toDateTime64 } from '../src/store/values.js';
+
+/**
+ * Samples each app's queue backlog (GET /v1/serverless/apps/{owner}/{name}/queue) into queue_samples, every
+ * minute: the number behind the queue gauge on /metrics, the Runners dashboard's backlog panel and the
+ * "backlog keeps growing" alert. Never calls the queue's DELETE (it empties the queue). No history on the
+ * platform side: --from/--to do not apply.
+ */
+export const queueJob = defineJob({
+  name: 'queue',
+  description: 'each app\'s queue backlog, sampled into queue_samples (the queue gauge and alert read it)',
+  defaultCron: '* * * * *',
+  scope: 'api',
+  label: 'the queue sampler',
+  async run(ctx) {
+    if (ctx.range) ctx.log.warn('the queue backlog is read as it is now; --from/--to are ignored');
+    const apps = await listApps(ctx);
+    const sampledAt = toDateTime64(ctx.now());
+    const { sizes, failures } = await readQueueSizes(ctx, apps);
+    const rows: QueueSampleRow[] = [];
+    apps.forEach((a, i) => {
+      const size = sizes[i];
+      if (size !== null) rows.push({ endpoint_id: a.endpoint_id, sampled_at: sampledAt, queue_size: size });
+    });
+    if (failures.length > 0) {
+      const first = failures[0];
+      ctx.log.warn({ failed: failures.length, apps: apps.length, status: first.status }, `the queue read failed for ${failures.length} app(s); no sample for them this time (${first.message})`);
+    }
+    await commitRows(ctx, [tableWrite(queueSamples, rows)], collectorRejects('queue'), { apps: apps.length });
+  },
+});
