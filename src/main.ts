@@ -58,6 +58,11 @@ const commands: Record<string, Command> = {
     usage: 'tallyhouse scrape [--target URL] [--job NAME] [--header "Name: value"]... [--dry-run]',
     raw: async (argv) => (await import('./collectors/scrape-cli.js')).scrapeCommand(argv),
   },
+  logs: {
+    summary: 'follow the platform\'s live log stream: `logs tail [--app] [--level] [--search] [--request-id] [--store]`',
+    usage: 'tallyhouse logs tail [--app OWNER/APP] [--level LEVEL] [--search TEXT] [--request-id ID] [--store] [--json]',
+    raw: async (argv) => (await import('./collectors/logs-tail.js')).logsCommand(argv),
+  },
   report: {
     summary: 'write a report from the store: `report finance --month YYYY-MM --timezone ZONE [--out file.csv]`, `report focus --month YYYY-MM`',
     usage:

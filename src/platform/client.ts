@@ -294,6 +294,56 @@ export class PlatformClient {
     }
   }
 
+  /**
+   * Opens a Server-Sent Events stream (POST, the logs stream): one attempt, no retry (the caller reconnects, with
+   * its own backoff, from where it got to). Resolves once the platform answered 2xx with text/event-stream; the
+   * body then yields the raw bytes until the stream ends. A stream silent for `idleTimeoutMs` (no event, no
+   * keep-alive) fails as a timeout.
+   */
+  async openEventStream(path: string, opts: { query?: QueryParams; body?: unknown; scope?: KeyScope; signal?: AbortSignal; idleTimeoutMs?: number } = {}): Promise<AsyncIterable<Buffer>> {
+    const spec: RequestSpec<void> = {
+      method: 'POST', path, query: opts.query, jsonBody: opts.body ?? null, scope: opts.scope, accept: 'text/event-stream', ctx: undefined, read: () => undefined,
+    };
+    const { url, call, authorization } = this.#prepare(spec);
+    const headers: Record<string, string> = { accept: 'text/event-stream', 'user-agent': this.#userAgent, 'content-type': 'application/json' };
+    if (authorization !== null) headers.authorization = authorization;
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.#agent.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: 'POST',
+        headers,
+        body: JSON.stringify(spec.jsonBody),
+        signal: opts.signal,
+        bodyTimeout: opts.idleTimeoutMs ?? 60_000,
+      });
+    } catch (error) {
+      throw errorFromException(call, error, null);
+    }
+    const status = response.statusCode;
+    if (!isSuccess(status)) {
+      const text = await response.body.text().catch(() => '');
+      throw errorFromResponse(call, status, response.headers, text);
+    }
+    const type = String(response.headers['content-type'] ?? '');
+    if (!type.startsWith('text/event-stream')) {
+      await response.body.dump().catch(() => undefined);
+      throw new PlatformError({
+        message: `${call.method} ${call.path} answered ${status} with ${type || 'no content type'}, not an event stream`,
+        status,
+        type: 'invalid_response',
+        retryable: true,
+        scope: call.scope,
+        keyUsed: call.keyUsed,
+        method: call.method,
+        path: call.path,
+        attempts: 1,
+      });
+    }
+    return response.body;
+  }
+
   /** Waits for calls in flight, then closes every connection. */
   close(): Promise<void> {
     this.#closing ??= this.#agent.close();

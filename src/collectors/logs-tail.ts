@@ -1,0 +1,250 @@
+// `tallyhouse logs tail`: follows the platform's live log stream (POST /v1/serverless/logs/stream, Server-Sent
+// Events, one JSON record per `data:` line; platform notes, "Logs and log drains"). When the stream drops it
+// reconnects with backoff from the last record's timestamp and skips the records it already printed there, so a
+// drop loses nothing and repeats nothing. Pretty lines on a terminal, NDJSON otherwise; --store also writes the
+// records into `logs` (origin `tail`; a record already stored by the drain or history is skipped).
+import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { getConfig } from '../config.js';
+import { commandIO, type CommandIO } from '../cli/io.js';
+import { createCommandLogger } from '../log.js';
+import { withCommandRuntime } from '../service.js';
+import { openPlatformSource } from '../jobs/platform-source.js';
+import { LogRecord, platformPaths, type PlatformClient } from '../platform/index.js';
+import type { Runtime } from '../runtime.js';
+import { REJECTS_TABLE } from '../store/writer.js';
+import { collectorRejects } from './common.js';
+import { drainLineOf, LogRowBatch, recordKey } from './logs.js';
+
+const USAGE = 'tallyhouse logs tail [--app OWNER/APP] [--level LEVEL] [--search TEXT] [--request-id ID] [--store] [--json]\n';
+
+export interface TailFilters {
+  app?: string;
+  level?: string;
+  search?: string;
+  requestId?: string;
+}
+
+export type StreamState =
+  | { kind: 'connected'; resumedFrom: string | null }
+  | { kind: 'dropped'; reason: string; retryInMs: number; attempt: number };
+
+export interface FollowOptions {
+  filters: TailFilters;
+  signal: AbortSignal;
+  onRecord(item: LogRecord): void | Promise<void>;
+  onState?(state: StreamState): void;
+  /** First reconnect wait, doubled per failed attempt up to maxBackoffMs (default 500 and 30000). */
+  backoffBaseMs?: number;
+  maxBackoffMs?: number;
+}
+
+/** Follows the stream until `signal` aborts; every record once, in the order the platform sent them. */
+export async function followLogStream(platform: PlatformClient, o: FollowOptions): Promise<void> {
+  const base = o.backoffBaseMs ?? 500;
+  const max = o.maxBackoffMs ?? 30_000;
+  let resumeFrom: string | null = null; // the newest record's timestamp
+  let resumeMs = -Infinity;
+  let seenAtResume = new Set<string>(); // records of that millisecond already handed out
+  let attempt = 0;
+  const query = {
+    app_id: o.filters.app,
+    level: o.filters.level,
+    search: o.filters.search,
+    request_id: o.filters.requestId,
+  };
+  while (!o.signal.aborted) {
+    let reason = 'the stream ended';
+    try {
+      const body = await platform.openEventStream(platformPaths.logsStream, { query: { ...query, start: resumeFrom ?? undefined }, signal: o.signal });
+      o.onState?.({ kind: 'connected', resumedFrom: resumeFrom });
+      const pending: LogRecord[] = [];
+      let ended: string | null = null;
+      const parser = createParser({
+        onEvent(event: EventSourceMessage) {
+          if (event.event === 'error') {
+            ended = `the platform ended the stream: ${event.data || 'no reason given'}`;
+            return;
+          }
+          if (!event.data.trim()) return; // keep-alive
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(event.data);
+          } catch {
+            return; // not a record: nothing to hand out
+          }
+          const record = LogRecord.safeParse(parsed);
+          if (record.success) pending.push(record.data);
+        },
+      });
+      for await (const chunk of body) {
+        parser.feed(chunk.toString('utf8'));
+        for (const item of pending.splice(0)) {
+          const ms = Date.parse(item.timestamp);
+          if (ms < resumeMs) continue;
+          const line = drainLineOf(item);
+          const key = recordKey(item.timestamp, String(line.svc_app_name ?? ''), String(line.svc_request_id ?? ''), String(line.svc_worker_id ?? ''), String(item.message));
+          if (ms === resumeMs && seenAtResume.has(key)) continue;
+          if (ms > resumeMs) {
+            resumeMs = ms;
+            resumeFrom = item.timestamp;
+            seenAtResume = new Set();
+          }
+          seenAtResume.add(key);
+          attempt = 0;
+          await o.onRecord(item);
+        }
+        if (ended) break;
+      }
+      if (ended) reason = ended;
+    } catch (err) {
+      if (o.signal.aborted) return;
+      reason = err instanceof Error ? err.message : String(err);
+    }
+    if (o.signal.aborted) return;
+    attempt++;
+    const retryInMs = Math.min(max, base * 2 ** (attempt - 1));
+    o.onState?.({ kind: 'dropped', reason, retryInMs, attempt });
+    try {
+      await sleep(retryInMs, undefined, { signal: o.signal });
+    } catch {
+      return;
+    }
+  }
+}
+
+const LEVEL_COLOURS: Record<string, string> = { ERROR: '\u001b[31m', CRITICAL: '\u001b[31m', FATAL: '\u001b[31m', WARNING: '\u001b[33m', WARN: '\u001b[33m', DEBUG: '\u001b[2m' };
+
+/** One record as a terminal line: time (UTC), level, app, request id when there is one, message. */
+export function prettyLine(item: LogRecord, colour: boolean): string {
+  const line = drainLineOf(item);
+  const time = item.timestamp.replace('T', ' ').replace('Z', '');
+  const level = String(item.level ?? '').toUpperCase();
+  const request = line.svc_request_id ? ` [${String(line.svc_request_id)}]` : '';
+  const text = `${time} ${level.padEnd(7)} ${String(line.svc_app_name ?? item.app ?? '')}${request} ${String(item.message ?? '')}`;
+  const c = colour ? LEVEL_COLOURS[level] : undefined;
+  return c ? `${c}${text}\u001b[0m\n` : `${text}\n`;
+}
+
+/** Writes tailed records into `logs` a second at a time (or 500 records), skipping those already stored. */
+class TailStore {
+  private readonly rejects = collectorRejects('logs-tail');
+  private batch: LogRowBatch;
+  private flushing: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout;
+  private seq = 0;
+  stored = 0;
+
+  constructor(private readonly rt: Runtime, private readonly io: CommandIO) {
+    this.batch = this.next();
+    this.timer = setInterval(() => void this.flush(), 1000);
+  }
+
+  add(item: LogRecord): void {
+    this.batch.add(drainLineOf(item), item);
+    if (this.batch.size >= 500) void this.flush();
+  }
+
+  flush(): Promise<void> {
+    const batch = this.batch;
+    this.batch = this.next();
+    this.flushing = this.flushing.then(async () => {
+      try {
+        this.stored += await batch.commit({ runtime: this.rt });
+        if (this.rejects.rows.length > 0) {
+          const rejected = this.rt.writer.reject(this.rejects.rows.splice(0));
+          await this.rt.writer.flush(REJECTS_TABLE);
+          await rejected;
+        }
+      } catch (err) {
+        this.io.err(`tallyhouse logs tail: could not store ${batch.size} line(s): ${(err as Error).message}\n`);
+      }
+    });
+    return this.flushing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  private next(): LogRowBatch {
+    return new LogRowBatch('tail', `${process.pid}\n${Date.now()}\n${this.seq++}`, this.rejects);
+  }
+}
+
+export async function logsCommand(argv: string[]): Promise<number> {
+  const io = commandIO();
+  const [sub, ...rest] = argv;
+  if (sub !== 'tail') {
+    io.err(`tallyhouse logs: ${sub ? `unknown subcommand ${JSON.stringify(sub)}` : 'which subcommand?'}\n\nUsage: ${USAGE}`);
+    return 2;
+  }
+  let values: { app?: string; level?: string; search?: string; 'request-id'?: string; store?: boolean; json?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: rest,
+      options: {
+        app: { type: 'string' },
+        level: { type: 'string' },
+        search: { type: 'string' },
+        'request-id': { type: 'string' },
+        store: { type: 'boolean' },
+        json: { type: 'boolean' },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    io.err(`tallyhouse logs tail: ${(err as Error).message}\n\nUsage: ${USAGE}`);
+    return 2;
+  }
+  const config = getConfig();
+  const logger = createCommandLogger(config.CLI_LOG_LEVEL);
+  const source = await openPlatformSource(config, logger, { demoNoticeLevel: 'info' });
+  if (source.demo) io.err('tallyhouse logs tail: no platform key configured (SVC_API_KEY); following the built-in simulator\'s stream\n');
+  const pretty = !values.json && Boolean(process.stdout.isTTY);
+  const stop = new AbortController();
+  const onSignal = (): void => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const filters: TailFilters = { app: values.app, level: values.level, search: values.search, requestId: values['request-id'] };
+  const described = Object.entries(filters).filter(([, v]) => v).map(([k, v]) => `${k}=${v}`).join(' ');
+  io.err(`tallyhouse logs tail: following the live log stream${described ? ` (${described})` : ''}${values.store ? ', storing the lines' : ''}; Ctrl-C to stop\n`);
+  let printed = 0;
+  const follow = async (store: TailStore | null): Promise<void> =>
+    followLogStream(source.platform, {
+      filters,
+      signal: stop.signal,
+      onRecord(item) {
+        io.out(pretty ? prettyLine(item, true) : `${JSON.stringify(item)}\n`);
+        printed++;
+        store?.add(item);
+      },
+      onState(state) {
+        if (state.kind === 'dropped') io.err(`tallyhouse logs tail: stream dropped (${state.reason}); reconnecting in ${(state.retryInMs / 1000).toFixed(1)} s (attempt ${state.attempt})\n`);
+        else if (state.resumedFrom) io.err(`tallyhouse logs tail: reconnected; resuming after ${state.resumedFrom}\n`);
+      },
+    });
+  try {
+    if (values.store) {
+      await withCommandRuntime(config, async (rt) => {
+        const store = new TailStore(rt, io);
+        try {
+          await follow(store);
+        } finally {
+          await store.close();
+          io.err(`tallyhouse logs tail: ${printed} line(s), ${store.stored} stored\n`);
+        }
+      });
+    } else {
+      await follow(null);
+      io.err(`tallyhouse logs tail: ${printed} line(s)\n`);
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await source.close();
+  }
+  return 0;
+}
