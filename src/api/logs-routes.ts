@@ -6,6 +6,7 @@ import type { Runtime } from '../runtime.js';
 import { badParameter, checkRangeDays, formatParam, listParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { LogsResponse } from './responses.js';
+import { logStreamRoute } from './log-stream-route.js';
 import { LOG_LEVELS, searchLogs, type LogLevel } from '../store/tables/logs.js';
 
 const timeParam = (what: string) =>
@@ -66,6 +67,7 @@ class CursorCodec {
 
 /** GET /logs: search the drained log lines, newest first, in pages of at most 1,000. */
 export function logsRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
+  logStreamRoute(app, registry, rt);
   const cursors = new CursorCodec();
   registry.get(app, {
     path: '/logs',

@@ -14,6 +14,8 @@ export interface RouteSpec<Q extends z.ZodType> {
   /** Shape of the JSON answer (src/api/responses.ts), for the document. */
   response: z.ZodType;
   csv?: boolean;
+  /** The answer is Server-Sent Events of `response` objects (one per `data:` line), not one JSON document. */
+  eventStream?: boolean;
   /** Headers of the 200 answer, by name: what each carries. */
   responseHeaders?: Record<string, string>;
   handler: (query: z.output<Q>, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -50,9 +52,10 @@ export class RouteRegistry {
         schema: s,
         ...(typeof (s as { description?: unknown }).description === 'string' ? { description: (s as { description: string }).description } : {}),
       }))];
-      const content: Record<string, unknown> = {
-        'application/json': { schema: z.toJSONSchema(r.response, { io: 'output', unrepresentable: 'any' }) },
-      };
+      const responseSchema = z.toJSONSchema(r.response, { io: 'output', unrepresentable: 'any' });
+      const content: Record<string, unknown> = r.eventStream
+        ? { 'text/event-stream': { schema: { type: 'string', description: 'Server-Sent Events; each data line is a JSON object of this shape', contentSchema: responseSchema } } }
+        : { 'application/json': { schema: responseSchema } };
       if (r.csv) content['text/csv'] = { schema: { type: 'string', description: 'RFC 4180 CSV with a header row (format=csv or Accept: text/csv)' } };
       const error = (description: string) => ({ description, content: { 'application/json': { schema: ERROR_SCHEMA } } });
       paths[`${prefix}${r.path.replace(/:(\w+)/g, '{$1}')}`] = {

@@ -58,6 +58,7 @@ describe('the OpenAPI document', () => {
       ['/api/v1/latency', 'getLatency'],
       ['/api/v1/errors', 'getErrors'],
       ['/api/v1/runners', 'getRunners'],
+      ['/api/v1/logs/stream', 'streamLogs'],
       ['/api/v1/logs', 'searchLogs'],
       ['/api/v1/sessions/{session_id}', 'getSession'],
       ['/api/v1/sessions', 'listSessions'],
@@ -68,6 +69,7 @@ describe('the OpenAPI document', () => {
     const latency = JSON.stringify(doc.paths['/api/v1/latency'].get.responses['200']);
     expect(latency).toContain('p99_duration, in seconds');
     for (const p of Object.values(doc.paths)) expect(Object.keys(p.get.responses)).toEqual(['200', '400', '401', '404', '422']);
+    expect(Object.keys(doc.paths['/api/v1/logs/stream'].get.responses['200'].content!)).toEqual(['text/event-stream']);
   });
 
   it('GET /api/v1 links to the document and every route', async () => {

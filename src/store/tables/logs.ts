@@ -186,3 +186,6 @@ export const logsStoredSince = namedQuery(
     .object({ stored_text: z.string(), ts_text: z.string(), ...searchedLineFields, batch_text: z.string(), line: chNumber, origin: z.string() })
     .transform(({ ts_text, batch_text, stored_text, ...r }) => ({ ...r, timestamp: ts_text, batch_id: batch_text, stored_at: stored_text })),
 );
+
+/** The store's own clock (it stamps stored_at), as DateTime64(3) text. */
+export const storeNow = namedQuery('store_now', `SELECT toString(now64(3)) AS now`, z.object({ now: z.string() }));

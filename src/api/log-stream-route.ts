@@ -1,0 +1,187 @@
+// GET /api/v1/logs/stream: Server-Sent Events of log lines as they are stored, whichever way they came (drain,
+// history, tail) and in whichever instance: one poller per process reads the lines stored since its last read
+// (`stored_at`, stamped by the store at insert) and hands each to the connected clients whose filters it passes.
+// The poller runs only while a client is connected; a client that goes away is forgotten at once.
+import type { FastifyInstance } from 'fastify';
+import type { Gauge } from 'prom-client';
+import { z } from 'zod';
+import type { Runtime } from '../runtime.js';
+import { gauge } from '../metrics.js';
+import { listParam } from './http.js';
+import type { RouteRegistry } from './routes.js';
+import { FoundLogLine, LOG_LEVELS, logsStoredSince, storeNow, type LogLevel } from '../store/tables/logs.js';
+import { toDateTime64 } from '../store/values.js';
+
+const POLL_MS = 250;
+/** Lines stored up to this long before the newest one seen are read again (an insert commits after its stamp). */
+const OVERLAP_MS = 5_000;
+const KEEPALIVE_MS = 15_000;
+const MAX_CLIENTS = 200;
+const BATCH_LIMIT = 10_000;
+
+const StreamQuery = z.strictObject({
+  app: listParam().describe('only these apps (repeatable)'),
+  level: z
+    .string()
+    .transform((v) => v.toUpperCase())
+    .pipe(z.enum(Object.keys(LOG_LEVELS) as [LogLevel, ...LogLevel[]], { error: `expected a level: ${Object.keys(LOG_LEVELS).join(', ')}` }))
+    .optional()
+    .describe('minimum level'),
+  request_id: z.string().max(200, 'expected at most 200 characters').optional(),
+  contains: z.string().min(1, 'expected at least one character').max(500, 'expected at most 500 characters').optional().describe('case-insensitive text the message contains'),
+});
+type StreamQuery = z.output<typeof StreamQuery>;
+
+type StoredLine = Awaited<ReturnType<typeof logsStoredSince>>[number];
+
+interface Client {
+  matches(line: StoredLine): boolean;
+  send(text: string): void;
+}
+
+function severity(level: string): number {
+  return (LOG_LEVELS as Record<string, number>)[level.toUpperCase()] ?? LOG_LEVELS.INFO;
+}
+
+function matcher(q: StreamQuery): (line: StoredLine) => boolean {
+  const apps = new Set(q.app);
+  const min = q.level ? LOG_LEVELS[q.level] : 0;
+  const contains = q.contains?.toLowerCase();
+  return (l) =>
+    (apps.size === 0 || apps.has(l.app)) &&
+    severity(l.level) >= min &&
+    (!q.request_id || l.request_id === q.request_id) &&
+    (!contains || l.message.toLowerCase().includes(contains));
+}
+
+/** The one poller of a process: reads newly stored lines while anybody listens. */
+export class LogFeed {
+  private readonly clients = new Set<Client>();
+  private timer: NodeJS.Timeout | null = null;
+  private polling = false;
+  private watermarkMs: number | null = null;
+  private starting: Promise<void> | null = null;
+  private readonly seen = new Map<string, number>(); // batch_id:line -> stored_at ms, within the overlap
+  private readonly openedAt = Date.now();
+
+  constructor(private readonly rt: Runtime, private readonly clientsGauge?: Gauge) {}
+
+  get size(): number {
+    return this.clients.size;
+  }
+
+  /** Whether the poller runs (it stops with the last client). */
+  get active(): boolean {
+    return this.timer !== null;
+  }
+
+  /** Resolves once the feed knows where "now" is in the store's clock: lines stored after that are sent. */
+  ready(): Promise<void> {
+    if (this.watermarkMs !== null) return Promise.resolve();
+    this.starting ??= storeNow(this.rt.store, {})
+      .then(([row]) => {
+        this.watermarkMs ??= Date.parse(`${row.now.replace(' ', 'T')}Z`);
+      })
+      .finally(() => {
+        this.starting = null;
+      });
+    return this.starting;
+  }
+
+  subscribe(client: Client): () => void {
+    this.clients.add(client);
+    this.clientsGauge?.set(this.clients.size);
+    this.timer ??= setInterval(() => void this.poll(), POLL_MS);
+    return () => {
+      this.clients.delete(client);
+      this.clientsGauge?.set(this.clients.size);
+      if (this.clients.size === 0 && this.timer) {
+        clearInterval(this.timer);
+        this.timer = null;
+        this.watermarkMs = null; // a later client starts from its own "now"
+        this.seen.clear();
+      }
+    };
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      // The store's clock stamps stored_at: start from its "now", not ours.
+      await this.ready();
+      if (this.watermarkMs === null) return;
+      const lines = await logsStoredSince(this.rt.store, {
+        since: toDateTime64(this.watermarkMs - OVERLAP_MS),
+        received_since: toDateTime64(this.openedAt - 24 * 3_600_000),
+        limit: BATCH_LIMIT,
+      });
+      for (const line of lines) {
+        const key = `${line.batch_id}:${line.line}`;
+        if (this.seen.has(key)) continue;
+        const storedMs = Date.parse(`${line.stored_at.replace(' ', 'T')}Z`);
+        this.seen.set(key, storedMs);
+        if (storedMs > this.watermarkMs) this.watermarkMs = storedMs;
+        const text = `data: ${JSON.stringify(asFound(line))}\n\n`;
+        for (const c of this.clients) if (c.matches(line)) c.send(text);
+      }
+      for (const [key, ms] of this.seen) if (ms < this.watermarkMs - 2 * OVERLAP_MS) this.seen.delete(key);
+    } catch (err) {
+      this.rt.logger.warn({ err }, 'log stream: reading newly stored lines failed; retrying');
+    } finally {
+      this.polling = false;
+    }
+  }
+}
+
+function asFound(line: StoredLine): z.input<typeof FoundLogLine> & { origin: string } {
+  const { stored_at: _stored, ...rest } = line;
+  return { ...rest, timestamp: `${line.timestamp.replace(' ', 'T')}Z` };
+}
+
+/** Registers GET /logs/stream; returns the feed (tests look at its clients). */
+export function logStreamRoute(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): LogFeed {
+  const clientsGauge = gauge(rt.registry, { name: 'tallyhouse_log_stream_clients', help: 'Clients connected to GET /api/v1/logs/stream.' });
+  const feed = new LogFeed(rt, clientsGauge);
+  const open = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const close of [...open]) close();
+  });
+  registry.get(app, {
+    path: '/logs/stream',
+    operationId: 'streamLogs',
+    summary: 'Server-Sent Events: each log line as it is stored (drain, history or tail), with the filters of /logs',
+    description:
+      'One `data:` event per line, a JSON object with the fields of a /logs line and `origin` (drain, history, tail); a comment line every 15 s keeps the connection open. Lines stored before the connection are not sent (use /logs for them).',
+    query: StreamQuery,
+    response: FoundLogLine,
+    eventStream: true,
+    handler: async (q, request, reply) => {
+      if (feed.size >= MAX_CLIENTS) {
+        reply.code(503).header('retry-after', '30');
+        return { error: { type: 'unavailable', message: `at most ${MAX_CLIENTS} log streams at once; try again later` } };
+      }
+      await feed.ready();
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+      res.write(': connected\n\n');
+      const keepalive = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
+      const unsubscribe = feed.subscribe({ matches: matcher(q), send: (text) => res.write(text) });
+      let closed = false;
+      const close = (): void => {
+        if (closed) return;
+        closed = true;
+        clearInterval(keepalive);
+        unsubscribe();
+        open.delete(close);
+        if (!res.writableEnded) res.end();
+      };
+      open.add(close);
+      request.raw.on('close', close);
+      res.on('close', close);
+      res.on('error', close);
+    },
+  });
+  return feed;
+}
