@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isDemoMode } from '../src/config.js';
 import { defineJob, type JobContext } from '../src/jobs/job.js';
 import type { TimeRange } from '../src/jobs/time-args.js';
 import { listApps, type AppRef } from '../src/collectors/endpoints.js';
@@ -19,7 +20,7 @@ const CHECKPOINT_KEY = 'filled_until';
 
 /**
  * Fills the log lines the drain did not deliver from logs history (platform notes, "Logs and log drains"). With a
- * drain configured (LOG_DRAIN_SECRET), a scheduled run looks at [checkpoint, now - settle) for spells longer than
+ * drain configured (LOG_DRAIN_SECRET or LOG_DRAIN_TOKEN, or demo mode), a scheduled run looks at [checkpoint, now - settle) for spells longer than
  * --gap-seconds in which the drain delivered no line of any app (a disabled drain, an outage of ours, a partition),
  * and pages history for those spells, widened to the whole seconds at their edges; without a drain, it pages the
  * whole span. Records already stored are skipped, so a record comes once whichever way it came. --from/--to pages
@@ -60,7 +61,9 @@ export const logsJob = defineJob({
     const savedMs = saved ? Date.parse(saved) : NaN;
     const fromMs = Number.isFinite(savedMs) ? savedMs : toMs - FIRST_RUN_HOURS * HOUR_MS;
     if (toMs <= fromMs) return;
-    const drain = Boolean(ctx.runtime.config.LOG_DRAIN_SECRET);
+    const config = ctx.runtime.config;
+    // Demo mode wires the simulator's drain to the service with a generated secret.
+    const drain = Boolean(config.LOG_DRAIN_SECRET || config.LOG_DRAIN_TOKEN) || isDemoMode(config);
     const windows = drain ? await drainGaps(ctx, fromMs, toMs, options['gap-seconds'] * SECOND_MS) : [{ fromMs, toMs }];
     if (windows.length > 0) {
       const result = await fillFromHistory(ctx, apps, windows, options['page-limit']);
