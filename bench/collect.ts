@@ -9,11 +9,15 @@
 // whose library alone is ~150 MB resident), not the simulator's request caches (~300 MB): peak RSS is sampled
 // every 20 ms over the store pass (goal: flat, under 300 MB); rss_by_decile_mb is the peak in each tenth of it.
 // --same-process runs the collector beside the simulator instead (the figures then include the simulator).
+// --store http: the store is a ClickHouse HTTP endpoint (chDB) in this parent process, as a ClickHouse server would
+// be: the collector's figures are then the pipeline's alone. Memory: idle (after warm-up set-up, before work) and
+// peak RSS, anonymous RSS (RssAnon: what grows; the rest is mostly the engine's mapped library), JS heap, and the
+// peak per tenth of the work (anon_by_decile_mb: flat = no growth).
 // cpu_us_per_request is the collector process's CPU (its thread and chDB's) per request in each pass: on this
 // two-core machine the simulator, the collector and chDB share the cores, so the wall-clock ratios also measure
 // chDB's insert and merge threads taking CPU from the simulator. Prints one JSON line.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +45,7 @@ const HOUR = 3_600_000;
 
 interface ChildSpec {
   writerMaxRows?: string;
+  clickhouseUrl?: string;
   url: string;
   apiKey: string;
   ids: string[];
@@ -66,6 +71,9 @@ async function parent(): Promise<void> {
       'writer-max-rows': { type: 'string' },
       // Run the collector in this process too (the simulator's memory and CPU then count in every figure).
       'same-process': { type: 'boolean', default: false },
+      // embedded (default): the collector's own chDB; http: a ClickHouse HTTP endpoint (chDB) in this process, so
+      // the collector process holds no engine and its memory is the pipeline's alone (as with a ClickHouse server).
+      store: { type: 'string', default: 'embedded' },
     },
   });
   const target = Number(values.requests);
@@ -80,8 +88,12 @@ async function parent(): Promise<void> {
   const days = Math.min(58, Math.max(1, Math.round(target / perHour / 24)));
   const hours = days * 24;
   const endMs = dayStart;
+  if (values.store !== 'embedded' && values.store !== 'http') throw new Error(`--store: expected embedded or http, got ${values.store}`);
+  const { startClickHouseHttp } = await import('../test/support/clickhouse-http.js');
+  const clickhouse = values.store === 'http' ? await startClickHouseHttp({ dataDir: mkdtempSync(join(tmpdir(), 'th-bench-ch-')) }) : null;
   const spec: ChildSpec = {
     writerMaxRows: values['writer-max-rows'],
+    clickhouseUrl: clickhouse?.url,
     url: sim.url,
     apiKey: sim.keys.api,
     ids,
@@ -105,16 +117,26 @@ async function parent(): Promise<void> {
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const code = await new Promise<number | null>((resolve) => proc.on('exit', resolve));
   await sim.close();
+  await clickhouse?.close();
   if (code !== 0) throw new Error(`the collector process exited with ${code}`);
   const r = JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>;
-  console.log(JSON.stringify({ bench: 'collect', hours, endpoint_ids: ids.length, ...r }));
+  console.log(JSON.stringify({ bench: 'collect', store: values.store, hours, endpoint_ids: ids.length, ...r }));
+}
+
+/** This process's anonymous resident memory (RssAnon: heap, arenas, buffers; not mapped library code), in bytes. */
+function anonRss(): number {
+  try {
+    return Number(/^RssAnon:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? NaN) * 1024;
+  } catch {
+    return NaN; // not Linux
+  }
 }
 
 async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
   const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
   const mb = (b: number) => Math.round(b / 1024 / 1024);
   const dataDir = mkdtempSync(join(tmpdir(), 'th-bench-collect-'));
-  const config = parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'production', WRITER_MAX_ROWS: spec.writerMaxRows });
+  const config = parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'production', WRITER_MAX_ROWS: spec.writerMaxRows, CLICKHOUSE_URL: spec.clickhouseUrl });
   const rt = await openRuntime(config, { logger: createLogger('silent'), registry: createRegistry({ defaultMetrics: false }) });
   const platform = new PlatformClient({ baseUrl: spec.url, apiKey: spec.apiKey });
   const from = new Date(spec.from);
@@ -161,7 +183,7 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
 
   // One scheduler for every store slice: each slice is one run of the requests job (a --from/--to backfill).
   const scheduler = new Scheduler({ runtime: rt, platform, jobs: [requestsJob], now: () => to });
-  const rssSamples: Array<[number, number]> = []; // [rows committed so far, rss]
+  const rssSamples: Array<[number, number, number]> = []; // [rows committed so far, rss, anonymous rss]
   let peakHeap = 0;
   let storing = false;
   let committedBefore = 0;
@@ -169,7 +191,7 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
   const sampler = setInterval(() => {
     if (!storing) return;
     const m = process.memoryUsage();
-    rssSamples.push([committed, m.rss]);
+    rssSamples.push([committed, m.rss, anonRss()]);
     peakHeap = Math.max(peakHeap, m.heapUsed);
   }, 20);
   const progress = setInterval(() => {
@@ -200,7 +222,10 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
     store: { records: 0, seconds: 0, cpuMicros: 0 },
   };
   const modes = ['paging', 'mapping', 'store'] as const;
+  gc();
   const idleRss = process.memoryUsage().rss;
+  const idleAnon = anonRss();
+  const idleHeap = process.memoryUsage().heapUsed;
   // Warm-up (JIT, connections) on six hours before the measured window.
   await pagingPass(true, dayChunks(new Date(spec.warmFrom), from));
   // The passes take turns day by day, each day in a rotated order, so the machine's drift and the simulator's
@@ -233,11 +258,14 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
   rmSync(dataDir, { recursive: true, force: true });
 
   const deciles = new Array<number>(10).fill(0);
-  for (const [n, rss] of rssSamples) {
+  const anonDeciles = new Array<number>(10).fill(0);
+  for (const [n, rss, anon] of rssSamples) {
     const d = Math.min(9, Math.floor((n / stored) * 10));
     deciles[d] = Math.max(deciles[d], rss);
+    anonDeciles[d] = Math.max(anonDeciles[d], anon);
   }
   const peak = Math.max(...rssSamples.map(([, rss]) => rss));
+  const peakAnon = Math.max(...rssSamples.map(([, , anon]) => anon));
   const rate = (p: Pass) => Math.round(p.records / p.seconds);
   const round3 = (x: number) => Math.round(x * 1000) / 1000;
   return {
@@ -257,6 +285,11 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
     store_insert_seconds: round3(insertSeconds),
     store_batches: batches,
     rss_idle_mb: mb(idleRss),
+    anon_idle_mb: mb(idleAnon),
+    heap_idle_mb: mb(idleHeap),
+    peak_anon_mb: mb(peakAnon),
+    anon_growth_mb: mb(peakAnon - idleAnon),
+    anon_by_decile_mb: anonDeciles.map(mb),
     rss_before_store_mb: mb(storeStartRss),
     peak_rss_mb: mb(peak),
     peak_heap_used_mb: mb(peakHeap),

@@ -26,10 +26,7 @@ export const usageJob = defineJob({
     const config = ctx.runtime.config;
     const timezones = ctx.timezone ? [ctx.timezone] : config.TIMEZONES;
     const apps = options.apps ?? config.USAGE_APPS;
-    if (ctx.range) {
-      for (const timezone of timezones) await backfill(ctx, timezone, ctx.range.from, ctx.range.to, apps);
-      return;
-    }
+    if (ctx.range) return backfill(ctx, timezones, ctx.range.from, ctx.range.to, apps);
     for (const timezone of timezones) {
       const window = scheduledWindow(ctx.now(), timezone, config.USAGE_RECOLLECT_DAYS);
       const key = `scheduled:${timezone}`;
@@ -45,17 +42,23 @@ export const usageJob = defineJob({
   },
 });
 
-async function backfill(ctx: JobContext, timezone: string, from: string, to: string, apps: string[] | undefined): Promise<void> {
+/**
+ * Month chunks of every timezone, PLATFORM_MAX_IN_FLIGHT at once (independent windows; the client's shared limit
+ * bounds the calls), resumable. The checkpoint key names the zones, range and apps.
+ */
+async function backfill(ctx: JobContext, timezones: readonly string[], from: string, to: string, apps: string[] | undefined): Promise<void> {
+  const chunks = timezones.flatMap((timezone) => monthChunks(from, to, timezone).map((c) => ({ timezone, ...c })));
   await runResumable(ctx, {
     job: 'usage',
-    key: `backfill:${timezone}:${from}:${to}${apps ? `:${apps.join(',')}` : ''}`,
-    chunks: monthChunks(from, to, timezone),
-    label: `usage ${timezone} ${from}..${to}`,
-    position: (c) => c.from,
-    logFields: { timezone },
+    key: `backfill:${timezones.join('+')}:${from}:${to}${apps ? `:${apps.join(',')}` : ''}`,
+    chunks,
+    label: `usage ${timezones.join(', ')} ${from}..${to}`,
+    position: (c) => `${c.timezone}@${c.from}`,
+    logFields: { timezones },
+    concurrency: ctx.runtime.config.PLATFORM_MAX_IN_FLIGHT,
     work: async (c) => {
-      const result = await collectUsageChunk(ctx, { timezone, ...c, apps });
-      return `${c.from}: ${result.bucketRows} daily rows`;
+      const result = await collectUsageChunk(ctx, { ...c, apps });
+      return `${c.timezone} ${c.from}: ${result.bucketRows} daily rows`;
     },
   });
 }

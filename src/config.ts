@@ -92,6 +92,8 @@ export const ConfigSchema = z.object({
   SVC_BASE_URL: url.default('https://api.svc.example'),
   SVC_API_KEY: optionalString,
   SVC_ADMIN_KEY: optionalString,
+  // Platform calls in flight at once over every job of the process; backfill windows run concurrently up to it.
+  PLATFORM_MAX_IN_FLIGHT: positiveInt.max(64, 'expected at most 64').default(4),
   TIMEZONES: timezoneList.default(['UTC']),
 
   // Collectors (their schedules are JOB_<NAME>_CRON, read by jobs/).

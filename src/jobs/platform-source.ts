@@ -29,6 +29,7 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
       baseUrl: config.SVC_BASE_URL,
       apiKey: config.SVC_API_KEY,
       adminKey: config.SVC_ADMIN_KEY,
+      maxInFlight: config.PLATFORM_MAX_IN_FLIGHT,
       logger: logger.child({ component: 'platform' }),
     });
     return { platform, now: () => new Date(), demo: false, close: () => platform.close() };
@@ -44,6 +45,7 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
     baseUrl: sim.url,
     apiKey: sim.keys.api,
     adminKey: sim.keys.admin,
+    maxInFlight: config.PLATFORM_MAX_IN_FLIGHT,
     logger: logger.child({ component: 'platform' }),
   });
   return {

@@ -16,11 +16,17 @@ export interface ResumableBackfill<C> {
   work(chunk: C): Promise<string>;
   /** Extra fields of the "resuming" log line (the timezone, ...). */
   logFields?: Record<string, unknown>;
+  /**
+   * Chunks collected at once (default 1). The checkpoint still only moves past chunks all of whose predecessors
+   * are committed too, so an interruption resumes at the first chunk not done (later ones done are collected again,
+   * which is idempotent).
+   */
+  concurrency?: number;
 }
 
 /**
- * A `--from/--to` backfill, one chunk at a time, saving the next chunk's position after each committed chunk
- * ('done' after the last). An interrupted backfill run again resumes at its next chunk; a finished one (or one
+ * A `--from/--to` backfill, chunk by chunk (`concurrency` at once), saving the position of the first chunk not yet
+ * committed after each committed chunk ('done' after the last). An interrupted backfill run again resumes at its next chunk; a finished one (or one
  * whose saved position is no chunk's) collects everything again.
  */
 export async function runResumable<C>(
@@ -33,11 +39,38 @@ export async function runResumable<C>(
   const first = resumeAt < 0 ? 0 : resumeAt;
   if (first > 0) ctx.log.info({ ...backfill.logFields, resumeFrom: saved }, `resuming an interrupted ${job} backfill`);
   ctx.progress.start(chunks.length, backfill.label, first);
-  for (let i = first; i < chunks.length; i++) {
-    ctx.signal.throwIfAborted();
-    const detail = await backfill.work(chunks[i]);
-    await ctx.checkpoints.save(job, key, i + 1 < chunks.length ? position(chunks[i + 1]) : BACKFILL_DONE);
-    ctx.progress.tick(i + 1, detail);
-  }
+  const done = new Set<number>();
+  let next = first; // the next chunk to hand to a worker
+  let frontier = first; // chunks before it are all committed
+  let saving = Promise.resolve();
+  let failed = false;
+  const worker = async (): Promise<void> => {
+    while (next < chunks.length && !failed) {
+      ctx.signal.throwIfAborted();
+      const i = next++;
+      let detail: string;
+      try {
+        detail = await backfill.work(chunks[i]);
+      } catch (err) {
+        failed = true; // the other lanes finish their chunk and take no new one
+        throw err;
+      }
+      done.add(i);
+      const before = frontier;
+      while (done.has(frontier)) done.delete(frontier++);
+      if (frontier > before) {
+        const value = frontier < chunks.length ? position(chunks[frontier]) : BACKFILL_DONE;
+        // Saved in order: a later save never lands before an earlier one.
+        saving = saving.then(() => ctx.checkpoints.save(job, key, value));
+        await saving;
+      }
+      ctx.progress.tick(frontier, detail);
+    }
+  };
+  const lanes = Math.max(1, Math.min(backfill.concurrency ?? 1, chunks.length - first));
+  // Every lane settles before the run ends (none still writing when the job reports its outcome).
+  const settled = await Promise.allSettled(Array.from({ length: lanes }, worker));
   ctx.progress.stop();
+  const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
 }

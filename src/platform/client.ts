@@ -29,6 +29,11 @@ export interface PlatformClientOptions {
   /** Longest silence between two body chunks, not the time for the whole body. */
   bodyTimeoutMs?: number;
   maxAttempts?: number;
+  /**
+   * Platform calls in flight at once, over every caller of this client (PLATFORM_MAX_IN_FLIGHT). A 429 pauses
+   * every caller until the platform's wait has passed, not only the one that met it.
+   */
+  maxInFlight?: number;
   /** Total time for one call, backoff included; an attempt still running when it ends is aborted. */
   maxElapsedMs?: number;
   backoffBaseMs?: number;
@@ -91,6 +96,7 @@ const DEFAULTS = {
   headersTimeoutMs: 30_000,
   bodyTimeoutMs: 30_000,
   maxAttempts: 6,
+  maxInFlight: 4,
   maxElapsedMs: 120_000,
   backoffBaseMs: 500,
   maxBackoffMs: 30_000,
@@ -182,6 +188,11 @@ export class PlatformClient {
   readonly #userAgent: string;
   readonly #arrayFormat: ArrayFormat;
   readonly #random: () => number;
+  readonly #maxInFlight: number;
+  #inFlight = 0;
+  readonly #waiting: Array<() => void> = [];
+  /** performance.now() before which no attempt starts: a 429's wait, shared by every caller. */
+  #pausedUntil = 0;
   #closing: Promise<void> | null = null;
 
   constructor(opts: PlatformClientOptions) {
@@ -206,6 +217,7 @@ export class PlatformClient {
     this.#userAgent = opts.userAgent ?? DEFAULTS.userAgent;
     this.#arrayFormat = opts.arrayFormat ?? DEFAULTS.arrayFormat;
     this.#random = opts.random ?? Math.random;
+    this.#maxInFlight = Math.max(1, opts.maxInFlight ?? DEFAULTS.maxInFlight);
     this.#agent = new Agent({
       connections: opts.connections ?? DEFAULTS.connections,
       connect: { timeout: opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs },
@@ -391,7 +403,17 @@ export class PlatformClient {
       const signal = ctx.signal ? AbortSignal.any([ctx.signal, budget.signal]) : budget.signal;
       let error: PlatformError;
       try {
-        const result = await this.#attempt(spec, url, call, headers, body, signal);
+        try {
+          await this.#acquire(ctx.signal);
+        } catch {
+          throw this.#aborted(call, attempt, ctx.signal?.reason);
+        }
+        let result: T;
+        try {
+          result = await this.#attempt(spec, url, call, headers, body, signal);
+        } finally {
+          this.#release();
+        }
         this.#logger?.debug(
           { method: call.method, path: call.path, attempts: attempt, durationMs: Math.round(performance.now() - startedAt) },
           'platform call done',
@@ -422,6 +444,11 @@ export class PlatformClient {
       }
 
       error.attempts = attempt;
+      if (error.status === 429) {
+        // One rate-limit answer slows every caller: nobody starts an attempt before the platform's wait is over.
+        const waitMs = error.retryAfterMs ?? backoffDelayMs(attempt, this.#backoffBaseMs, this.#maxBackoffMs, this.#random);
+        this.#pausedUntil = Math.max(this.#pausedUntil, performance.now() + waitMs);
+      }
       if (!error.retryable) throw error;
       if (attempt >= this.#maxAttempts) {
         error.message += ` — gave up after ${attempt} attempts`;
@@ -455,6 +482,42 @@ export class PlatformClient {
         throw this.#aborted(call, attempt, ctx.signal?.reason ?? sleepError);
       }
     }
+  }
+
+  /** Waits for a free slot of the in-flight limit, and for the end of a rate-limit pause. */
+  async #acquire(signal: AbortSignal | undefined): Promise<void> {
+    for (;;) {
+      const pauseMs = this.#pausedUntil - performance.now();
+      if (pauseMs > 0) await sleep(pauseMs, undefined, signal ? { signal } : undefined);
+      if (this.#inFlight < this.#maxInFlight) {
+        this.#inFlight++;
+        return;
+      }
+      signal?.throwIfAborted();
+      await new Promise<void>((resolve, reject) => {
+        const wake = (): void => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        };
+        const onAbort = (): void => {
+          const i = this.#waiting.indexOf(wake);
+          if (i >= 0) this.#waiting.splice(i, 1);
+          reject(signal?.reason);
+        };
+        this.#waiting.push(wake);
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
+    }
+  }
+
+  #release(): void {
+    this.#inFlight--;
+    this.#waiting.shift()?.();
+  }
+
+  /** Calls in flight now, and the most allowed (PLATFORM_MAX_IN_FLIGHT). */
+  get inFlight(): { now: number; max: number } {
+    return { now: this.#inFlight, max: this.#maxInFlight };
   }
 
   /** One request: send, read the whole body (under the body timeout), classify. */
