@@ -34,6 +34,7 @@ export const analyticsJob = defineJob({
   description: 'serverless and models analytics (counts, error types, latency percentiles) per endpoint and bucket',
   defaultCron: '*/15 * * * *',
   scope: 'api',
+  sharded: true,
   label: 'the analytics collector',
   range: 'times',
   options: z.object({

@@ -3,12 +3,12 @@ import { collectApps } from '../src/collectors/apps.js';
 
 /**
  * Serverless apps and their endpoints (latest state: machine types, environment, auth mode, concurrency,
- * active runners, queue size). The endpoint ids it stores feed the requests, analytics, runners, events
+ * active runners, the listing's queue size; the queue job samples the queue itself). The endpoint ids it stores feed the requests, analytics, runners, events
  * and revisions collectors (unless ENDPOINT_IDS is set). The listing has no history: --from/--to do not apply.
  */
 export const appsJob = defineJob({
   name: 'apps',
-  description: 'serverless apps (latest state) and their endpoint ids, with each app\'s queue backlog',
+  description: 'serverless apps (latest state) and their endpoint ids',
   defaultCron: '0 * * * *',
   scope: 'api',
   label: 'the apps collector',

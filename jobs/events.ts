@@ -30,6 +30,7 @@ export const eventsJob = defineJob({
   description: 'operational events per app (deployments, config changes, runner lifecycle), runner states normalised',
   defaultCron: '*/5 * * * *',
   scope: 'api',
+  sharded: true,
   label: 'the events collector',
   range: 'times',
   options: z.object({

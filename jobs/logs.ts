@@ -31,6 +31,7 @@ export const logsJob = defineJob({
   description: 'log lines the drain missed (or all of them, without a drain), from logs history',
   defaultCron: '*/5 * * * *',
   scope: 'api',
+  sharded: true,
   label: 'the logs collector',
   range: 'times',
   options: z.object({

@@ -16,6 +16,7 @@ export const queueJob = defineJob({
   description: 'each app\'s queue backlog, sampled into queue_samples (the queue gauge and alert read it)',
   defaultCron: '* * * * *',
   scope: 'api',
+  sharded: true,
   label: 'the queue sampler',
   async run(ctx) {
     if (ctx.range) ctx.log.warn('the queue backlog is read as it is now; --from/--to are ignored');

@@ -11,6 +11,7 @@ export const revisionsJob = defineJob({
   description: 'revision history per app (status, deployer, message, annotations, which one is current)',
   defaultCron: '0 * * * *',
   scope: 'api',
+  sharded: true,
   label: 'the revisions collector',
   async run(ctx) {
     if (ctx.range) ctx.log.warn('the revisions list has no time window; --from/--to are ignored');

@@ -31,6 +31,7 @@ export const runnersJob = defineJob({
   description: 'runner counts by state (running, idle, pending, draining) per app and bucket',
   defaultCron: '*/15 * * * *',
   scope: 'api',
+  sharded: true,
   label: 'the runners collector',
   range: 'times',
   options: z.object({

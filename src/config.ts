@@ -106,6 +106,16 @@ export const ConfigSchema = z.object({
 
   // Requests, analytics and the other collectors (issue 5).
   ENDPOINT_IDS: csvList.optional(), // default: discovered by the apps job
+  // This instance's share of the per-app collection when several instances collect: "i/n" (0 <= i < n).
+  COLLECTOR_SHARD: z
+    .string()
+    .regex(/^\d+\/\d+$/, 'expected "i/n", this instance\'s number (from 0) and the number of instances, e.g. 0/2')
+    .transform((v) => {
+      const [index, count] = v.split('/').map(Number);
+      return { index, count };
+    })
+    .refine((s) => s.count >= 1 && s.index < s.count, 'expected i below n (instances are numbered from 0), e.g. 1/2')
+    .optional(),
   MODEL_ENDPOINT_IDS: csvList.optional(), // model endpoints the models job collects prices and billing events of, beyond those seen in usage
   REQUESTS_RECOLLECT_HOURS: z.coerce.number().int().min(0).max(24 * 14).default(6),
   PRICES_FILE: optionalString,

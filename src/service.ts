@@ -6,7 +6,8 @@ import { ConfigError, isDemoMode, isLoopbackHost, MIN_TOKEN_LENGTH, type Config 
 import { createCommandLogger, createLogger, type Logger } from './log.js';
 import { createRegistry } from './metrics.js';
 import { openStore, type Store } from './store/client.js';
-import { migrate } from './store/migrate.js';
+import { migrate, pendingMigrations } from './store/migrate.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchWriter } from './store/writer.js';
 import { healthRoutes } from './http/health.js';
 import type { Component, Extension, Runtime } from './runtime.js';
@@ -27,6 +28,22 @@ export interface ServiceOptions {
   extensions?: Extension[];
 }
 
+/**
+ * With COLLECTOR_SHARD, shard 0 applies the migrations; the other instances wait until the store has them all (then
+ * `migrate` finds nothing to do), so two instances never run the same DDL at once.
+ */
+async function waitForMigrations(store: Store, logger: Logger, shard: { index: number; count: number }): Promise<void> {
+  for (let waited = 0; ; waited++) {
+    // Before shard 0 has created schema_migrations, reading it fails: everything is pending then.
+    const pending = await pendingMigrations(store).catch(() => ['(none applied yet)']);
+    if (pending.length === 0) return;
+    if (waited % 30 === 0) {
+      logger.info({ pending, shard }, `collector shard ${shard.index}/${shard.count}: waiting for shard 0 to apply ${pending.length} migration(s)`);
+    }
+    await sleep(1000);
+  }
+}
+
 /** Opens and migrates the store, builds the writer: what `serve` and the one-shot commands share. */
 export async function openRuntime(config: Config, opts: { logger?: Logger; registry?: Registry } = {}): Promise<Runtime> {
   const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
@@ -42,6 +59,8 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
     logger,
   });
   try {
+    const shard = config.COLLECTOR_SHARD;
+    if (shard && shard.index > 0) await waitForMigrations(store, logger, shard);
     const result = await migrate(store, { logger });
     const applied = result.applied.length;
     logger.info(

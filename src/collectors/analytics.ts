@@ -14,7 +14,7 @@ import {
 import { analyticsBuckets, type AnalyticsBucketRow } from '../store/tables/analytics-buckets.js';
 import { nextVersionMs, toDateTime64 } from '../store/values.js';
 import { collectorRejects, commitRows, tableWrite, describeZodIssue, type CollectorRejects } from './common.js';
-import { listEndpoints } from './endpoints.js';
+import { inShard, listEndpoints } from './endpoints.js';
 import { bucketChunks, type Timeframe } from './time.js';
 import { parseBucket } from './usage.js';
 
@@ -41,14 +41,16 @@ export interface AnalyticsTargets {
  */
 export async function analyticsTargets(ctx: JobContext, kinds: readonly AnalyticsKind[]): Promise<AnalyticsTargets> {
   const modelIds = new Set<string>();
-  if (kinds.includes('models')) {
+  // Model endpoints are the platform's, not apps: with COLLECTOR_SHARD, shard 0 reads all of them (one listing call).
+  const shard = ctx.runtime.config.COLLECTOR_SHARD;
+  if (kinds.includes('models') && (!shard || shard.index === 0)) {
     for await (const page of ctx.platform.paginate(platformPaths.models, { query: { limit: 100 }, schema: ModelsPage, ctx: ctx.call })) {
       for (const m of page.models) modelIds.add(m.endpoint_id);
     }
   }
   const configured = ctx.runtime.config.ENDPOINT_IDS;
   if (configured && configured.length > 0) {
-    const ids = [...new Set(configured)];
+    const ids = [...new Set(configured)].filter((id) => modelIds.has(id) || inShard(shard, id));
     return {
       serverless: kinds.includes('serverless') ? ids.filter((id) => !modelIds.has(id)) : [],
       models: ids.filter((id) => modelIds.has(id)),

@@ -11,7 +11,6 @@ export interface AppsResult {
   endpoints: number;
   tombstones: number;
   rejected: number;
-  queueReadFailures: number;
 }
 
 /** Queue reads in flight at once (one call per app). */
@@ -37,8 +36,9 @@ export async function readQueueSizes(ctx: JobContext, apps: readonly AppRef[]): 
 }
 
 /**
- * Lists the apps (GET /v1/serverless/apps?expand=endpoints), reads each app's queue backlog, and stores the
- * latest state per app in `apps` and its endpoint ids in `app_endpoints`. Apps and endpoints no longer listed
+ * Lists the apps (GET /v1/serverless/apps?expand=endpoints) and stores the latest state per app in `apps` (the
+ * listing's queue_size; the queue job reads each app's queue, once, into queue_samples) and its endpoint ids in
+ * `app_endpoints`. Apps and endpoints no longer listed
  * get tombstones, so the tables' FINAL state is the listing of this run.
  */
 export async function collectApps(ctx: JobContext): Promise<AppsResult> {
@@ -49,17 +49,7 @@ export async function collectApps(ctx: JobContext): Promise<AppsResult> {
   const { apps: listed, invalid } = await fetchAppsListing(ctx);
   for (const bad of invalid) rejects.add(bad.raw, bad.reason);
 
-  // The queue read is the platform's backlog read; the listing's queue_size is the fallback.
-  const { sizes: queueSizes, failures } = await readQueueSizes(ctx, listed);
-  if (failures.length > 0) {
-    const first = failures[0];
-    ctx.log.warn(
-      { failed: failures.length, apps: listed.length, status: first.status, type: first.type },
-      `the queue read failed for ${failures.length} app(s); their queue_size is the listing's (${first.message})`,
-    );
-  }
-
-  const appRows: AppRow[] = listed.map((a, i) => appRow(a, queueSizes[i], { version, collectedAt, observedAt }));
+  const appRows: AppRow[] = listed.map((a) => appRow(a, { version, collectedAt, observedAt }));
   const endpointRows: AppEndpointRow[] = listed.flatMap((a) =>
     a.endpoints.map((id) => ({
       owner: a.owner,
@@ -104,7 +94,6 @@ export async function collectApps(ctx: JobContext): Promise<AppsResult> {
     endpoints: endpointRows.length,
     tombstones: appTombstones.length + endpointTombstones.length,
     rejected: invalid.length,
-    queueReadFailures: failures.length,
   };
 }
 
@@ -121,7 +110,7 @@ interface Stamp {
   observedAt: string;
 }
 
-function appRow(a: ListedApp, queueRead: number | null, s: Stamp): AppRow {
+function appRow(a: ListedApp, s: Stamp): AppRow {
   const app = a.app;
   const listedQueue = app.queue_size ?? null;
   return {
@@ -141,8 +130,8 @@ function appRow(a: ListedApp, queueRead: number | null, s: Stamp): AppRow {
     valid_regions: app.valid_regions ?? [],
     updated_at: isoToDateTime64(app.updated_at),
     active_runners: app.active_runners ?? null,
-    queue_size: queueRead ?? listedQueue,
-    queue_size_source: queueRead !== null ? 'queue' : listedQueue !== null ? 'listing' : '',
+    queue_size: listedQueue,
+    queue_size_source: listedQueue !== null ? 'listing' : '',
     observed_at: s.observedAt,
     raw: JSON.stringify(a.raw),
     version: s.version,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { App, platformPaths } from '../platform/index.js';
@@ -86,17 +87,30 @@ function selectedBy(configured: readonly string[], endpointId: string): boolean 
  * analytics alike), so the app's own id overlaps its route ids in what it returns.
  */
 export async function listEndpoints(ctx: JobContext): Promise<string[]> {
+  const shard = ctx.runtime.config.COLLECTOR_SHARD;
+  const mine = (ids: string[]): string[] => [...new Set(ids)].filter((id) => inShard(shard, id));
   const configured = ctx.runtime.config.ENDPOINT_IDS;
-  if (configured && configured.length > 0) return [...new Set(configured)];
+  if (configured && configured.length > 0) return mine(configured);
   const stored = await currentAppEndpoints(ctx.runtime.store, {});
-  if (stored.length > 0) return [...new Set(stored.map((r) => r.endpoint_id))];
+  if (stored.length > 0) return mine(stored.map((r) => r.endpoint_id));
   const { apps } = await fetchAppsListing(ctx);
-  return [...new Set(apps.flatMap((a) => a.endpoints))];
+  return mine(apps.flatMap((a) => a.endpoints));
 }
 
 /**
- * The apps to collect per-app data for (runners, events, revisions): those the apps job stored, else the
- * listing. With ENDPOINT_IDS set, only the apps those ids belong to.
+ * Whether this instance collects the app an endpoint id belongs to (COLLECTOR_SHARD "i/n"): the MD5 of the app's
+ * `owner/name`, its last 8 bytes modulo n, as Prometheus's `hashmod` divides targets. An app's routes go together;
+ * every instance computes the same split, so each app is collected by exactly one instance.
+ */
+export function inShard(shard: { index: number; count: number } | undefined, endpointId: string): boolean {
+  if (!shard || shard.count <= 1) return true;
+  const app = endpointId.split('/').slice(0, 2).join('/');
+  return Number(createHash('md5').update(app).digest().readBigUInt64BE(8) % BigInt(shard.count)) === shard.index;
+}
+
+/**
+ * The apps to collect per-app data for (runners, events, revisions, logs, queue): those the apps job stored, else
+ * the listing. With ENDPOINT_IDS set, only the apps those ids belong to; with COLLECTOR_SHARD, only this shard's.
  */
 export async function listApps(ctx: JobContext): Promise<AppRef[]> {
   const stored = await currentApps(ctx.runtime.store, { owners: [] });
@@ -105,6 +119,6 @@ export async function listApps(ctx: JobContext): Promise<AppRef[]> {
       ? stored.map((a) => ({ owner: a.owner, name: a.name, endpoint_id: a.endpoint_id }))
       : (await fetchAppsListing(ctx)).apps.map((a) => ({ owner: a.owner, name: a.name, endpoint_id: a.endpoint_id }));
   const configured = ctx.runtime.config.ENDPOINT_IDS;
-  if (!configured || configured.length === 0) return all;
-  return all.filter((a) => selectedBy(configured, a.endpoint_id));
+  const shard = ctx.runtime.config.COLLECTOR_SHARD;
+  return all.filter((a) => (!configured || configured.length === 0 || selectedBy(configured, a.endpoint_id)) && inShard(shard, a.endpoint_id));
 }

@@ -48,6 +48,11 @@ export interface JobDefinition<O extends JobOptionsSchema = JobOptionsSchema> {
   defaultCron: string;
   /** The key scope the job needs, for the message when the platform refuses the key. */
   scope: KeyScope;
+  /**
+   * Per-app work that several instances divide by COLLECTOR_SHARD (each collects its apps; its checkpoints carry
+   * the shard). A job without it is one piece of work: with COLLECTOR_SHARD only shard 0 schedules it.
+   */
+  sharded?: boolean;
   /** "the usage collector": how messages name the job. */
   label: string;
   /**

@@ -46,6 +46,8 @@ export class Scheduler {
   private readonly running = new Map<string, { controller: AbortController; done: Promise<JobRunResult> }>();
   private readonly tasks: ScheduledTask[] = [];
   private readonly checkpoints: Checkpoints;
+  /** The checkpoints of sharded jobs: keys scoped to this instance's shard (the same as `checkpoints` without one). */
+  private readonly shardCheckpoints: Checkpoints;
   private readonly now: () => Date;
   private readonly metrics;
   private stopped = false;
@@ -58,6 +60,8 @@ export class Scheduler {
   constructor(private readonly opts: SchedulerOptions) {
     for (const job of opts.jobs) this.jobs.set(job.name, job);
     this.checkpoints = new Checkpoints(opts.runtime.store, opts.runtime.writer);
+    const shard = opts.runtime.config.COLLECTOR_SHARD;
+    this.shardCheckpoints = shard && shard.count > 1 ? new Checkpoints(opts.runtime.store, opts.runtime.writer, `shard ${shard.index}/${shard.count}`) : this.checkpoints;
     this.now = opts.now ?? (() => new Date());
     const registry = opts.runtime.registry;
     this.metrics = {
@@ -97,9 +101,27 @@ export class Scheduler {
     return typeof override === 'string' ? override : job.defaultCron;
   }
 
+  /**
+   * The jobs this instance schedules: all of them, or with COLLECTOR_SHARD on a shard other than 0 only the sharded
+   * ones (each collects this shard's apps); the others run on shard 0.
+   */
+  scheduledJobs(): JobDefinition[] {
+    const shard = this.opts.runtime.config.COLLECTOR_SHARD;
+    return [...this.jobs.values()].filter((j) => !shard || shard.index === 0 || j.sharded);
+  }
+
   start(): void {
     const schedules: Record<string, string> = {};
-    for (const job of this.jobs.values()) {
+    const shard = this.opts.runtime.config.COLLECTOR_SHARD;
+    const mine = this.scheduledJobs();
+    const elsewhere = [...this.jobs.values()].filter((j) => !mine.includes(j)).map((j) => j.name);
+    if (shard && shard.count > 1) {
+      this.opts.runtime.logger.info(
+        { shard, onShardZero: elsewhere },
+        `collector shard ${shard.index}/${shard.count}: this instance collects its share of the apps${elsewhere.length > 0 ? `; ${elsewhere.join(', ')} run on shard 0` : ''}`,
+      );
+    }
+    for (const job of mine) {
       const expression = this.cronFor(job);
       const task = cron.schedule(expression, () => void this.run(job.name, 'schedule'), { name: `tallyhouse-${job.name}` });
       this.tasks.push(task);
@@ -175,7 +197,7 @@ export class Scheduler {
         {
           runtime: this.opts.runtime,
           platform: this.opts.platform,
-          checkpoints: this.checkpoints,
+          checkpoints: job.sharded ? this.shardCheckpoints : this.checkpoints,
           log,
           signal: controller.signal,
           call: {

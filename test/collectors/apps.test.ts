@@ -75,7 +75,7 @@ describe('apps collector against the simulator', () => {
       });
       expect(a.machine_type).toBe(t.machine_types[0]);
       expect(['public', 'private']).toContain(a.auth_mode);
-      expect(a.queue_size_source).toBe('queue');
+      expect(a.queue_size_source).toBe('listing'); // the queue job reads the queue itself (queue_samples)
       expect(a.max_concurrency).not.toBeNull();
       expect(a.observed_at).toBe(toDateTime64(sim.clock.now()));
     }
@@ -86,14 +86,13 @@ describe('apps collector against the simulator', () => {
     }
   });
 
-  it('stores the queue backlog read and the listed live values as the platform gives them at "now"', async () => {
+  it('stores the listed live values (runners, queue size) as the platform gives them at "now"', async () => {
     const listing = (await (
       await fetch(`${sim.url}/v1/serverless/apps?expand=endpoints`, { headers: { authorization: `Key ${sim.keys.api}` } })
     ).json()) as { apps: Array<{ endpoint_id: string; active_runners: number; queue_size: number }> };
     const stored = new Map((await currentApps(rt.store, { owners: [] })).map((a) => [a.endpoint_id, a]));
     for (const a of listing.apps) {
       expect(stored.get(a.endpoint_id)!.active_runners).toBe(a.active_runners);
-      // The queue read and the listing agree at the same virtual instant.
       expect(stored.get(a.endpoint_id)!.queue_size).toBe(a.queue_size);
     }
     expect(listing.apps.some((a) => a.active_runners > 0)).toBe(true);

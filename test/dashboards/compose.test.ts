@@ -12,6 +12,7 @@ const read = (path: string) => readFileSync(`${ROOT}${path}`, 'utf8');
 
 type Service = {
   image?: string;
+  profiles?: string[];
   build?: { context: string; dockerfile?: string };
   environment?: Record<string, string | number>;
   volumes?: string[];
@@ -21,7 +22,8 @@ type Service = {
   command?: string[];
   secrets?: string[];
 };
-const compose = parse(read('docker-compose.yml')) as {
+// Merge keys (<<) as docker compose reads them.
+const compose = parse(read('docker-compose.yml'), { merge: true }) as {
   services: Record<string, Service>;
   volumes: Record<string, unknown>;
   secrets: Record<string, { environment?: string }>;
@@ -52,12 +54,17 @@ const variableOf = (value: string | number | undefined) => /^\$\{(\w+)[:?-]/.exe
 
 describe('docker-compose.yml', () => {
   it('runs ClickHouse, Tallyhouse, Prometheus and Grafana; every image is pinned to a version', () => {
-    expect(Object.keys(services).sort()).toEqual(['clickhouse', 'grafana', 'prometheus', 'tallyhouse']);
+    expect(Object.keys(services).sort()).toEqual(['clickhouse', 'grafana', 'prometheus', 'tallyhouse', 'tallyhouse-2']);
+    // The second instance only with the two-instances profile, on the image the first builds, as shard 1 of 2.
+    expect(services['tallyhouse-2'].profiles).toEqual(['two-instances']);
+    expect(services['tallyhouse-2'].image).toBe(services.tallyhouse.image);
+    expect(services['tallyhouse-2'].environment?.COLLECTOR_SHARD).toBe('1/2');
+    expect(services['tallyhouse-2'].environment?.CLICKHOUSE_URL).toBe('http://clickhouse:8123');
     expect(services.clickhouse.image).toMatch(/^clickhouse\/clickhouse-server:/);
     expect(services.grafana.image).toMatch(/^grafana\/grafana:12\./);
     expect(services.prometheus.image).toMatch(/^prom\/prometheus:v3\./);
     for (const [name, s] of Object.entries(services)) {
-      if (s.build) continue;
+      if (s.build || s.image === services.tallyhouse.image) continue;
       expect(s.image, name).toMatch(PINNED);
     }
     // Tallyhouse is built here from the multi-stage Dockerfile.
