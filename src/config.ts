@@ -81,6 +81,9 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, 'expected a cluster name from remote_servers')
     .optional(),
+  // The embedded engine's bounds (README, "Sizing"): its whole memory, and each of its mark caches.
+  EMBEDDED_MAX_MEMORY_BYTES: positiveInt.default(2 * 1024 * 1024 * 1024),
+  EMBEDDED_CACHE_BYTES: positiveInt.default(64 * 1024 * 1024),
   CLICKHOUSE_CONNECT_TIMEOUT_MS: positiveInt.default(30_000),
 
   WRITER_MAX_ROWS: positiveInt.default(50_000),

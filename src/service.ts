@@ -56,6 +56,7 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
     cluster: config.CLICKHOUSE_CLUSTER,
     dataDir: config.DATA_DIR,
     connectTimeoutMs: config.CLICKHOUSE_CONNECT_TIMEOUT_MS,
+    embedded: { maxMemoryBytes: config.EMBEDDED_MAX_MEMORY_BYTES, cacheBytes: config.EMBEDDED_CACHE_BYTES },
     logger,
   });
   try {

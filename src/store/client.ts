@@ -14,7 +14,16 @@ export interface StoreOptions {
   dataDir: string;
   /** How long to keep trying an unreachable server at start-up. */
   connectTimeoutMs?: number;
+  /** The embedded engine's memory (EMBEDDED_MAX_MEMORY_BYTES, EMBEDDED_CACHE_BYTES); ignored for a server. */
+  embedded?: EmbeddedLimits;
   logger?: Logger;
+}
+
+export interface EmbeddedLimits {
+  /** The engine's whole memory (max_server_memory_usage): a query or merge beyond it fails rather than grow. */
+  maxMemoryBytes: number;
+  /** Each of the mark caches (mark_cache_size, index_mark_cache_size); the uncompressed cache stays off. */
+  cacheBytes: number;
 }
 
 export interface Store {
@@ -113,7 +122,7 @@ async function openEmbeddedStore(opts: StoreOptions): Promise<Store> {
   let connection;
   try {
     const { createEmbeddedConnection } = await import('./embedded.js');
-    connection = createEmbeddedConnection(path);
+    connection = createEmbeddedConnection(path, opts.embedded);
   } catch (err) {
     throw dataDirHolder(path) !== undefined ? new DataDirInUseError(path, dataDirHolder(path)!) : new EmbeddedStoreMissingError(err);
   }

@@ -1,4 +1,6 @@
+import { Session } from 'chdb';
 import { createChdbConnection } from 'chdb/connection';
+import type { EmbeddedLimits } from './client.js';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { Connection } from '@clickhouse/client/dist/common/connection.js';
 import type { Readable } from 'node:stream';
@@ -48,9 +50,34 @@ export function inlineSettings(sql: string, settings: ClickHouseSettings | undef
 
 export { SESSION_SETTINGS } from './settings.js';
 
-/** A chDB connection for `createClient({ connection })` whose per-query settings stay per query. */
-export function createEmbeddedConnection(path: string): Connection<Readable> {
-  const inner = createChdbConnection({ path }) as unknown as Connection<Readable>;
+/**
+ * The engine's server settings for the embedded store. The defaults of a ClickHouse server (5 GiB mark caches, a
+ * memory limit of 90% of the machine) suit a database server, not a library inside a service: these bound it.
+ */
+export function engineArgs(limits: EmbeddedLimits | undefined): string[] {
+  if (!limits) return [];
+  return [
+    `--max_server_memory_usage=${limits.maxMemoryBytes}`,
+    `--mark_cache_size=${limits.cacheBytes}`,
+    `--index_mark_cache_size=${limits.cacheBytes}`,
+    '--uncompressed_cache_size=0',
+  ];
+}
+
+/**
+ * A chDB connection for `createClient({ connection })` whose per-query settings stay per query. The engine is
+ * started first by a Session of ours with `limits` as its server settings (chdb/connection takes no engine
+ * arguments; it then attaches to the engine already running on that path), held until the connection closes.
+ */
+export function createEmbeddedConnection(path: string, limits?: EmbeddedLimits): Connection<Readable> {
+  const engine = limits ? new Session(path, { connectionArgs: engineArgs(limits) }) : null;
+  let inner: Connection<Readable>;
+  try {
+    inner = createChdbConnection({ path }) as unknown as Connection<Readable>;
+  } catch (err) {
+    engine?.close();
+    throw err;
+  }
   const scoped = <P extends { query: string; clickhouse_settings?: ClickHouseSettings }>(params: P): P => ({
     ...params,
     query: inlineSettings(params.query, params.clickhouse_settings),
@@ -62,6 +89,12 @@ export function createEmbeddedConnection(path: string): Connection<Readable> {
     insert: (p) => inner.insert(scoped(p)),
     exec: (p) => inner.exec(scoped(p)),
     command: (p) => inner.command(scoped(p)),
-    close: () => inner.close(),
+    close: async () => {
+      try {
+        await inner.close();
+      } finally {
+        engine?.close();
+      }
+    },
   };
 }
