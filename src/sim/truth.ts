@@ -74,6 +74,16 @@ export interface AppTruth {
   endpoints: string[];
   webhooks: boolean;
   billing: 'duration' | 'units';
+  /** The app's settings as the platform lists them (seconds for keep-alive and the timeouts). */
+  settings: {
+    auth_mode: 'public' | 'private';
+    keep_alive: number;
+    min_concurrency: number;
+    max_concurrency: number;
+    request_timeout: number;
+    startup_timeout: number;
+    valid_regions: string[];
+  };
 }
 
 export interface EventTruth {
@@ -344,6 +354,10 @@ export function createTruth(model: SimModel, webhooks: Webhooks, drain: Drain): 
         endpoint_id: a.endpointId, app_id: a.appId, owner: a.owner, name: a.name, environment: a.environment,
         owned_by_caller: a.ownedByCaller, machine_types: a.machineTypes, endpoints: a.endpoints.map((e) => e.id),
         webhooks: a.webhooks, billing: a.billing,
+        settings: {
+          auth_mode: a.authMode, keep_alive: a.keepAliveSeconds, min_concurrency: a.minConcurrency, max_concurrency: a.maxConcurrency,
+          request_timeout: a.requestTimeoutSeconds, startup_timeout: a.startupTimeoutSeconds, valid_regions: [...a.validRegions],
+        },
       })),
 
     events: (owner, name) =>

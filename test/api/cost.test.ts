@@ -9,6 +9,7 @@ import { createRegistry } from '../../src/metrics.js';
 import { decimalToScaled } from '../../src/store/values.js';
 import { runJob } from '../support/jobs.js';
 import { queryRows, testConfig } from '../support/store.js';
+import { nonEmpty, nonZero } from '../support/truth.js';
 
 let sim: Sim;
 let service: Service;
@@ -52,7 +53,8 @@ function truthBy(timezone: string, from: string, to: string, key: (r: { app: str
   return out;
 }
 
-const nonZero = (m: Map<string, bigint>) => [...m].filter(([, v]) => v !== 0n).sort(([a], [b]) => a.localeCompare(b));
+/** The non-zero entries, sorted: the store keeps no row for a day without cost, the truth may. */
+const nonZeroEntries = (m: Map<string, bigint>) => [...m].filter(([, v]) => v !== 0n).sort(([a], [b]) => a.localeCompare(b));
 
 describe('GET /reports/finance', () => {
   it('equals the truth per app and machine type in America/New_York, and its CSV parses back to the same numbers', async () => {
@@ -65,7 +67,7 @@ describe('GET /reports/finance', () => {
     };
     const truth = truthBy('America/New_York', '2026-10-01', '2026-11-01', (r) => `${r.app}|${r.machine_type}`);
     const got = new Map(report.rows.map((r) => [`${r.app}|${r.machine_type}`, nanos(r.total as string)]));
-    expect(nonZero(got)).toEqual(nonZero(truth));
+    expect(nonZeroEntries(got)).toEqual(nonZeroEntries(nonZero(truth, 'October cost per app and machine type in New York', ([, v]) => v)));
     expect(report.rows.every((r) => r.currency === 'USD')).toBe(true);
 
     // One total row per currency, equal to the sum of the truth.
@@ -142,14 +144,14 @@ describe('GET /cost', () => {
     const body = (await res.json()) as { rows: Array<{ app: string; day: string; cost: string; currency: string }> };
     const got = new Map(body.rows.map((r) => [`${r.app}|${r.day}`, nanos(r.cost)]));
     const truth = truthBy(timezone, '2026-10-05', '2026-11-20', (r) => `${r.app}|${r.day}`);
-    expect(nonZero(got)).toEqual(nonZero(truth));
+    expect(nonZeroEntries(got)).toEqual(nonZeroEntries(nonZero(truth, `cost per app and day in ${timezone}`, ([, v]) => v)));
   });
 
   it('per-app totals include surge and non-surge usage; surge_cost is the surge part', async () => {
     const body = (await (await api('/cost?from=2026-10-01&to=2026-11-01&group_by=app')).json()) as {
       rows: Array<{ app: string; cost: string; surge_cost: string }>;
     };
-    const all = truthBy('UTC', '2026-10-01', '2026-11-01', (r) => r.app);
+    const all = nonZero(truthBy('UTC', '2026-10-01', '2026-11-01', (r) => r.app), 'October cost per app', ([, v]) => v);
     const surge = new Map<string, bigint>();
     for (const r of sim.truth.usage({ from: '2026-10-01', to: '2026-11-01', timezone: 'UTC', timeframe: 'day' })) {
       if (r.is_surge) surge.set(r.app, (surge.get(r.app) ?? 0n) + BigInt(r.cost_total_nanos));
@@ -161,15 +163,63 @@ describe('GET /cost', () => {
     }
   });
 
-  it('groups by month, week, surge and machine type, with filters', async () => {
-    const res = await api('/cost?from=2026-10-01&to=2026-11-01&group_by=month&group_by=surge&group_by=machine_type&search=UPSCAL');
-    const body = (await res.json()) as { rows: Array<{ month: string; surge: boolean; machine_type: string; cost: string }> };
-    expect(new Set(body.rows.map((r) => r.month))).toEqual(new Set(['2026-10-01']));
-    expect(new Set(body.rows.map((r) => r.surge))).toEqual(new Set([true, false]));
-    const appsNamed = sim.truth.apps().filter((a) => a.owned_by_caller).map((a) => a.name);
-    const one = appsNamed[0];
-    const filtered = (await (await api(`/cost?from=2026-10-01&to=2026-11-01&group_by=app&app=${one}`)).json()) as { rows: Array<{ app: string }> };
-    expect(filtered.rows.map((r) => r.app)).toEqual([one]);
+  it('groups by week, surge and machine type with search, each amount equal to the truth; month and app filter too', async () => {
+    // Oracle: the simulator's truth, grouped here by a second implementation of the calendar groups (luxon's ISO
+    // week starts on Monday, where the route uses ClickHouse's toMonday) and of search (a case-insensitive substring).
+    const search = 'UPSCAL';
+    const all = nonEmpty(sim.truth.usage({ from: '2026-10-01', to: '2026-11-01', timezone: 'UTC', timeframe: 'day' }), 'October usage');
+    const matching = nonEmpty(all.filter((r) => r.app.toLowerCase().includes(search.toLowerCase())), `October usage of apps named *${search}*`);
+    // The search must leave some apps out, or it is not shown to filter.
+    expect(new Set(matching.map((r) => r.app)).size).toBeLessThan(new Set(all.map((r) => r.app)).size);
+    type Sums = { machine_seconds: number; surge_machine_seconds: number; subtotal: bigint; discount: bigint; cost: bigint; surge_cost: bigint };
+    const zero = (): Sums => ({ machine_seconds: 0, surge_machine_seconds: 0, subtotal: 0n, discount: 0n, cost: 0n, surge_cost: 0n });
+    const expected = new Map<string, Sums>();
+    for (const r of matching) {
+      const week = DateTime.fromISO(r.bucket!, { setZone: true }).startOf('week').toISODate()!;
+      const k = `${week}|${r.is_surge}|${r.machine_type}`;
+      const s = expected.get(k) ?? zero();
+      s.machine_seconds += r.quantity;
+      s.subtotal += BigInt(r.cost_subtotal_nanos);
+      s.discount += BigInt(r.cost_discount_nanos);
+      s.cost += BigInt(r.cost_total_nanos);
+      if (r.is_surge) {
+        s.surge_machine_seconds += r.quantity;
+        s.surge_cost += BigInt(r.cost_total_nanos);
+      }
+      expected.set(k, s);
+    }
+    nonZero(expected, 'October cost per week, surge and machine type', ([, s]: [string, Sums]) => s.cost);
+    expect([...expected.values()].some((s) => s.discount > 0n), 'the truth has a discount to compare').toBe(true);
+    // October 2026 starts on a Thursday: its first week is the one of Monday 28 September.
+    expect(new Set([...expected.keys()].map((k) => k.split('|')[0]))).toEqual(new Set(['2026-09-28', '2026-10-05', '2026-10-12', '2026-10-19', '2026-10-26']));
+
+    const res = await api(`/cost?from=2026-10-01&to=2026-11-01&group_by=week&group_by=surge&group_by=machine_type&search=${search}`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as {
+      rows: Array<{ week: string; surge: boolean; machine_type: string; currency: string; machine_seconds: string; surge_machine_seconds: string; subtotal: string; discount: string; cost: string; surge_cost: string }>;
+    };
+    const got = new Map(
+      body.rows.map((r) => [
+        `${r.week}|${r.surge}|${r.machine_type}`,
+        {
+          machine_seconds: Number(r.machine_seconds),
+          surge_machine_seconds: Number(r.surge_machine_seconds),
+          subtotal: nanos(r.subtotal),
+          discount: nanos(r.discount),
+          cost: nanos(r.cost),
+          surge_cost: nanos(r.surge_cost),
+        },
+      ]),
+    );
+    expect(body.rows.every((r) => r.currency === 'USD')).toBe(true);
+    expect(got).toEqual(expected);
+
+    const byMonth = (await (await api('/cost?from=2026-10-01&to=2026-11-01&group_by=month')).json()) as { rows: Array<{ month: string; cost: string }> };
+    expect(byMonth.rows.map((r) => [r.month, nanos(r.cost)])).toEqual([['2026-10-01', all.reduce((n, r) => n + BigInt(r.cost_total_nanos), 0n)]]);
+
+    const one = nonEmpty(sim.truth.apps().filter((a) => a.owned_by_caller), 'owned apps')[0].name;
+    const filtered = (await (await api(`/cost?from=2026-10-01&to=2026-11-01&group_by=app&app=${one}`)).json()) as { rows: Array<{ app: string; cost: string }> };
+    expect(filtered.rows.map((r) => [r.app, nanos(r.cost)])).toEqual([[one, all.filter((r) => r.app === one).reduce((n, r) => n + BigInt(r.cost_total_nanos), 0n)]]);
   });
 
   it('a timezone that was not collected gets 400 listing those that were', async () => {

@@ -9,6 +9,7 @@ import { currentAppEndpoints } from '../../src/store/tables/app-endpoints.js';
 import { toDateTime64 } from '../../src/store/values.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';
 import { runJob } from '../support/jobs.js';
+import { nonEmpty } from '../support/truth.js';
 
 let rt: Runtime;
 let sim: Sim;
@@ -61,7 +62,9 @@ describe('apps collector against the simulator', () => {
       sim.setFaults(0);
     }
     const stored = await currentApps(rt.store, { owners: [] });
-    const truth = owned();
+    const truth = nonEmpty(owned(), 'owned apps');
+    // Both auth modes are present, so a collector that stored one constant would be caught.
+    expect(new Set(truth.map((a) => a.settings.auth_mode))).toEqual(new Set(['public', 'private']));
     expect(sortStr(stored.map((a) => a.endpoint_id))).toEqual(sortStr(truth.map((a) => a.endpoint_id)));
     const byId = new Map(truth.map((a) => [a.endpoint_id, a]));
     for (const a of stored) {
@@ -74,9 +77,16 @@ describe('apps collector against the simulator', () => {
         machine_types: t.machine_types,
       });
       expect(a.machine_type).toBe(t.machine_types[0]);
-      expect(['public', 'private']).toContain(a.auth_mode);
+      expect({
+        auth_mode: a.auth_mode,
+        keep_alive: a.keep_alive,
+        min_concurrency: a.min_concurrency,
+        max_concurrency: a.max_concurrency,
+        request_timeout: a.request_timeout,
+        startup_timeout: a.startup_timeout,
+        valid_regions: a.valid_regions,
+      }).toEqual(t.settings);
       expect(a.queue_size_source).toBe('listing'); // the queue job reads the queue itself (queue_samples)
-      expect(a.max_concurrency).not.toBeNull();
       expect(a.observed_at).toBe(toDateTime64(sim.clock.now()));
     }
     const endpoints = await currentAppEndpoints(rt.store, {});

@@ -56,6 +56,15 @@ function truthEvents(fromMs: number, toMs: number) {
   );
 }
 
+/** A runner's states from the truth's events up to `atMs`, oldest first (stable for equal instants). */
+function lifecycle(owner: string, name: string, runnerId: string, atMs: number) {
+  return sim.truth
+    .events(owner, name)
+    .filter((e) => e.payload.runner_id === runnerId && typeof e.payload.state === 'string' && Date.parse(e.created_at) <= atMs)
+    .map((e) => ({ at: Date.parse(e.created_at), state: e.payload.state as string }))
+    .sort((a, b) => a.at - b.at);
+}
+
 describe('events collector against the simulator', () => {
   it('three scheduled runs (20% faults, the clock moving) store each event of the window exactly once, as delivered', async () => {
     const start = Date.parse(NOW) - 24 * 3_600_000;
@@ -144,12 +153,13 @@ describe('events collector against the simulator', () => {
 
     let terminated = 0;
     let legacy = 0;
+    let live = 0;
     for (const app of owned()) {
       const truth = sim.truth.runnerStates({ owner: app.owner, name: app.name });
       const states = new Map((await runnerStatesAt(rt.store, { endpoint_id: app.endpoint_id, at: at.toISOString() })).map((s) => [s.runner_id, s]));
       for (const t of truth) {
         const s = states.get(t.runner_id);
-                expect(s, `${app.endpoint_id} ${t.runner_id}`).toBeDefined();
+        expect(s, `${app.endpoint_id} ${t.runner_id}`).toBeDefined();
         if (t.state === 'TERMINATED' || t.state === 'DEAD') {
           expect(s!.last_state).toBe('TERMINATED');
           expect(ms(s!.since_utc)).toBe(Date.parse(t.since));
@@ -157,13 +167,19 @@ describe('events collector against the simulator', () => {
           terminated++;
           if (t.state === 'DEAD') legacy++;
         } else {
-          // A live runner: its last lifecycle event is a start-up phase, started (IDLE) or draining.
-          expect(['PENDING', 'DOCKER_PULL', 'SETUP', 'CRASH_BACKOFF', 'IDLE', 'draining']).toContain(s!.last_state);
+          // A live runner: its last state is the one of its latest event in the truth up to `at` (a second reading,
+          // from the simulator's own event list, ordered here by time).
+          const latest = lifecycle(app.owner, app.name, t.runner_id, at.getTime()).at(-1);
+          expect(latest, `${app.endpoint_id} ${t.runner_id} has events in the truth`).toBeDefined();
+          expect(s!.last_state, `${app.endpoint_id} ${t.runner_id}`).toBe(latest!.state);
+          expect(ms(s!.since_utc)).toBe(latest!.at);
+          live++;
         }
       }
     }
     expect(terminated).toBeGreaterThan(0);
     expect(legacy).toBeGreaterThan(0);
+    expect(live).toBeGreaterThan(0);
 
     const app = owned()[0];
     const changes = await runnerStateChanges(rt.store, { endpoint_id: app.endpoint_id, from: '2026-11-01', to: '2026-11-22' });

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Settings } from 'luxon';
 import { startSim, type Sim } from '../../src/sim/index.js';
 import { startService, type Service } from '../../src/service.js';
 import { businessMetricsExtension } from '../../src/http/business-metrics.js';
@@ -12,7 +13,12 @@ import { queryRows, testConfig } from '../support/store.js';
 import { runJob } from '../support/jobs.js';
 import { runCli } from '../support/process.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
+import { nonZero } from '../support/truth.js';
 
+// A fixed "now" for the simulator and for the service's month-to-date gauge (which reads luxon's clock), so the
+// month the gauge covers has the same data on every run date.
+const NOW = '2026-11-21T12:00:00Z';
+const realLuxonNow = Settings.now;
 let sim: Sim;
 let service: Service;
 let fixtures: Server;
@@ -20,8 +26,8 @@ let fixturesUrl: string;
 const bodies = new Map<string, { type: string; body: string; delayMs?: number }>();
 
 beforeAll(async () => {
-  // "Now" is the real time: the month-to-date gauge reads the current month.
-  sim = await startSim({ seed: 3, now: new Date(), days: 3, apps: 8 });
+  Settings.now = () => Date.parse(NOW);
+  sim = await startSim({ seed: 3, now: NOW, days: 30, apps: 8 });
   service = await startService(testConfig({ PORT: '0' }), {
     logger: createLogger('silent'),
     registry: createRegistry(),
@@ -45,6 +51,7 @@ afterAll(async () => {
   await service?.close();
   await sim?.close();
   await new Promise((r) => fixtures?.close(r));
+  Settings.now = realLuxonNow;
 });
 
 async function storedFor(target: ScrapeTarget) {
@@ -124,7 +131,9 @@ describe('scrape collector', () => {
     ['a body size limit', '/big', { type: 'text/plain', body: `big ${'1'.repeat(300)}\n` }, /body size limit exceeded/],
   ] as const)('%s stores up = 0 with the reason and no sample', async (_name, path, fixture, reason) => {
     bodies.set(path, fixture);
-    const target: ScrapeTarget = { ...commandLineTarget(`${fixturesUrl}${path}`, `fail${path.replace('/', '-')}`), timeoutMs: 500, sampleLimit: 2, bodySizeLimitBytes: 200 };
+    // Only the timeout case has a short deadline: the others must fail for their own reason on a slow machine too.
+    const timeoutMs = path === '/slow' ? 500 : 60_000;
+    const target: ScrapeTarget = { ...commandLineTarget(`${fixturesUrl}${path}`, `fail${path.replace('/', '-')}`), timeoutMs, sampleLimit: 2, bodySizeLimitBytes: 200 };
     const outcome = await new Scraper(service, [target]).scrape(target);
     expect(outcome.up).toBe(false);
     expect(outcome.error).toMatch(reason);
@@ -162,7 +171,9 @@ describe('with a real Prometheus server', () => {
   });
 
   it('scrapes Tallyhouse (up == 1, a business gauge), and we store exactly scrape_samples_scraped of a real exporter', async () => {
-    const run = await runJob(service, sim, 'usage', { timezone: 'UTC' });
+    const runStartedMs = Date.now();
+    // October's last days are collected too: the gauge must leave them out.
+    const run = await runJob(service, sim, 'usage', { from: '2026-10-25', to: '2026-11-22', timezone: 'UTC' });
     expect(run.status, run.error).toBe('ok');
     // A real exporter nobody here wrote: Prometheus' own exposition, served as a fixed body so both scrapers see
     // the same bytes. Taken from a first Prometheus with the Accept header Prometheus itself sends.
@@ -182,13 +193,25 @@ describe('with a real Prometheus server', () => {
     const up = await prometheus.waitFor('up{job="tallyhouse"}', (r) => r[0].value[1] === '1');
     expect(up[0].value[1]).toBe('1');
     const age = await prometheus.waitFor('tallyhouse_job_last_success_age_seconds{job="usage"}');
+    // The job finished after runStartedMs and Prometheus read the age before now: the gauge counts from the run.
     expect(Number(age[0].value[1])).toBeGreaterThanOrEqual(0);
-    const truthThisMonth = sim.truth.usage({ from: new Date().toISOString().slice(0, 8) + '01', to: '2100-01-01', timezone: 'UTC', timeframe: 'day' });
-    if (truthThisMonth.some((r) => r.cost_total_nanos > 0)) {
-      const cost = await prometheus.waitFor('sum(tallyhouse_usage_month_to_date_cost{currency="USD"})');
-      const expected = truthThisMonth.reduce((s, r) => s + r.cost_total_nanos, 0) / 1e9;
-      expect(Number(cost[0].value[1])).toBeCloseTo(expected, 3);
+    expect(Number(age[0].value[1])).toBeLessThanOrEqual((Date.now() - runStartedMs) / 1000);
+
+    // Month-to-date cost per app as Prometheus read it, to the nano-dollar against the simulator's truth for
+    // November (UTC, the first TIMEZONES zone) up to NOW (the day of NOW is partial in both). The exposition carries a float64; Math.round(v * 1e9)
+    // recovers the exact nanos of amounts below 2^53 nanos (about 9 million dollars).
+    const truth = new Map<string, bigint>();
+    for (const r of sim.truth.usage({ from: '2026-11-01', to: '2026-11-22', timezone: 'UTC', timeframe: 'day' })) {
+      truth.set(r.app, (truth.get(r.app) ?? 0n) + BigInt(r.cost_total_nanos));
     }
+    nonZero(truth, 'November cost per app', ([, v]) => v);
+    const expected = [...truth].filter(([, v]) => v !== 0n).sort(([a], [b]) => a.localeCompare(b));
+    const cost = await prometheus.waitFor('tallyhouse_usage_month_to_date_cost{currency="USD",timezone="UTC"}');
+    const got = cost
+      .map((r) => [r.metric.app, BigInt(Math.round(Number(r.value[1]) * 1e9))] as const)
+      .filter(([, v]) => v !== 0n)
+      .sort(([a], [b]) => a.localeCompare(b));
+    expect(got).toEqual(expected);
 
     const scraped = await prometheus.waitFor('scrape_samples_scraped{job="exporter"}');
     const promCount = Number(scraped[0].value[1]);
