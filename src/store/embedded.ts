@@ -18,6 +18,8 @@ const HTTP_ONLY = new Set([
 ]);
 
 const SETTING_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+// A trailing `SETTINGS name = value[, name = value]` (numbers, identifiers or quoted strings as values).
+const OWN_SETTINGS = /\sSETTINGS\s+\w+\s*=\s*(?:'[^']*'|[\w.]+)(?:\s*,\s*\w+\s*=\s*(?:'[^']*'|[\w.]+))*$/i;
 
 function settingLiteral(value: unknown): string {
   if (typeof value === 'number') return String(value);
@@ -41,11 +43,13 @@ export function inlineSettings(sql: string, settings: ClickHouseSettings | undef
     parts.push(`${name} = ${settingLiteral(value)}`);
   }
   if (parts.length === 0) return sql;
-  const clause = `SETTINGS ${parts.join(', ')}`;
   const format = /\s+FORMAT\s+\w+\s*$/i.exec(sql);
+  const body = (format ? sql.slice(0, format.index) : sql).replace(/[\s;]+$/, '');
+  const tail = format ? sql.slice(format.index) : '';
+  // A statement that ends with a SETTINGS clause of its own gets ours added to it (a second clause is a syntax error).
+  if (OWN_SETTINGS.test(body)) return `${body},\n${parts.join(', ')}${tail}`;
   // On its own line, so a trailing `-- comment` in the statement cannot swallow it.
-  if (format) return `${sql.slice(0, format.index)}\n${clause}${sql.slice(format.index)}`;
-  return `${sql.replace(/[\s;]+$/, '')}\n${clause}`;
+  return `${body}\n${`SETTINGS ${parts.join(', ')}`}${tail}`;
 }
 
 export { SESSION_SETTINGS } from './settings.js';
