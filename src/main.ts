@@ -120,6 +120,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { apiExtension },
     { analyticsRoutes },
     { logsRoutes },
+    { logStreamRoutes },
     { requestCostRoutes },
     { businessMetricsExtension },
     { logDrainExtension },
@@ -133,6 +134,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./api/index.js'),
     import('./api/analytics-routes.js'),
     import('./api/logs-routes.js'),
+    import('./api/log-stream-route.js'),
     import('./api/request-cost-routes.js'),
     import('./http/business-metrics.js'),
     import('./ingest/drain/extension.js'),
@@ -148,7 +150,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
   const jobRunner: JobRunnerHandle = {};
   return [
     businessMetricsExtension(),
-    apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes, sessionRoutes]),
+    apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes]),
     logDrainExtension({ demoSecret: demo.drainSecret }),
     webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
     faroExtension({ demoKey: config.FARO_APP_KEYS ? undefined : demo.faroKey }),

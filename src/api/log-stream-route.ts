@@ -7,9 +7,9 @@ import type { Gauge } from 'prom-client';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { gauge } from '../metrics.js';
-import { listParam } from './http.js';
+import { logFilterFields } from './logs-routes.js';
 import type { RouteRegistry } from './routes.js';
-import { FoundLogLine, LOG_LEVELS, logsStoredSince, storeNow, type LogLevel } from '../store/tables/logs.js';
+import { FoundLogLine, LOG_LEVELS, logsStoredSince, storeNow } from '../store/tables/logs.js';
 import { toDateTime64 } from '../store/values.js';
 
 const POLL_MS = 250;
@@ -19,17 +19,7 @@ const KEEPALIVE_MS = 15_000;
 const MAX_CLIENTS = 200;
 const BATCH_LIMIT = 10_000;
 
-const StreamQuery = z.strictObject({
-  app: listParam().describe('only these apps (repeatable)'),
-  level: z
-    .string()
-    .transform((v) => v.toUpperCase())
-    .pipe(z.enum(Object.keys(LOG_LEVELS) as [LogLevel, ...LogLevel[]], { error: `expected a level: ${Object.keys(LOG_LEVELS).join(', ')}` }))
-    .optional()
-    .describe('minimum level'),
-  request_id: z.string().max(200, 'expected at most 200 characters').optional(),
-  contains: z.string().min(1, 'expected at least one character').max(500, 'expected at most 500 characters').optional().describe('case-insensitive text the message contains'),
-});
+const StreamQuery = z.strictObject(logFilterFields);
 type StreamQuery = z.output<typeof StreamQuery>;
 
 type StoredLine = Awaited<ReturnType<typeof logsStoredSince>>[number];
@@ -139,8 +129,8 @@ function asFound(line: StoredLine): z.input<typeof FoundLogLine> & { origin: str
   return { ...rest, timestamp: `${line.timestamp.replace(' ', 'T')}Z` };
 }
 
-/** Registers GET /logs/stream; returns the feed (tests look at its clients). */
-export function logStreamRoute(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): LogFeed {
+/** Registers GET /logs/stream (one of the query API's route groups). */
+export function logStreamRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
   const clientsGauge = gauge(rt.registry, { name: 'tallyhouse_log_stream_clients', help: 'Clients connected to GET /api/v1/logs/stream.' });
   const feed = new LogFeed(rt, clientsGauge);
   const open = new Set<() => void>();
@@ -183,5 +173,4 @@ export function logStreamRoute(app: FastifyInstance, registry: RouteRegistry, rt
       res.on('error', close);
     },
   });
-  return feed;
 }

@@ -6,7 +6,6 @@ import type { Runtime } from '../runtime.js';
 import { badParameter, checkRangeDays, formatParam, listParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { LogsResponse } from './responses.js';
-import { logStreamRoute } from './log-stream-route.js';
 import { LOG_LEVELS, searchLogs, type LogLevel } from '../store/tables/logs.js';
 
 const timeParam = (what: string) =>
@@ -16,7 +15,8 @@ const timeParam = (what: string) =>
     .refine((v) => DateTime.fromISO(v, { zone: 'utc' }).isValid && /^\d{4}-/.test(v), `expected an ISO 8601 date-time (${what})`)
     .transform((v) => DateTime.fromISO(v, { zone: 'utc' }).toUTC());
 
-const LogsQuery = z.strictObject({
+/** The filters of a log search, shared by GET /logs and GET /logs/stream. */
+export const logFilterFields = {
   app: listParam().describe('only these apps (repeatable)'),
   level: z
     .string()
@@ -26,6 +26,10 @@ const LogsQuery = z.strictObject({
     .describe('minimum level'),
   request_id: z.string().max(200, 'expected at most 200 characters').optional(),
   contains: z.string().min(1, 'expected at least one character').max(500, 'expected at most 500 characters').optional().describe('case-insensitive text the message contains'),
+};
+
+const LogsQuery = z.strictObject({
+  ...logFilterFields,
   from: timeParam('start, inclusive').optional().describe('default: 24 hours before to'),
   to: timeParam('end, exclusive').optional().describe('default: now'),
   limit: z.coerce.number({ error: 'expected a number 1..1000' }).int('expected a whole number 1..1000').min(1, 'expected a number 1..1000').max(1000, 'expected at most 1000').default(100),
@@ -67,7 +71,6 @@ class CursorCodec {
 
 /** GET /logs: search the drained log lines, newest first, in pages of at most 1,000. */
 export function logsRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
-  logStreamRoute(app, registry, rt);
   const cursors = new CursorCodec();
   registry.get(app, {
     path: '/logs',

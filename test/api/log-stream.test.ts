@@ -5,11 +5,12 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiExtension } from '../../src/api/index.js';
 import { logsRoutes } from '../../src/api/logs-routes.js';
+import { logStreamRoutes } from '../../src/api/log-stream-route.js';
 import { startDrainService, postSigned, line, type DrainService } from '../ingest/drain/helpers.js';
 
 let d: DrainService;
 beforeAll(async () => {
-  d = await startDrainService({}, {}, [apiExtension([logsRoutes])]);
+  d = await startDrainService({}, {}, [apiExtension([logStreamRoutes, logsRoutes])]);
 });
 afterAll(async () => {
   await d?.close();

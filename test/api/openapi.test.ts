@@ -12,6 +12,7 @@ import { sessionRoutes } from '../../src/api/session-routes.js';
 import { apiExtension } from '../../src/api/index.js';
 import { analyticsRoutes } from '../../src/api/analytics-routes.js';
 import { logsRoutes } from '../../src/api/logs-routes.js';
+import { logStreamRoutes } from '../../src/api/log-stream-route.js';
 import { requestCostRoutes } from '../../src/api/request-cost-routes.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
@@ -26,7 +27,7 @@ beforeAll(async () => {
   service = await startService(testConfig({ PORT: '0' }), {
     logger: createLogger('silent'),
     registry: createRegistry({ defaultMetrics: false }),
-    extensions: [apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes, sessionRoutes])],
+    extensions: [apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes])],
   });
   doc = (await (await fetch(`${service.url}/api/v1/openapi.json`)).json()) as Doc;
 });
