@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { SESSION_SETTINGS } from './settings.js';
 import type { Logger } from '../log.js';
+import type { EmbeddedLimits } from './embedded.js';
 
 export interface StoreOptions {
   /** ClickHouse server URL; undefined = embedded chDB under dataDir. */
@@ -19,12 +20,6 @@ export interface StoreOptions {
   logger?: Logger;
 }
 
-export interface EmbeddedLimits {
-  /** The engine's whole memory (max_server_memory_usage): a query or merge beyond it fails rather than grow. */
-  maxMemoryBytes: number;
-  /** Each of the mark caches (mark_cache_size, index_mark_cache_size); the uncompressed cache stays off. */
-  cacheBytes: number;
-}
 
 export interface Store {
   readonly client: ClickHouseClient;

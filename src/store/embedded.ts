@@ -1,6 +1,5 @@
 import { Session } from 'chdb';
 import { createChdbConnection } from 'chdb/connection';
-import type { EmbeddedLimits } from './client.js';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { Connection } from '@clickhouse/client/dist/common/connection.js';
 import type { Readable } from 'node:stream';
@@ -53,6 +52,13 @@ export function inlineSettings(sql: string, settings: ClickHouseSettings | undef
 }
 
 export { SESSION_SETTINGS } from './settings.js';
+
+export interface EmbeddedLimits {
+  /** The engine's whole memory (max_server_memory_usage): a query or merge beyond it fails rather than grow. */
+  maxMemoryBytes: number;
+  /** Each of the mark caches (mark_cache_size, index_mark_cache_size); the uncompressed cache stays off. */
+  cacheBytes: number;
+}
 
 /**
  * The engine's server settings for the embedded store. The defaults of a ClickHouse server (5 GiB mark caches, a
