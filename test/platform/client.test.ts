@@ -355,7 +355,7 @@ describe('PlatformClient: broken transfers', () => {
   it('retries when the headers are slower than headersTimeoutMs', async () => {
     const server = await serve([hang(), json(200, { ok: 1 })]);
     const { retries, onRetry } = recordRetries();
-    const result = await client(server, { headersTimeoutMs: 100 }).getJson(platformPaths.apps, { ctx: { onRetry } });
+    const result = await client(server, { headersTimeoutMs: 2_000 }).getJson(platformPaths.apps, { ctx: { onRetry } });
     expect(result).toEqual({ ok: 1 });
     expect(retries.map((r) => [r.error.type, r.error.status])).toEqual([['timeout', null]]);
     expect(retries[0].error.message).toBe('GET /v1/serverless/apps: headers timeout (UND_ERR_HEADERS_TIMEOUT)');
@@ -364,7 +364,7 @@ describe('PlatformClient: broken transfers', () => {
   it('retries when the body stalls longer than bodyTimeoutMs', async () => {
     const server = await serve([stallBody(), json(200, { ok: 2 })]);
     const { retries, onRetry } = recordRetries();
-    const result = await client(server, { bodyTimeoutMs: 100 }).getJson(platformPaths.apps, { ctx: { onRetry } });
+    const result = await client(server, { bodyTimeoutMs: 2_000 }).getJson(platformPaths.apps, { ctx: { onRetry } });
     expect(result).toEqual({ ok: 2 });
     expect(retries.map((r) => [r.error.type, r.error.status])).toEqual([['timeout', 200]]);
   });

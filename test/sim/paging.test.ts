@@ -9,10 +9,12 @@ describe.each([
   { faultRate: 0.25, label: 'retryable faults at 25%' },
 ])('paging union equals truth ($label)', ({ faultRate }) => {
   let sim: Sim;
-  const opts = () => ({ key: sim.keys.admin, maxAttempts: faultRate > 0 ? 6 : 1, timeoutMs: faultRate > 0 ? 800 : 20_000 });
+  // Slow faults answer after 30 s; the client gives up on an attempt after 2 s (no sub-second deadline binds the
+  // attempt that must succeed).
+  const opts = () => ({ key: sim.keys.admin, maxAttempts: faultRate > 0 ? 8 : 1, timeoutMs: faultRate > 0 ? 2_000 : 20_000 });
 
   beforeAll(async () => {
-    sim = await startSim({ seed: 7, faultRate, slowMs: 1200, retryAfterSeconds: 0 });
+    sim = await startSim({ seed: 7, faultRate, slowMs: 30_000, retryAfterSeconds: 0 });
   });
   afterAll(async () => {
     await sim.close();

@@ -197,9 +197,11 @@ describe('faults', () => {
   });
 
   it('reset faults cut the connection mid-body and slow faults answer late; a retrying client gets through', async () => {
-    const sim = await startSim({ seed: 4, faultRate: 1, faultKinds: ['reset', 'slow'], slowMs: 400 });
+    // Slow answers wait far longer than the client's 2 s deadline, so each is cut off; the answer that gets through
+    // has the same 2 s (never a sub-second deadline on the success path).
+    const sim = await startSim({ seed: 4, faultRate: 1, faultKinds: ['reset', 'slow'], slowMs: 120_000 });
     try {
-      const r = await call(sim.url, '/v1/meta', { maxAttempts: 4, timeoutMs: 200 });
+      const r = await call(sim.url, '/v1/meta', { maxAttempts: 4, timeoutMs: 2_000 });
       expect(r.status).toBe(200);
       expect(r.attempts).toBe(4);
       expect(r.body.webhook_ip_ranges).toContain('127.0.0.0/8');
