@@ -65,6 +65,13 @@ export const logsJob = defineJob({
     const config = ctx.runtime.config;
     // Demo mode wires the simulator's drain to the service with a generated secret.
     const drain = Boolean(config.LOG_DRAIN_SECRET || config.LOG_DRAIN_TOKEN) || isDemoMode(config);
+    // Lines this instance's drain took but has not stored yet (a store outage) are not gaps: filling them from
+    // history now would store them twice once the spool replays. Wait for the spool to empty.
+    const spooled = drain ? await spooledDrainLines(ctx) : 0;
+    if (spooled > 0) {
+      ctx.log.info({ spooled }, `logs: the drain spool still holds ${spooled} line(s) for the store; gaps are filled once it has replayed`);
+      return;
+    }
     const windows = drain ? await drainGaps(ctx, fromMs, toMs, options['gap-seconds'] * SECOND_MS) : [{ fromMs, toMs }];
     if (windows.length > 0) {
       const result = await fillFromHistory(ctx, apps, windows, options['page-limit']);
@@ -80,6 +87,14 @@ export const logsJob = defineJob({
     await ctx.checkpoints.save('logs', CHECKPOINT_KEY, new Date(toMs).toISOString());
   },
 });
+
+/** Lines in this process's drain spool not yet in the store: its tallyhouse_drain_spool_lines gauge (0 without a drain). */
+async function spooledDrainLines(ctx: JobContext): Promise<number> {
+  const gauge = ctx.runtime.registry.getSingleMetric('tallyhouse_drain_spool_lines');
+  if (!gauge) return 0;
+  const { values } = await gauge.get();
+  return values.reduce((n, v) => n + v.value, 0);
+}
 
 /**
  * Spells in [fromMs, toMs) longer than `gapMs` without a drain line, each widened to the whole seconds of the
