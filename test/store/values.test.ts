@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isoToDateTime64, nextVersionMs, toDecimalOrNull, toDecimalScale } from '../../src/store/values.js';
+import { decimalToScaled, isoToDateTime64, nextVersionMs, scaledToDecimal, toDecimalOrNull, toDecimalScale } from '../../src/store/values.js';
 
 describe('nextVersionMs', () => {
   it('never goes below the clock and strictly increases, even many times within one millisecond', () => {
@@ -73,5 +73,31 @@ describe('toDecimalScale', () => {
     expect(toDecimalOrNull(null, 4)).toBeNull();
     expect(toDecimalOrNull(undefined, 4)).toBeNull();
     expect(toDecimalOrNull(12.34565, 4)).toBe('12.3457');
+  });
+});
+
+describe('decimalToScaled and scaledToDecimal', () => {
+  // Literals worked out by hand: the integer is the decimal with its point moved `scale` places right.
+  it('reads a decimal exactly on a fixed scale, negatives and exponent forms included', () => {
+    expect(decimalToScaled('12.5', 9)).toBe(12_500_000_000n);
+    expect(decimalToScaled('-0.000000001', 9)).toBe(-1n);
+    expect(decimalToScaled('7', 3)).toBe(7000n);
+    expect(decimalToScaled('0.10', 1)).toBe(1n); // a trailing zero beyond the scale is no precision lost
+    expect(decimalToScaled('1.5e-3', 6)).toBe(1500n);
+    expect(decimalToScaled('123456789012345678.123456789012', 12)).toBe(123456789012345678123456789012n);
+  });
+
+  it('refuses a value with more significant decimals than the scale, or not a number', () => {
+    expect(() => decimalToScaled('0.0001', 3)).toThrow('0.0001 has more than 3 decimals');
+    expect(() => decimalToScaled('12,5', 2)).toThrow(/not a decimal number|12,5/);
+    expect(() => decimalToScaled('', 2)).toThrow();
+  });
+
+  it('writes the shortest decimal back, and round-trips', () => {
+    expect(scaledToDecimal(12_500_000_000n, 9)).toBe('12.5');
+    expect(scaledToDecimal(-1n, 9)).toBe('-0.000000001');
+    expect(scaledToDecimal(0n, 9)).toBe('0');
+    expect(scaledToDecimal(7000n, 3)).toBe('7');
+    for (const v of ['0.000000001', '-42.75', '1000000', '3.14159']) expect(scaledToDecimal(decimalToScaled(v, 12), 12)).toBe(v);
   });
 });
