@@ -106,6 +106,8 @@ export class LogFeed {
         received_since: toDateTime64(this.openedAt - 24 * 3_600_000),
         limit: BATCH_LIMIT,
       });
+      // The last client left while the store answered: the feed starts afresh with the next one.
+      if (this.timer === null || this.watermarkMs === null) return;
       for (const line of lines) {
         const key = `${line.batch_id}:${line.line}`;
         if (this.seen.has(key)) continue;
