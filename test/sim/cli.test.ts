@@ -63,7 +63,8 @@ describe('sim CLI', () => {
   it('sim serves until SIGINT, printing the URL and keys', async () => {
     const { out } = capture();
     const running = simCommand(['--port', '0', '--apps', '5', '--api-key', 'k-api', '--admin-key', 'k-admin']);
-    for (let i = 0; i < 100 && !out.join('').includes('SVC_ADMIN_KEY'); i++) await new Promise((r) => setTimeout(r, 20));
+    // A state to wait for (the keys printed), bounded by the test's own timeout rather than a short poll.
+    while (!out.join('').includes('SVC_ADMIN_KEY')) await new Promise((r) => setTimeout(r, 20));
     const text = out.join('');
     const url = /SVC_BASE_URL=(\S+)/.exec(text)![1];
     expect(text).toContain('SVC_API_KEY=k-api');
