@@ -120,6 +120,9 @@ export const ConfigSchema = z.object({
     })
     .refine((s) => s.count >= 1 && s.index < s.count, 'expected i below n (instances are numbered from 0), e.g. 1/2')
     .optional(),
+  // `simulator`: jobs follow the virtual clock of a Tallyhouse simulator at SVC_BASE_URL (GET /_sim/clock with the
+  // admin key), for a sandbox or soak whose clock runs fast or was moved; `wall` (default): the machine's clock.
+  PLATFORM_CLOCK: z.enum(['wall', 'simulator']).default('wall'),
   MODEL_ENDPOINT_IDS: csvList.optional(), // model endpoints the models job collects prices and billing events of, beyond those seen in usage
   REQUESTS_RECOLLECT_HOURS: z.coerce.number().int().min(0).max(24 * 14).default(6),
   PRICES_FILE: optionalString,

@@ -32,7 +32,17 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
       maxInFlight: config.PLATFORM_MAX_IN_FLIGHT,
       logger: logger.child({ component: 'platform' }),
     });
-    return { platform, now: () => new Date(), demo: false, close: () => platform.close() };
+    if (config.PLATFORM_CLOCK === 'wall') return { platform, now: () => new Date(), demo: false, close: () => platform.close() };
+    const clock = await simulatorClock(platform, config.SVC_BASE_URL, logger);
+    return {
+      platform,
+      now: clock.now,
+      demo: false,
+      async close() {
+        clock.stop();
+        await platform.close();
+      },
+    };
   }
   // Demo mode: a simulated platform in this process, its clock following real time.
   const { startSim } = await import('../sim/index.js');
@@ -66,4 +76,39 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
       await sim.close();
     },
   };
+}
+
+/** How often a simulator's virtual clock is read (PLATFORM_CLOCK=simulator). */
+const SIM_CLOCK_POLL_MS = 500;
+
+/**
+ * PLATFORM_CLOCK=simulator: the jobs' clock is the virtual clock of the simulator at SVC_BASE_URL, read before the
+ * jobs start (a platform that is not a simulator fails start-up, naming the variable) and then every 500 ms. It
+ * never goes back; between two reads it stands still, so a job sees at most half a second of the platform's past.
+ */
+async function simulatorClock(platform: PlatformClient, baseUrl: string, logger: Logger): Promise<{ now: () => Date; stop(): void }> {
+  let latest = 0;
+  const read = async (): Promise<void> => {
+    const { now } = await platform.getJson<{ now: string }>('/_sim/clock', { scope: 'admin' });
+    const t = Date.parse(now);
+    if (!Number.isFinite(t)) throw new Error(`/_sim/clock answered a time that is not one: ${JSON.stringify(now)}`);
+    latest = Math.max(latest, t);
+  };
+  try {
+    await read();
+  } catch (err) {
+    throw new Error(`PLATFORM_CLOCK=simulator: cannot read the virtual clock at ${baseUrl}/_sim/clock (is SVC_BASE_URL a Tallyhouse simulator, and SVC_ADMIN_KEY its admin key?): ${(err as Error).message}`);
+  }
+  let warned = false;
+  const timer = setInterval(() => {
+    read().then(
+      () => (warned = false),
+      (err: Error) => {
+        if (!warned) logger.warn({ err: err.message }, 'cannot read the simulator clock; jobs see the last time read until it answers again');
+        warned = true;
+      },
+    );
+  }, SIM_CLOCK_POLL_MS);
+  timer.unref();
+  return { now: () => new Date(latest), stop: () => clearInterval(timer) };
 }
