@@ -49,6 +49,11 @@ export class Scheduler {
   /** The checkpoints of sharded jobs: keys scoped to this instance's shard (the same as `checkpoints` without one). */
   private readonly shardCheckpoints: Checkpoints;
   private readonly now: () => Date;
+  /**
+   * What an unsharded job sees: the runtime without COLLECTOR_SHARD. Such a job runs on shard 0 alone, so it must
+   * cover every app (listEndpoints and listApps filter by the shard they find in the config).
+   */
+  private readonly unshardedRuntime: Runtime;
   private readonly metrics;
   private stopped = false;
 
@@ -63,6 +68,7 @@ export class Scheduler {
     const shard = opts.runtime.config.COLLECTOR_SHARD;
     this.shardCheckpoints = shard && shard.count > 1 ? new Checkpoints(opts.runtime.store, opts.runtime.writer, `shard ${shard.index}/${shard.count}`) : this.checkpoints;
     this.now = opts.now ?? (() => new Date());
+    this.unshardedRuntime = shard ? { ...opts.runtime, config: { ...opts.runtime.config, COLLECTOR_SHARD: undefined } } : opts.runtime;
     const registry = opts.runtime.registry;
     this.metrics = {
       runs: counter(registry, {
@@ -195,7 +201,7 @@ export class Scheduler {
       const { range, timezone, options } = args ?? parseJobArgs(job);
       await job.run(
         {
-          runtime: this.opts.runtime,
+          runtime: job.sharded ? this.opts.runtime : this.unshardedRuntime,
           platform: this.opts.platform,
           checkpoints: job.sharded ? this.shardCheckpoints : this.checkpoints,
           log,

@@ -75,6 +75,14 @@ describe('COLLECTOR_SHARD', () => {
       const apps = new Set(sharded.filter((c) => c.includes(`/${resource}?`)).map((c) => /\/v1\/serverless\/apps\/([^/]+\/[^/]+)\//.exec(c)![1]));
       expect([...apps].sort(), resource).toEqual(owned);
     }
+    // The requests job is not sharded (it runs on shard 0 alone), so it covers every app, not shard 0's share.
+    const requestApps = new Set(
+      sim.requestLog().slice(-sharded.length)
+        .filter((c) => c.path === '/v1/serverless/requests/by-endpoint')
+        .flatMap((c) => [c.query.endpoint_id ?? []].flat())
+        .map((id) => id.split('/').slice(0, 2).join('/')),
+    );
+    expect([...requestApps].sort(), 'requests').toEqual(owned);
 
     const unsharded = await tick([undefined, undefined]);
     expect(excess(unsharded, single).length).toBeGreaterThan(20);
