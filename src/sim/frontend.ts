@@ -11,16 +11,31 @@ const SESSIONS_PER_HOUR = 6;
 /** Share of requests a front end made (the rest came from back ends). */
 const FRONTEND_SHARE = 0.3;
 
+export interface FrontEndTarget {
+  url: string;
+  key: string;
+  /** Keep every payload sent and its answer (sent()): for a harness that checks what was accepted was stored. */
+  record?: boolean;
+}
+
 export class FrontEnd {
-  private target: { url: string; key: string } | undefined;
+  private target: FrontEndTarget | undefined;
   private readonly inflight = new Set<Promise<void>>();
+  /** What was sent and how it was answered (kept only when a target asked for it: the soak's ground truth). */
+  private record: Array<{ payload: Record<string, unknown>; status: number | null }> | undefined;
   private closed = false;
 
   constructor(private readonly model: SimModel) {}
 
   /** Where payloads go (a Faro receiver's collect URL) and its key; undefined stops the front end. */
-  setTarget(target: { url: string; key: string } | undefined): void {
+  setTarget(target: FrontEndTarget | undefined): void {
     this.target = target;
+    if (target?.record) this.record ??= [];
+  }
+
+  /** Every payload sent since a target asked to record, with its answer's status (null: no answer). */
+  sent(): Array<{ payload: Record<string, unknown>; status: number | null }> {
+    return [...(this.record ?? [])];
   }
 
   /** The Faro payloads of the requests that ended in [fromMs, toMs), one per session. */
@@ -65,13 +80,18 @@ export class FrontEnd {
     const target = this.target;
     if (!target || this.closed) return;
     for (const payload of this.payloads(fromMs, toMs)) {
+      const sent = this.record ? { payload, status: null as number | null } : undefined;
+      if (sent) this.record!.push(sent);
       const p = fetch(target.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': target.key },
         body: JSON.stringify(payload),
         signal: AbortSignal.timeout(10_000),
       })
-        .then((res) => res.body?.cancel())
+        .then((res) => {
+          if (sent) sent.status = res.status;
+          return res.body?.cancel();
+        })
         .catch(() => undefined) // a demo front end: an unanswered payload is not retried
         .finally(() => this.inflight.delete(p));
       this.inflight.add(p);

@@ -10,13 +10,14 @@ import type { CacheLimits } from './caches.js';
 import { Webhooks, type WebhookDelivery } from './webhooks.js';
 import { Drain, type DrainPushOptions, type DrainPushResult } from './drain.js';
 import { createTruth, type Truth } from './truth.js';
-import { FrontEnd } from './frontend.js';
+import { FrontEnd, type FrontEndTarget } from './frontend.js';
 import { createLogger, type Logger } from '../log.js';
 
 export type { FaultKind } from './faults.js';
 export type { Truth, UsageTruthRow, RequestDayTruth, RequestTruth, AppTruth, EventTruth, RevisionTruth } from './truth.js';
 export type { World, App, Endpoint, MachineType, Owner, Price, ModelInfo } from './world.js';
 export type { WebhookDelivery, WebhookAttempt } from './webhooks.js';
+export type { FrontEndTarget } from './frontend.js';
 export type { DrainRecord, DrainBatch, DrainPushOptions, DrainPushResult } from './drain.js';
 export type { Timeframe } from './time.js';
 export { ANALYTICS_METRICS, BASE_METRICS } from './analytics.js';
@@ -98,8 +99,10 @@ export interface Sim {
   };
   /** A web front end of the caller's, reporting to a Faro receiver (demo mode). */
   frontEnd: {
-    setTarget(target: { url: string; key: string } | undefined): void;
+    setTarget(target: FrontEndTarget | undefined): void;
     payloads(fromMs: number, toMs: number): Array<Record<string, unknown>>;
+    /** Payloads sent since a target with `record` was set, with the receiver's status (null: no answer). */
+    sent(): Array<{ payload: Record<string, unknown>; status: number | null }>;
     idle(): Promise<void>;
   };
   drain: {
@@ -227,6 +230,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     frontEnd: {
       setTarget: (target) => frontEnd.setTarget(target),
       payloads: (fromMs, toMs) => frontEnd.payloads(fromMs, toMs),
+      sent: () => frontEnd.sent(),
       idle: () => frontEnd.idle(),
     },
     async close() {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { crc32, gunzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TransportBody } from '@grafana/faro-core';
+import { Gauge } from 'prom-client';
 import type { Extension } from '../../runtime.js';
 import { SpoolReplayer } from '../drain/replay.js';
 import { openSpool } from '../drain/spool/open-spool.js';
@@ -72,6 +73,14 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
       infileDir: spool.stagingDir,
     });
     replayer.start();
+    new Gauge({
+      name: 'tallyhouse_faro_spool_bytes',
+      help: 'Bytes of accepted Faro items in the spool not yet confirmed by the store.',
+      registers: [rt.registry],
+      collect() {
+        this.set(spool.bytes);
+      },
+    });
     const origins = new Set(rt.config.FARO_ALLOWED_ORIGINS);
     const limiter = new RateLimiter(rt.config.FARO_RATE_LIMIT_PER_SECOND);
     const maxBytes = rt.config.FARO_MAX_BODY_BYTES;
