@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { LogRecord, platformPaths } from '../platform/index.js';
 import { mapLineSafely, LOG_ROW_COLUMNS } from '../ingest/drain/map-line.js';
-import { insertLogRows, storedLogKeys, type LogOrigin } from '../store/tables/logs.js';
+import { dropCopiesOfDrainLines, insertLogRows, storedLogKeys, type LogOrigin } from '../store/tables/logs.js';
 import { toDateTime64 } from '../store/values.js';
 import { collectorRejects, commitRows, describeZodIssue, mapLimit, type CollectorRejects } from './common.js';
 import type { AppRef } from './endpoints.js';
@@ -102,7 +102,10 @@ export class LogRowBatch {
     if (fresh.length === 0) return 0;
     const token = createHash('sha256').update(this.batchId).update(fresh.join('\n')).digest('hex');
     await insertLogRows(store, LOG_ROW_COLUMNS, fresh, this.origin, token);
-    return fresh.length;
+    // The drain may have stored some of these records between the check above and the insert (a spool replaying
+    // old lines on another instance): its copy stays, ours goes.
+    const dropped = await dropCopiesOfDrainLines(store, { from: this.minTs, to: this.maxTs, apps });
+    return Math.max(0, fresh.length - dropped);
   }
 }
 

@@ -1,10 +1,10 @@
-// `npm run soak -- [--duration 10m] [--seed 1] [--fault-rate 0.2] [--outage 60s] [--kills 6] [--outages 2] [--verbose]`:
+// `npm run soak -- [--duration 6m] [--seed 1] [--fault-rate 0.2] [--outage 60s] [--kills 6] [--outages 2] [--verbose]`:
 // the end-to-end soak (test/soak/harness.ts). Progress goes to stderr; the result is one JSON line on stdout;
 // exit 1 when a difference is not zero, 2 on a bad option.
 import { parseArgs } from 'node:util';
 import { nonZeroDiffs, runSoak } from './harness.js';
 
-const USAGE = 'usage: npm run soak -- [--duration 10m] [--seed N] [--fault-rate 0.2] [--outage 60s] [--kills 6] [--outages 2] [--verbose]';
+const USAGE = 'usage: npm run soak -- [--duration 6m] [--seed N] [--fault-rate 0.2] [--outage 60s] [--kills 6] [--outages 2] [--verbose]';
 
 function duration(name: string, text: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text);
@@ -23,7 +23,7 @@ let verbose = false;
 try {
   const { values } = parseArgs({
     options: {
-      duration: { type: 'string', default: '10m' },
+      duration: { type: 'string', default: '6m' },
       seed: { type: 'string', default: '1' },
       'fault-rate': { type: 'string', default: '0.2' },
       outage: { type: 'string', default: '60s' },

@@ -285,11 +285,13 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     for (const e of events) {
       await sleep(Math.max(0, begin + e.at - Date.now()));
       if (e.what === 'kill') {
-        // One instance at a time: the load balancer always has one to send to.
-        const target = instances[e.instance!];
+        // One instance at a time: the load balancer always has one to send to (a restart waits for the store).
+        const victim = instances[e.instance!];
         const other = instances[1 - e.instance!];
-        const victim = up.has(target.index) ? target : other;
-        if (!up.has(victim.index)) continue;
+        for (const deadline = Date.now() + 300_000; !(up.has(victim.index) && up.has(other.index)); ) {
+          if (Date.now() > deadline) throw new Error('an instance did not come back within 300 s of its restart');
+          await sleep(200);
+        }
         phase(`SIGKILL instance ${victim.index}`);
         await kill(victim);
         restarts++;
@@ -476,6 +478,9 @@ async function compare(client: ClickHouseClient, sim: Sim, t0: number, tEnd: num
   const logStored = logRows.map((r) => logKey(r.ts, r.app, r.request_id, r.worker, r.message));
   const logsLost = multisetDiff(logTruth, logStored);
   const logsExtra = multisetDiff(logStored, logTruth);
+  for (const r of await query(client, `SELECT origin, count() AS n FROM logs WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')} GROUP BY origin`, { from: chTime(t0), to: chTime(logsTo) })) {
+    out[`log_records_by_${r.origin}`] = Number(r.n);
+  }
   out.log_records_sent = logTruth.length;
   out.log_records_stored = logStored.length;
   out.log_records_lost_diff = logsLost.missing;

@@ -1,8 +1,9 @@
 // The log drain as a part of the service: the spool, its replayer, the parser threads and the route, started
 // and stopped in that order. Design and limits: README.md beside this file.
 import { join } from 'node:path';
-import type { Extension } from '../../runtime.js';
-import { applyLogRetention } from '../../store/tables/logs.js';
+import type { Extension, Runtime } from '../../runtime.js';
+import { applyLogRetention, dropCopiesOfDrainLines } from '../../store/tables/logs.js';
+import { toDateTime64 } from '../../store/values.js';
 import { resolveDrainAuth, type DrainAuth } from './auth.js';
 import { createDrainMetrics } from './metrics.js';
 import { ParserPool } from './parser-pool.js';
@@ -55,6 +56,7 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       maxBatchRows: options.replayMaxBatchRows,
       maxBatchBytes: options.replayMaxBatchBytes,
       infileDir: spool.stagingDir,
+      afterInsert: (parts) => dropHistoryCopies(rt.store, parts),
     });
     replayer.start();
     const parsers = new ParserPool(options.parserThreads, logger);
@@ -80,4 +82,37 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       },
     };
   };
+}
+
+/** Lines younger than this cannot have been filled from history yet: the logs job leaves the newest 5 minutes alone. */
+const FRESH_MS = 60_000;
+
+/**
+ * After drain rows are stored: if some are old enough for the logs job to have filled them from history meanwhile
+ * (lines that waited in the spool through an outage or a restart), the history copies of those records go
+ * (dropCopiesOfDrainLines). Fresh lines, the usual case, cost one pass over the timestamps and no query.
+ */
+async function dropHistoryCopies(store: Runtime['store'], parts: Buffer[]): Promise<void> {
+  const freshFrom = toDateTime64(Date.now() - FRESH_MS);
+  let min: string | undefined;
+  let max: string | undefined;
+  const apps = new Set<string>();
+  for (const part of parts) {
+    const text = part.toString('utf8');
+    for (let start = 0; start < text.length; ) {
+      let end = text.indexOf('\n', start);
+      if (end === -1) end = text.length;
+      // LOG_ROW_COLUMNS: timestamp, level, app, ... (TabSeparated; a timestamp and an app name hold no tab).
+      const t1 = text.indexOf('\t', start);
+      const t2 = text.indexOf('\t', t1 + 1);
+      const t3 = text.indexOf('\t', t2 + 1);
+      const ts = text.slice(start, t1);
+      if (min === undefined || ts < min) min = ts;
+      if (max === undefined || ts > max) max = ts;
+      apps.add(text.slice(t2 + 1, t3));
+      start = end + 1;
+    }
+  }
+  if (min === undefined || max === undefined || min >= freshFrom) return;
+  await dropCopiesOfDrainLines(store, { from: min, to: max, apps: [...apps] });
 }

@@ -37,6 +37,11 @@ export interface ReplayerOptions {
   maxBatchBytes?: number;
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+  /**
+   * Runs after a batch's rows are in the store and before the spool lets go of them, with the rows (one Buffer per
+   * spool record, rows separated by newlines). A failure retries the batch (its insert is deduplicated by token).
+   */
+  afterInsert?: (parts: Buffer[]) => Promise<void>;
 }
 
 class Stopping extends Error {}
@@ -138,6 +143,7 @@ export class SpoolReplayer {
           this.o.logger?.info({ records: batch.records.length }, 'replaying the drain batch that was being inserted when the service stopped');
         }
         await this.insert(batch.records);
+        if (this.o.afterInsert) await this.o.afterInsert(batch.records.map((r) => r.rowData).filter((d) => d.length > 0));
         passKillPoint('replay-insert');
         await this.spool.commit(batch);
         const lines = batch.records.reduce((n, r) => n + r.rows, 0);

@@ -163,6 +163,38 @@ export const storedLogKeys = namedQuery(
   z.object({ ts: z.string(), app: z.string(), request_id: z.string(), worker: z.string(), message: z.string() }),
 );
 
+/** Rows that came by history or the tail in [from, to] of some apps, while the drain's copy of the record is stored too. */
+const COPIES_OF_DRAIN_LINES = `origin != 'drain'
+   AND timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp <= {to:DateTime64(3, 'UTC')} AND has({apps:Array(String)}, app)
+   AND (timestamp, app, request_id, worker, message) IN (
+     SELECT timestamp, app, request_id, worker, message FROM logs
+     WHERE origin = 'drain' AND timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp <= {to:DateTime64(3, 'UTC')}
+       AND has({apps:Array(String)}, app))`;
+
+/**
+ * One record, two copies: when a record came by the drain and by history (or the tail), the drain's copy stays and
+ * the other is deleted (a lightweight DELETE, only when there is one). Every writer of `logs` calls this after its
+ * insert of records that history may have filled too, so whichever of two racing writers inserts last sees both
+ * copies: the drain spool replaying old lines, and the logs job filling what looked like a gap (ARCHITECTURE.md,
+ * logs). Returns how many copies were deleted.
+ */
+export async function dropCopiesOfDrainLines(
+  store: Pick<Store, 'client'>,
+  span: { from: string; to: string; apps: string[] },
+): Promise<number> {
+  if (span.apps.length === 0) return 0;
+  const rs = await store.client.query({ query: `SELECT count() AS n FROM logs WHERE ${COPIES_OF_DRAIN_LINES}`, query_params: span, format: 'JSONEachRow' });
+  const n = Number((await rs.json<{ n: string | number }>())[0]?.n ?? 0);
+  if (n === 0) return 0;
+  // On a cluster the table is Replicated: the delete replicates by itself, and its subquery needs this setting.
+  await store.client.command({
+    query: `DELETE FROM logs WHERE ${COPIES_OF_DRAIN_LINES}`,
+    query_params: span,
+    clickhouse_settings: { allow_nondeterministic_mutations: 1 },
+  });
+  return n;
+}
+
 /** The seconds in [from, to) in which the drain delivered at least one line (any app), in order. */
 export const drainSeconds = namedQuery(
   'drain_seconds',
