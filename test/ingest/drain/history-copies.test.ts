@@ -1,0 +1,75 @@
+// One record, one copy, when the drain and logs history both bring it (found by the soak, test/soak): a record the
+// logs job filled from history while the drain's copy waited in a spool (an outage, a restart, another instance)
+// is stored twice unless the later writer removes the history copy. Both orders are checked.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../../src/runtime.js';
+import { LogRowBatch } from '../../../src/collectors/logs.js';
+import { collectorRejects } from '../../../src/collectors/common.js';
+import { storedLogKeys } from '../../../src/store/tables/logs.js';
+import { startDrainService, postSigned, line, type DrainService } from './helpers.js';
+import { queryRows } from '../../support/store.js';
+
+let d: DrainService;
+beforeAll(async () => {
+  d = await startDrainService();
+});
+afterAll(async () => {
+  await d?.close();
+});
+
+/** Lines of one app two days ago (older than the replayer's freshness minute), one per second. */
+const lines = (app: string, n: number) =>
+  Array.from({ length: n }, (_, i) => JSON.parse(line({ svc_app_name: app, timestamp: `2026-11-19T08:00:${String(i).padStart(2, '0')}.250Z`, message: `record ${i}`, svc_worker_id: 'w-1' })) as Record<string, unknown>);
+
+/** Stores lines as the logs job does (LogRowBatch: check what is stored, insert the rest, then drop copies). */
+async function fillFromHistory(rt: Pick<Runtime, 'store'>, records: Array<Record<string, unknown>>, seed: string): Promise<number> {
+  const batch = new LogRowBatch('history', seed, collectorRejects('logs'));
+  for (const r of records) batch.add(r);
+  return batch.commit({ runtime: rt as Runtime });
+}
+
+const copies = (app: string) =>
+  queryRows<{ message: string; n: string; origins: string[] }>(
+    d.service,
+    'SELECT message, count() AS n, groupArray(origin) AS origins FROM logs WHERE app = {app:String} GROUP BY message ORDER BY message',
+    { app },
+  );
+
+describe('a record that came by the drain and by history', () => {
+  it('history first, then the drain spool replays the same old lines: the drain copy stays, the history copy goes', async () => {
+    const records = lines('copies-a', 20);
+    // The logs job filled the first ten while the drain's copies waited in a spool.
+    expect(await fillFromHistory(d.service, records.slice(0, 10), 'a')).toBe(10);
+    const res = await postSigned(d.drainUrl, records.map((r) => JSON.stringify(r)).join('\n'));
+    expect(res.status).toBe(200);
+    await d.replayer.whenReplayed();
+
+    const got = await copies('copies-a');
+    expect(got).toHaveLength(20);
+    expect(got.filter((r) => Number(r.n) !== 1).map((r) => `${r.message}: ${r.origins.join(',')}`)).toEqual([]);
+    expect(new Set(got.flatMap((r) => r.origins))).toEqual(new Set(['drain']));
+  });
+
+  it('the drain stores between the history fill\'s check and its insert: the fill drops its own copies', async () => {
+    const records = lines('copies-b', 12);
+    const res = await postSigned(d.drainUrl, records.slice(0, 6).map((r) => JSON.stringify(r)).join('\n'));
+    expect(res.status).toBe(200);
+    await d.replayer.whenReplayed();
+    // The fill's check ran before the drain's insert: it saw nothing stored (its query is made to find nothing).
+    const client = d.service.store.client;
+    const blind = new Proxy(client, {
+      get(target, prop, receiver) {
+        if (prop !== 'query') return Reflect.get(target, prop, receiver);
+        return (params: Parameters<typeof client.query>[0]) =>
+          target.query(params.query === storedLogKeys.sql ? { ...params, query: `${storedLogKeys.sql} AND 0` } : params);
+      },
+    });
+    const stored = await fillFromHistory({ store: { ...d.service.store, client: blind } }, records, 'b');
+    expect(stored).toBe(6);
+
+    const got = await copies('copies-b');
+    expect(got).toHaveLength(12);
+    expect(got.filter((r) => Number(r.n) !== 1).map((r) => `${r.message}: ${r.origins.join(',')}`)).toEqual([]);
+    expect(got.filter((r) => r.origins[0] === 'drain')).toHaveLength(6);
+  });
+});
