@@ -143,7 +143,8 @@ class LoadBalancer {
         });
         answer.on('error', () => resolve('sent'));
       });
-      out.on('socket', (s) => s.once('connect', () => (connected = true)));
+      // A kept-alive socket is connected already; a new one says so once it is.
+      out.on('socket', (s) => (s.connecting ? s.once('connect', () => (connected = true)) : (connected = true)));
       out.on('timeout', () => out.destroy(new Error('timeout')));
       out.on('error', () => resolve(connected ? 'sent' : 'refused'));
       out.end(body);
