@@ -215,39 +215,50 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const lb = new LoadBalancer(() => instances.filter((i) => up.has(i.index)).map((i) => i.port));
   await lb.start();
 
+  /** What a supervisor (compose's `restart:`, Kubernetes) does: starts the instance again when it exits while starting. */
+  let supervisorRestarts = 0;
   const startInstance = async (i: Instance): Promise<void> => {
-    i.proc = runCli(['serve'], {
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'warn',
-      HOST: '127.0.0.1',
-      PORT: String(i.port),
-      DATA_DIR: i.dataDir,
-      CLICKHOUSE_URL: store.url,
-      SVC_BASE_URL: sim.url,
-      SVC_API_KEY: sim.keys.api,
-      SVC_ADMIN_KEY: sim.keys.admin,
-      PLATFORM_CLOCK: 'simulator',
-      COLLECTOR_SHARD: `${i.index}/2`,
-      LOG_DRAIN_SECRET: sim.drain.secret,
-      FARO_APP_KEYS: `demo-web=${FARO_KEY}`,
-      FARO_RATE_LIMIT_PER_SECOND: '100000',
-      SCRAPE_SELF: 'false',
-      WRITER_FLUSH_INTERVAL_MS: '200',
-      SHUTDOWN_TIMEOUT_MS: '30000',
-      ...fastSchedules(),
-    });
-    const proc = i.proc;
-    proc.child.stderr!.on('data', (d: Buffer) => log(`[instance ${i.index}] ${d.toString().trimEnd()}`));
-    // Ready: migrated, the store reachable (it may be down for an outage: then this waits for it).
     const deadline = Date.now() + 300_000;
     for (;;) {
-      if (proc.child.exitCode !== null) throw new Error(`instance ${i.index} exited (${proc.child.exitCode}) while starting:\n${proc.stderr().slice(-4000)}`);
-      const ready = await fetch(`http://127.0.0.1:${i.port}/readyz`).then((r) => r.ok, () => false);
-      if (ready) break;
-      if (Date.now() > deadline) throw new Error(`instance ${i.index} not ready after 300 s:\n${proc.stderr().slice(-4000)}`);
-      await sleep(200);
+      i.proc = runCli(['serve'], {
+        NODE_ENV: 'production',
+        LOG_LEVEL: 'warn',
+        HOST: '127.0.0.1',
+        PORT: String(i.port),
+        DATA_DIR: i.dataDir,
+        CLICKHOUSE_URL: store.url,
+        SVC_BASE_URL: sim.url,
+        SVC_API_KEY: sim.keys.api,
+        SVC_ADMIN_KEY: sim.keys.admin,
+        PLATFORM_CLOCK: 'simulator',
+        COLLECTOR_SHARD: `${i.index}/2`,
+        LOG_DRAIN_SECRET: sim.drain.secret,
+        FARO_APP_KEYS: `demo-web=${FARO_KEY}`,
+        FARO_RATE_LIMIT_PER_SECOND: '100000',
+        SCRAPE_SELF: 'false',
+        WRITER_FLUSH_INTERVAL_MS: '200',
+        SHUTDOWN_TIMEOUT_MS: '30000',
+        ...fastSchedules(),
+      });
+      const proc = i.proc;
+      proc.child.stderr!.on('data', (d: Buffer) => log(`[instance ${i.index}] ${d.toString().trimEnd()}`));
+      // Ready: migrated and the store reachable. Started during a store outage, it gives up after
+      // CLICKHOUSE_CONNECT_TIMEOUT_MS (30 s) and exits 1, naming the store: then it is started again.
+      for (;;) {
+        if (proc.child.exitCode !== null) break;
+        const ready = await fetch(`http://127.0.0.1:${i.port}/readyz`).then((r) => r.ok, () => false);
+        if (ready) {
+          up.add(i.index);
+          return;
+        }
+        if (Date.now() > deadline) throw new Error(`instance ${i.index} not ready after 300 s:\n${proc.stderr().slice(-4000)}`);
+        await sleep(200);
+      }
+      if (Date.now() > deadline) throw new Error(`instance ${i.index} kept exiting while starting:\n${proc.stderr().slice(-4000)}`);
+      supervisorRestarts++;
+      log(`[soak] instance ${i.index} exited (${proc.child.exitCode}) while starting; starting it again: ${proc.stderr().trim().split('\n').pop()}`);
+      await sleep(1_000);
     }
-    up.add(i.index);
   };
   const kill = async (i: Instance): Promise<void> => {
     up.delete(i.index);
@@ -354,6 +365,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     Object.assign(result, {
       platform_days: Number(((tEnd - t0) / DAY).toFixed(2)),
       restarts,
+      supervisor_restarts: supervisorRestarts,
       store_outages: storeOutages,
       outage_seconds: outageMs / 1000,
       drain_disabled: sim.drain.disabled,
