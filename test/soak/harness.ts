@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { DateTime } from 'luxon';
 import { startSim, type Sim } from '../../src/sim/index.js';
+import { mulberry32 } from '../../src/sim/prng.js';
 import { decimalToScaled } from '../../src/store/values.js';
 import { allJobs } from '../../jobs/index.js';
 import { runCli, type Spawned } from '../support/process.js';
@@ -45,18 +46,6 @@ const DAY = 24 * 60 * MINUTE;
 /** The logs job leaves the newest minutes to the drain (its --settle-minutes, 5): logs are compared up to this far before the end. */
 const LOGS_SETTLE_MS = 10 * MINUTE;
 const FARO_KEY = 'soak-front-end-key-0123456789abcdef';
-
-/** A small seeded generator (mulberry32): the soak's schedule of kills and outages follows the seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -189,7 +178,7 @@ async function metrics(port: number): Promise<Map<string, number>> {
 
 export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const log = opts.log ?? (() => undefined);
-  const rand = random(opts.seed);
+  const rand = mulberry32(opts.seed); // the schedule of kills and outages follows the seed
   const speed = opts.speed ?? DAY / 90;
   const work = mkdtempSync(join(tmpdir(), 'tallyhouse-soak-'));
   const started = Date.now();
@@ -432,31 +421,32 @@ async function compare(client: ClickHouseClient, sim: Sim, t0: number, tEnd: num
   const from = monthStart.toISO()!;
   const to = new Date(tEnd).toISOString();
 
-  // Usage cost per UTC day, app and machine type, in nano-dollars (the platform's own numbers).
-  const usageTruth = new Map<string, bigint>();
-  for (const r of sim.truth.usage({ from, to, timezone: 'UTC', timeframe: 'day' })) {
-    addTo(usageTruth, `${r.bucket!.slice(0, 10)}|${r.app}|${r.machine_type}`, BigInt(r.cost_total_nanos));
-  }
-  const usageStored = new Map<string, bigint>();
-  for (const r of await query(client, `SELECT toString(bucket_date) AS day, app, machine_type, toString(sum(cost_total)) AS cost FROM usage_buckets FINAL
-      WHERE timezone = 'UTC' AND timeframe = 'day' AND bucket_date >= {from:Date} GROUP BY day, app, machine_type`, { from: monthStart.toISODate() })) {
-    addTo(usageStored, `${r.day}|${r.app}|${r.machine_type}`, decimalToScaled(r.cost, 9));
-  }
+  // Usage cost per UTC day, app and machine type, and model-API cost per UTC day, endpoint and currency, in
+  // nano-dollars (the platform's own numbers).
+  const cost = async (
+    truthRows: Array<{ bucket: string | null; cost_total_nanos: bigint | number | string }>,
+    truthKey: (r: any) => string,
+    table: string,
+    columns: string,
+  ): Promise<{ truth: Map<string, bigint>; diff: bigint }> => {
+    const truth = new Map<string, bigint>();
+    for (const r of truthRows) addTo(truth, `${r.bucket!.slice(0, 10)}|${truthKey(r)}`, BigInt(r.cost_total_nanos));
+    const stored = new Map<string, bigint>();
+    const names = columns.split(', ');
+    for (const r of await query(client, `SELECT toString(bucket_date) AS day, ${columns}, toString(sum(cost_total)) AS cost FROM ${table} FINAL
+        WHERE timezone = 'UTC' AND timeframe = 'day' AND bucket_date >= {from:Date} GROUP BY day, ${columns}`, { from: monthStart.toISODate() })) {
+      addTo(stored, [r.day, ...names.map((c) => r[c])].join('|'), decimalToScaled(r.cost, 9));
+    }
+    return { truth, diff: absDiff(truth, stored) };
+  };
+  const usage = await cost(sim.truth.usage({ from, to, timezone: 'UTC', timeframe: 'day' }), (r) => `${r.app}|${r.machine_type}`, 'usage_buckets', 'app, machine_type');
+  const usageTruth = usage.truth;
   out.usage_cost_nanos = String([...usageTruth.values()].reduce((a, b) => a + b, 0n));
-  out.usage_cost_diff = Number(absDiff(usageTruth, usageStored));
-
-  // Model-API cost per UTC day, endpoint and currency.
-  const modelTruth = new Map<string, bigint>();
-  for (const r of sim.truth.modelUsage({ from, to, timezone: 'UTC', timeframe: 'day' })) {
-    addTo(modelTruth, `${r.bucket!.slice(0, 10)}|${r.endpoint_id}|${r.currency}`, BigInt(r.cost_total_nanos));
-  }
-  const modelStored = new Map<string, bigint>();
-  for (const r of await query(client, `SELECT toString(bucket_date) AS day, endpoint_id, currency, toString(sum(cost_total)) AS cost FROM model_usage_buckets FINAL
-      WHERE timezone = 'UTC' AND timeframe = 'day' AND bucket_date >= {from:Date} GROUP BY day, endpoint_id, currency`, { from: monthStart.toISODate() })) {
-    addTo(modelStored, `${r.day}|${r.endpoint_id}|${r.currency}`, decimalToScaled(r.cost, 9));
-  }
+  out.usage_cost_diff = Number(usage.diff);
+  const models = await cost(sim.truth.modelUsage({ from, to, timezone: 'UTC', timeframe: 'day' }), (r) => `${r.endpoint_id}|${r.currency}`, 'model_usage_buckets', 'endpoint_id, currency');
+  const modelTruth = models.truth;
   out.model_cost_nanos = String([...modelTruth.values()].reduce((a, b) => a + b, 0n));
-  out.model_cost_diff = Number(absDiff(modelTruth, modelStored));
+  out.model_cost_diff = Number(models.diff);
 
   // Requests that ended during the soak: each once, with its billable units.
   // An app's endpoint id covers its routes' requests (a route's own id would count them twice).

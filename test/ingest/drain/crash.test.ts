@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startClickHouseHttp, type ClickHouseHttp } from '../../support/clickhouse-http.js';
 import { processDataDir, tempDataDir } from '../../support/store.js';
 import { line, sign, SECRET } from './helpers.js';
+import { mulberry32 } from '../../../src/sim/prng.js';
 
 const KILLS = Number(process.env.TALLYHOUSE_CRASH_KILLS ?? 200);
 const SEED = Number(process.env.TALLYHOUSE_CRASH_SEED ?? 13);
@@ -31,17 +32,6 @@ const POINTS: Record<StoreMode, KillPoint[]> = { up: ALL_POINTS, slow: ALL_POINT
 /** Rounds 0-11 of every 20 with the store up, 12-14 slow, 15-19 down (five restarts in a row without replay). */
 const modeOf = (round: number): StoreMode => (round % 20 < 12 ? 'up' : round % 20 < 15 ? 'slow' : 'down');
 
-/** mulberry32: a seeded generator, so a failing run can be repeated with its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let ch: ClickHouseHttp;
 const children = new Set<ChildProcess>();
@@ -134,7 +124,7 @@ interface Body {
 
 describe('the log drain under SIGKILL', () => {
   it(`keeps every acknowledged body exactly once through ${KILLS} kill points, the store up, slow and down`, async () => {
-    const rand = random(SEED);
+    const rand = mulberry32(SEED) // a seeded generator, so a failing run can be repeated with its seed;
     const dataDir = tempDataDir();
     const bodies: Body[] = [];
     const redeliver: Body[] = [];
