@@ -40,12 +40,23 @@ export interface SoakResult {
 }
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const START = '2026-11-21T00:00:00Z';
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
 /** The logs job leaves the newest minutes to the drain (its --settle-minutes, 5): logs are compared up to this far before the end. */
 const LOGS_SETTLE_MS = 10 * MINUTE;
 const FARO_KEY = 'soak-front-end-key-0123456789abcdef';
+
+/**
+ * Where the platform clock starts: midnight UTC far enough back that the fast clock ends a day before the wall clock.
+ * Lines must not come from the future: the drain replayer takes a line younger than a wall-clock minute for one
+ * the logs job cannot have filled from history yet, and the logs table's TTL (30 days) must keep them all.
+ */
+function startOfPlatform(durationMs: number, speed: number): Date {
+  const span = (durationMs / 1000) * speed + 2 * DAY; // the faulty part, and room for the catch-up
+  const start = Math.floor((Date.now() - span) / DAY) * DAY;
+  if (Date.now() - start > 28 * DAY) throw new Error(`--duration too long for this speed: ${Math.round(span / DAY)} platform days would outlive the logs TTL (30 days)`);
+  return new Date(start);
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -187,7 +198,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const store = await StoreProcess.start(join(work, 'store'), await freePort());
   const sim = await startSim({
     seed: opts.seed,
-    now: START,
+    now: startOfPlatform(opts.durationMs, speed),
     days: 3,
     apps: opts.apps ?? 6,
     faultRate: opts.faultRate,
