@@ -300,12 +300,13 @@ describe('PlatformClient: retry timing', () => {
   it('gives up when the next wait would pass maxElapsedMs', async () => {
     const server = await serve([json(503, '')]);
     const { retries, onRetry } = recordRetries();
-    // Waits of 100 then 200 ms against a 300 ms budget: the second wait cannot fit.
-    const platform = client(server, { maxAttempts: 10, backoffBaseMs: 200, maxBackoffMs: 10_000, maxElapsedMs: 300 });
+    // Waits of 1 then 2 s against a 3 s budget: the second wait cannot fit, and the first fits however slowly a
+    // loaded machine answers the first attempt (up to 2 s).
+    const platform = client(server, { maxAttempts: 10, backoffBaseMs: 2_000, maxBackoffMs: 10_000, maxElapsedMs: 3_000 });
     const error = await failure(platform.getJson(platformPaths.apps, { ctx: { onRetry } }));
     expect(error.attempts).toBe(2);
-    expect(retries.map((r) => r.delayMs)).toEqual([100]);
-    expect(error.message).toContain('waiting 200 ms would pass the 300 ms time budget');
+    expect(retries.map((r) => r.delayMs)).toEqual([1_000]);
+    expect(error.message).toContain('waiting 2000 ms would pass the 3000 ms time budget');
     expect(server.requests).toHaveLength(2);
   });
 
