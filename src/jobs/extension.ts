@@ -62,19 +62,9 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
       }
     }
     if (rt.config.JOBS_ENABLED && rt.config.STARTUP_JOBS) {
-      // Every job once at start-up, so a new account (or the demo) has data within a minute instead of at the
-      // next tick of each schedule: one after the other, in the list's order (the apps job, first, discovers the
-      // endpoints the later ones read). A job with no checkpoint looks back its first-run window (usage: the
-      // month so far; requests, analytics, runners: the last day); later runs go on from their checkpoints.
-      const names = jobs.map((j) => j.name);
+      const names = scheduler.scheduledJobs().map((j) => j.name);
       rt.logger.info({ jobs: names }, `start-up pass: ${names.join(', ')}, once now, one after the other`);
-      void (async () => {
-        for (const job of jobs) {
-          if (scheduler.isStopped) return;
-          await scheduler.run(job.name, 'startup');
-        }
-        rt.logger.info('start-up pass done');
-      })();
+      void scheduler.startupPass().then(() => rt.logger.info('start-up pass done'));
     }
     return {
       name: 'collectors',

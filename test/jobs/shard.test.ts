@@ -87,4 +87,26 @@ describe('COLLECTOR_SHARD', () => {
     const unsharded = await tick([undefined, undefined]);
     expect(excess(unsharded, single).length).toBeGreaterThan(20);
   });
+
+  it("the start-up pass runs what the schedule runs: on shard 1 the sharded jobs only, together each call once", async () => {
+    const scheduler = (shard: { index: number; count: number } | undefined) =>
+      new Scheduler({ runtime: { ...rt, config: { ...rt.config, COLLECTOR_SHARD: shard } }, platform: simClient(sim), jobs: allJobs, now: () => sim.clock.now() });
+    const calls = async (pass: () => Promise<unknown>) => {
+      const before = sim.requestLog().length;
+      await pass();
+      return sim.requestLog().slice(before).map((c) => `${c.method} ${c.path}?${JSON.stringify(Object.entries(c.query).sort())}`);
+    };
+    const single = counts(await calls(() => scheduler(undefined).startupPass()));
+    const [zero, one] = [scheduler({ index: 0, count: 2 }), scheduler({ index: 1, count: 2 })];
+    let shardOneRuns: string[] = [];
+    const both = await calls(async () => {
+      await zero.startupPass();
+      shardOneRuns = (await one.startupPass()).map((r) => `${r.job}:${r.status}`);
+    });
+    const sharded = allJobs.filter((j) => j.sharded).map((j) => `${j.name}:ok`);
+    expect(sharded.length).toBeGreaterThan(3);
+    expect(shardOneRuns).toEqual(sharded);
+    expect(both.length).toBeGreaterThan(50);
+    expect(excess(both, single)).toEqual([]);
+  });
 });
