@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Extension, Runtime } from '../../runtime.js';
 import { applyLogRetention, dropCopiesOfDrainLines } from '../../store/tables/logs.js';
 import { toDateTime64 } from '../../store/values.js';
+import { classifyStoreError, describeStoreError } from '../../store/errors.js';
 import { resolveDrainAuth, type DrainAuth } from './auth.js';
 import { createDrainMetrics } from './metrics.js';
 import { ParserPool } from './parser-pool.js';
@@ -56,7 +57,7 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       maxBatchRows: options.replayMaxBatchRows,
       maxBatchBytes: options.replayMaxBatchBytes,
       infileDir: spool.stagingDir,
-      afterInsert: (parts) => dropHistoryCopies(rt.store, parts),
+      afterInsert: (parts) => dropHistoryCopies(rt.store, parts, logger, metrics),
     });
     replayer.start();
     const parsers = new ParserPool(options.parserThreads, logger);
@@ -91,8 +92,17 @@ const FRESH_MS = 60_000;
  * After drain rows are stored: if some are old enough for the logs job to have filled them from history meanwhile
  * (lines that waited in the spool through an outage or a restart), the history copies of those records go
  * (dropCopiesOfDrainLines). Fresh lines, the usual case, cost one pass over the timestamps and no query.
+ * A transient failure (the store unreachable, overloaded, slow): thrown, so the replayer retries the batch (its
+ * insert is deduplicated by token; the count before the DELETE finds nothing left once one went through). One no
+ * retry will mend (a user without ALTER DELETE, a read-only store): warned and counted, and the batch committed,
+ * since a record stored twice is better than a drain that stops taking lines.
  */
-async function dropHistoryCopies(store: Runtime['store'], parts: Buffer[]): Promise<void> {
+async function dropHistoryCopies(
+  store: Runtime['store'],
+  parts: Buffer[],
+  logger: Runtime['logger'],
+  metrics: ReturnType<typeof createDrainMetrics>,
+): Promise<void> {
   const freshFrom = toDateTime64(Date.now() - FRESH_MS);
   let min: string | undefined;
   let max: string | undefined;
@@ -114,5 +124,14 @@ async function dropHistoryCopies(store: Runtime['store'], parts: Buffer[]): Prom
     }
   }
   if (min === undefined || max === undefined || min >= freshFrom) return;
-  await dropCopiesOfDrainLines(store, { from: min, to: max, apps: [...apps] });
+  try {
+    await dropCopiesOfDrainLines(store, { from: min, to: max, apps: [...apps] });
+  } catch (err) {
+    if (classifyStoreError(err) === 'transient') throw err;
+    metrics.copiesKept.inc();
+    logger.warn(
+      { from: min, to: max, apps: [...apps].slice(0, 20), error: describeStoreError(err) },
+      'the store refused to delete the history copies of replayed drain lines; those records may be stored twice',
+    );
+  }
 }

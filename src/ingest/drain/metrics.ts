@@ -70,6 +70,11 @@ export function createDrainMetrics(registry: Registry, spool: () => { bytes: num
       labelNames: ['kind'],
       registers,
     }),
+    copiesKept: new Counter({
+      name: 'tallyhouse_drain_history_copies_kept_total',
+      help: 'Replayed batches whose history copies the store refused to delete (e.g. a user without ALTER DELETE): those records may be stored twice.',
+      registers,
+    }),
     duplicates: new Counter({
       name: 'tallyhouse_drain_duplicate_batches_total',
       help: 'Drain bodies received again within the dedup window (answered 200, not stored again).',

@@ -72,4 +72,35 @@ describe('a record that came by the drain and by history', () => {
     expect(got.filter((r) => Number(r.n) !== 1).map((r) => `${r.message}: ${r.origins.join(',')}`)).toEqual([]);
     expect(got.filter((r) => r.origins[0] === 'drain')).toHaveLength(6);
   });
+
+  it('a store that refuses the DELETE (no ALTER DELETE grant) does not stop the drain: the lines are stored, the copies kept and counted', async () => {
+    const records = lines('copies-c', 8);
+    expect(await fillFromHistory(d.service, records.slice(0, 4), 'c')).toBe(4);
+    // The store's answer to a user without the grant: ClickHouse's ACCESS_DENIED (code 497), for the DELETE only.
+    const client = d.service.store.client;
+    const command = client.command.bind(client);
+    let refused = 0;
+    client.command = (async (params: Parameters<typeof client.command>[0]) => {
+      if (!params.query.startsWith('DELETE FROM logs')) return command(params);
+      refused++;
+      throw Object.assign(new Error('default: Not enough privileges. To execute this query, it is necessary to have the grant ALTER DELETE ON default.logs'), { name: 'ClickHouseError', code: '497', type: 'ACCESS_DENIED' });
+    }) as typeof client.command;
+    try {
+      const res = await postSigned(d.drainUrl, records.map((r) => JSON.stringify(r)).join('\n'));
+      expect(res.status).toBe(200);
+      // Bounded by the test's timeout: a replayer that retried the batch forever would never get here.
+      await d.replayer.whenReplayed();
+    } finally {
+      client.command = command;
+    }
+    expect(refused).toBe(1);
+    expect(d.spool.bytes).toBe(0);
+    const got = await copies('copies-c');
+    expect(got.map((r) => `${r.message}: ${[...r.origins].sort().join(',')}`)).toEqual([
+      ...Array.from({ length: 4 }, (_, i) => `record ${i}: drain,history`),
+      ...Array.from({ length: 4 }, (_, i) => `record ${i + 4}: drain`),
+    ]);
+    const metrics = await (await fetch(`${d.url}/metrics`)).text();
+    expect(/^tallyhouse_drain_history_copies_kept_total (\d+)$/m.exec(metrics)?.[1]).toBe('1');
+  });
 });
