@@ -4,7 +4,7 @@ import { defineJob, type JobContext } from '../src/jobs/job.js';
 import type { TimeRange } from '../src/jobs/time-args.js';
 import { listApps, type AppRef } from '../src/collectors/endpoints.js';
 import { fillFromHistory, HISTORY_PAGE_LIMIT, type LogWindow } from '../src/collectors/logs.js';
-import { drainSeconds } from '../src/store/tables/logs.js';
+import { drainSeconds, dropCopiesOfDrainLines } from '../src/store/tables/logs.js';
 import { toDateTime64 } from '../src/store/values.js';
 import { runResumable } from '../src/jobs/resumable.js';
 
@@ -84,6 +84,10 @@ export const logsJob = defineJob({
           : `logs: no drain configured; history stored ${result.stored} line(s)`,
       );
     }
+    // A record the drain and history both brought keeps the drain's copy: the later writer removes the other. A fill
+    // killed between its insert and that removal left copies where no gap is left now: every run removes them over
+    // its whole span (the checkpoint moves only after, so a killed run's span is this run's too).
+    if (drain) await dropCopiesOfDrainLines(ctx.runtime.store, { from: toDateTime64(fromMs), to: toDateTime64(toMs), apps: apps.map((a) => a.name) });
     await ctx.checkpoints.save('logs', CHECKPOINT_KEY, new Date(toMs).toISOString());
   },
 });

@@ -7,6 +7,10 @@ import { startSim, type Sim } from '../../src/sim/index.js';
 import { startDrainService, SECRET, type DrainService } from '../ingest/drain/helpers.js';
 import { queryRows } from '../support/store.js';
 import { runJob } from '../support/jobs.js';
+import type { Runtime } from '../../src/runtime.js';
+import { LogRowBatch } from '../../src/collectors/logs.js';
+import { collectorRejects } from '../../src/collectors/common.js';
+import { storedLogKeys } from '../../src/store/tables/logs.js';
 
 const NOW = '2026-11-21T12:00:00Z';
 const MINUTE = 60_000;
@@ -147,5 +151,37 @@ describe('logs without gaps', () => {
     const run = await runJob(d.service, sim, 'logs', { from, to });
     expect(run.status, run.error).toBe('ok');
     expect((await storedRows(chText(Date.parse(from)), chText(Date.parse(to)))).rows).toEqual(truth);
+  });
+
+  it('history copies left by a fill killed before it removed them go at the next run, though no gap is left', async () => {
+    const from = sim.clock.now().getTime();
+    await advance(10 * MINUTE, 5 * MINUTE);
+    await d.replayer.whenReplayed();
+    const end = sim.clock.now().getTime();
+    const truthRecords = sim.truth.logRecords({ from: new Date(from).toISOString(), to: new Date(end).toISOString() });
+    expect(truthRecords.length).toBeGreaterThan(10);
+    // A history fill that checked before the drain's copies were stored, inserted its own, and was killed before
+    // removing them: its check finds nothing (storedLogKeys made blind), its DELETE never runs (the kill).
+    const client = d.service.store.client;
+    const killed = new Proxy(client, {
+      get(target, prop, receiver) {
+        if (prop === 'query') {
+          return (params: Parameters<typeof client.query>[0]) =>
+            target.query(params.query === storedLogKeys.sql ? { ...params, query: `${storedLogKeys.sql} AND 0` } : params);
+        }
+        if (prop === 'command') return async () => Promise.reject(new Error('SIGKILL'));
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const batch = new LogRowBatch('history', 'killed-fill', collectorRejects('logs'));
+    for (const r of truthRecords) batch.add(r);
+    await expect(batch.commit({ runtime: { ...d.service, store: { ...d.service.store, client: killed } } as Runtime })).rejects.toThrow('SIGKILL');
+    expect((await storedRows(chText(from), chText(end))).origins).toEqual({ drain: truthRecords.length, history: truthRecords.length });
+
+    const run = await runJob(d.service, sim, 'logs', { 'settle-minutes': '0' });
+    expect(run.status, run.error).toBe('ok');
+    const stored = await storedRows(chText(from), chText(end));
+    expect(stored.origins).toEqual({ drain: truthRecords.length });
+    expect(stored.rows).toEqual(truthRecords.map(expectedRow).sort());
   });
 });
