@@ -73,6 +73,39 @@ async function storedRows(from: string, to: string): Promise<{ rows: string[]; o
 
 const chText = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
 
+/**
+ * A history fill that checked before the drain's copies were stored, inserted its own, and was killed before
+ * removing them: its check finds nothing (storedLogKeys made blind), its DELETE never runs (the kill).
+ */
+async function copiesLeftByAKilledFill(seed: string) {
+  const from = sim.clock.now().getTime();
+  await advance(10 * MINUTE, 5 * MINUTE);
+  await d.replayer.whenReplayed();
+  const end = sim.clock.now().getTime();
+  const truthRecords = sim.truth.logRecords({ from: new Date(from).toISOString(), to: new Date(end).toISOString() });
+  expect(truthRecords.length).toBeGreaterThan(10);
+  await killedFill(truthRecords, seed);
+  expect((await storedRows(chText(from), chText(end))).origins).toEqual({ drain: truthRecords.length, history: truthRecords.length });
+  return { from, end, truthRecords };
+}
+
+async function killedFill(records: Array<Record<string, unknown>>, seed: string): Promise<void> {
+  const client = d.service.store.client;
+  const killed = new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop === 'query') {
+        return (params: Parameters<typeof client.query>[0]) =>
+          target.query(params.query === storedLogKeys.sql ? { ...params, query: `${storedLogKeys.sql} AND 0` } : params);
+      }
+      if (prop === 'command') return async () => Promise.reject(new Error('SIGKILL'));
+      return Reflect.get(target, prop, receiver);
+    },
+  });
+  const batch = new LogRowBatch('history', seed, collectorRejects('logs'));
+  for (const r of records) batch.add(r);
+  await expect(batch.commit({ runtime: { ...d.service, store: { ...d.service.store, client: killed } } as Runtime })).rejects.toThrow('SIGKILL');
+}
+
 describe('logs without gaps', () => {
   it('a drain disabled for an hour: drain and history together hold every record once, field by field', async () => {
     const t0 = sim.clock.now().getTime();
@@ -154,34 +187,30 @@ describe('logs without gaps', () => {
   });
 
   it('history copies left by a fill killed before it removed them go at the next run, though no gap is left', async () => {
-    const from = sim.clock.now().getTime();
-    await advance(10 * MINUTE, 5 * MINUTE);
-    await d.replayer.whenReplayed();
-    const end = sim.clock.now().getTime();
-    const truthRecords = sim.truth.logRecords({ from: new Date(from).toISOString(), to: new Date(end).toISOString() });
-    expect(truthRecords.length).toBeGreaterThan(10);
-    // A history fill that checked before the drain's copies were stored, inserted its own, and was killed before
-    // removing them: its check finds nothing (storedLogKeys made blind), its DELETE never runs (the kill).
-    const client = d.service.store.client;
-    const killed = new Proxy(client, {
-      get(target, prop, receiver) {
-        if (prop === 'query') {
-          return (params: Parameters<typeof client.query>[0]) =>
-            target.query(params.query === storedLogKeys.sql ? { ...params, query: `${storedLogKeys.sql} AND 0` } : params);
-        }
-        if (prop === 'command') return async () => Promise.reject(new Error('SIGKILL'));
-        return Reflect.get(target, prop, receiver);
-      },
-    });
-    const batch = new LogRowBatch('history', 'killed-fill', collectorRejects('logs'));
-    for (const r of truthRecords) batch.add(r);
-    await expect(batch.commit({ runtime: { ...d.service, store: { ...d.service.store, client: killed } } as Runtime })).rejects.toThrow('SIGKILL');
-    expect((await storedRows(chText(from), chText(end))).origins).toEqual({ drain: truthRecords.length, history: truthRecords.length });
+    const { from, end, truthRecords } = await copiesLeftByAKilledFill('killed-fill');
 
     const run = await runJob(d.service, sim, 'logs', { 'settle-minutes': '0' });
     expect(run.status, run.error).toBe('ok');
     const stored = await storedRows(chText(from), chText(end));
     expect(stored.origins).toEqual({ drain: truthRecords.length });
     expect(stored.rows).toEqual(truthRecords.map(expectedRow).sort());
+  });
+
+  it('a store that refuses that delete (no ALTER DELETE grant) keeps the copies, and the job goes on', async () => {
+    const { from, end, truthRecords } = await copiesLeftByAKilledFill('killed-fill-2');
+    const client = d.service.store.client;
+    // ClickHouse's answer to a user without the grant (ACCESS_DENIED, code 497), for the DELETE only.
+    const command = client.command.bind(client);
+    client.command = (async (params: Parameters<typeof client.command>[0]) => {
+      if (params.query.startsWith('DELETE FROM logs')) throw Object.assign(new Error('Not enough privileges'), { name: 'ClickHouseError', code: '497', type: 'ACCESS_DENIED' });
+      return command(params);
+    }) as typeof client.command;
+    try {
+      const run = await runJob(d.service, sim, 'logs', { 'settle-minutes': '0' });
+      expect(run.status, run.error).toBe('ok');
+    } finally {
+      client.command = command;
+    }
+    expect((await storedRows(chText(from), chText(end))).origins).toEqual({ drain: truthRecords.length, history: truthRecords.length });
   });
 });
