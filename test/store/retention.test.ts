@@ -10,7 +10,8 @@ import { applyMetricsRetention } from '../../src/store/tables/metrics.js';
 
 let rt: Runtime;
 beforeAll(async () => {
-  rt = await openTestRuntime();
+  // The migrations' own 30 days (test/support otherwise gives tests ten years).
+  rt = await openTestRuntime({ LOG_RETENTION_DAYS: '30', METRICS_RETENTION_DAYS: '30' });
 });
 afterAll(async () => {
   await closeRuntime(rt);

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { parseConfig, type Config } from '../../src/config.js';
 import { openRuntime, closeRuntime } from '../../src/service.js';
 import type { Runtime } from '../../src/runtime.js';
+import { applyLogRetention } from '../../src/store/tables/logs.js';
+import { applyMetricsRetention } from '../../src/store/tables/metrics.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 
@@ -26,6 +28,10 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     NODE_ENV: 'test',
     WRITER_FLUSH_INTERVAL_MS: '50',
+    // Tests store lines and samples at fixed dates (the simulators' clocks): a 30-day TTL would let the store's
+    // background merges drop them once the suite runs a month after those dates. Ten years, unless a test sets one.
+    LOG_RETENTION_DAYS: '3650',
+    METRICS_RETENTION_DAYS: '3650',
     ...env,
   });
 }
@@ -33,7 +39,11 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
 /** A migrated store with a writer, on this process's embedded data directory (or CLICKHOUSE_URL in env). */
 export async function openTestRuntime(env: Record<string, string | undefined> = {}): Promise<Runtime> {
   const config = testConfig(env);
-  return openRuntime(config, { logger: createLogger(config.LOG_LEVEL), registry: createRegistry({ defaultMetrics: false }) });
+  const rt = await openRuntime(config, { logger: createLogger(config.LOG_LEVEL), registry: createRegistry({ defaultMetrics: false }) });
+  // What the drain and jobs extensions apply at start, for the tests that store without them.
+  await applyLogRetention(rt.store, config.LOG_RETENTION_DAYS);
+  await applyMetricsRetention(rt.store, config.METRICS_RETENTION_DAYS);
+  return rt;
 }
 
 export { closeRuntime };
