@@ -1,4 +1,4 @@
-import { Session } from 'chdb';
+import { drainPending, Session } from 'chdb';
 import { createChdbConnection } from 'chdb/connection';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { Connection } from '@clickhouse/client/dist/common/connection.js';
@@ -104,6 +104,10 @@ export function createEmbeddedConnection(path: string, limits?: EmbeddedLimits):
         await inner.close();
       } finally {
         engine?.close();
+        // close() returns before the engine has let go when a query is still running on one of its threads (an
+        // aborted one keeps computing): exiting then tore the engine down under it, a SIGSEGV after "tallyhouse
+        // stopped" (seen in 2 of 8 demo start-and-stop runs). Wait until nothing native is left running.
+        await drainPending();
       }
     },
   };

@@ -29,7 +29,8 @@ describe('npm start on a fresh data directory', () => {
     } finally {
       serve.child.kill('SIGTERM');
     }
-    expect((await serve.exited).code).toBe(0);
+    // The signal too: a native crash at exit shows as { code: null, signal: 'SIGSEGV' }.
+    expect(await serve.exited, serve.stdout().slice(-2000)).toEqual({ code: 0, signal: null });
 
     // Tallyhouse's own /metrics with demo data: business gauges present, and promtool finds nothing to lint.
     expect(metrics).toMatch(/^tallyhouse_usage_month_to_date_cost\{app="[^"]+",currency="USD",timezone="UTC"\} \d+(\.\d+)?$/m);
