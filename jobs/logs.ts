@@ -6,7 +6,6 @@ import { listApps, type AppRef } from '../src/collectors/endpoints.js';
 import { fillFromHistory, HISTORY_PAGE_LIMIT, type LogWindow } from '../src/collectors/logs.js';
 import { drainSeconds, dropCopiesOfDrainLines } from '../src/store/tables/logs.js';
 import { toDateTime64 } from '../src/store/values.js';
-import { classifyStoreError, describeStoreError } from '../src/store/errors.js';
 import { runResumable } from '../src/jobs/resumable.js';
 
 const SECOND_MS = 1000;
@@ -92,12 +91,8 @@ export const logsJob = defineJob({
     // or slow fails the run, which the next tick repeats over the same span.
     if (drain) {
       const span = { from: toDateTime64(fromMs), to: toDateTime64(toMs), apps: apps.map((a) => a.name) };
-      try {
-        await dropCopiesOfDrainLines(ctx.runtime.store, span);
-      } catch (err) {
-        if (classifyStoreError(err) === 'transient') throw err;
-        ctx.log.warn({ from: span.from, to: span.to, error: describeStoreError(err) }, 'logs: the store refused to delete history copies of records the drain stored; they stay stored twice');
-      }
+      const { refused } = await dropCopiesOfDrainLines(ctx.runtime.store, span);
+      if (refused) ctx.log.warn({ from: span.from, to: span.to, error: refused }, 'logs: the store refused to delete history copies of records the drain stored; they stay stored twice');
     }
     await ctx.checkpoints.save('logs', CHECKPOINT_KEY, new Date(toMs).toISOString());
   },

@@ -104,7 +104,8 @@ export class LogRowBatch {
     await insertLogRows(store, LOG_ROW_COLUMNS, fresh, this.origin, token);
     // The drain may have stored some of these records between the check above and the insert (a spool replaying
     // old lines on another instance): its copy stays, ours goes.
-    const dropped = await dropCopiesOfDrainLines(store, { from: this.minTs, to: this.maxTs, apps });
+    // A refusal keeps them; the scheduled run's own pass over its span reports it.
+    const { dropped } = await dropCopiesOfDrainLines(store, { from: this.minTs, to: this.maxTs, apps });
     return Math.max(0, fresh.length - dropped);
   }
 }

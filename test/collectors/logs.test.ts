@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type Sim } from '../../src/sim/index.js';
 import { startDrainService, SECRET, type DrainService } from '../ingest/drain/helpers.js';
-import { queryRows } from '../support/store.js';
+import { queryRows, refuseLogDeletes } from '../support/store.js';
 import { runJob } from '../support/jobs.js';
 import type { Runtime } from '../../src/runtime.js';
 import { LogRowBatch } from '../../src/collectors/logs.js';
@@ -198,19 +198,14 @@ describe('logs without gaps', () => {
 
   it('a store that refuses that delete (no ALTER DELETE grant) keeps the copies, and the job goes on', async () => {
     const { from, end, truthRecords } = await copiesLeftByAKilledFill('killed-fill-2');
-    const client = d.service.store.client;
-    // ClickHouse's answer to a user without the grant (ACCESS_DENIED, code 497), for the DELETE only.
-    const command = client.command.bind(client);
-    client.command = (async (params: Parameters<typeof client.command>[0]) => {
-      if (params.query.startsWith('DELETE FROM logs')) throw Object.assign(new Error('Not enough privileges'), { name: 'ClickHouseError', code: '497', type: 'ACCESS_DENIED' });
-      return command(params);
-    }) as typeof client.command;
+    const refusing = refuseLogDeletes(d.service.store.client);
     try {
       const run = await runJob(d.service, sim, 'logs', { 'settle-minutes': '0' });
       expect(run.status, run.error).toBe('ok');
     } finally {
-      client.command = command;
+      refusing.restore();
     }
+    expect(refusing.refused()).toBe(1);
     expect((await storedRows(chText(from), chText(end))).origins).toEqual({ drain: truthRecords.length, history: truthRecords.length });
   });
 });

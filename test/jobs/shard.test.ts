@@ -21,22 +21,32 @@ afterAll(async () => {
   await closeRuntime(rt);
 });
 
-/** One schedule tick of two instances (each runs the jobs it schedules); returns the calls the platform saw. */
-async function tick(shards: Array<{ index: number; count: number } | undefined>): Promise<string[]> {
+type Shard = { index: number; count: number } | undefined;
+
+/** An instance's scheduler: this test's store and simulator, COLLECTOR_SHARD `shard`. */
+const scheduler = (shard: Shard) =>
+  new Scheduler({ runtime: { ...rt, config: { ...rt.config, COLLECTOR_SHARD: shard } }, platform: simClient(sim), jobs: allJobs, now: () => sim.clock.now() });
+
+/** The calls the platform saw while `work` ran, each as method, path and sorted query. */
+async function callsDuring(work: () => Promise<unknown>): Promise<string[]> {
   const before = sim.requestLog().length;
-  const schedulers = shards.map((shard) => {
-    const runtime: Runtime = { ...rt, config: { ...rt.config, COLLECTOR_SHARD: shard } };
-    return new Scheduler({ runtime, platform: simClient(sim), jobs: allJobs, now: () => sim.clock.now() });
-  });
-  // Shard 0's jobs that no other shard runs (apps first: it stores the apps everybody reads) go first.
-  for (const job of allJobs) {
-    for (const s of schedulers) {
-      if (!s.scheduledJobs().includes(job)) continue;
-      const run = await s.run(job.name, 'schedule');
-      expect(run.status, `${job.name}: ${run.error}`).toBe('ok');
-    }
-  }
+  await work();
   return sim.requestLog().slice(before).map((c) => `${c.method} ${c.path}?${JSON.stringify(Object.entries(c.query).sort())}`);
+}
+
+/** One schedule tick of two instances (each runs the jobs it schedules); returns the calls the platform saw. */
+function tick(shards: Shard[]): Promise<string[]> {
+  const schedulers = shards.map(scheduler);
+  return callsDuring(async () => {
+    // Shard 0's jobs that no other shard runs (apps first: it stores the apps everybody reads) go first.
+    for (const job of allJobs) {
+      for (const s of schedulers) {
+        if (!s.scheduledJobs().includes(job)) continue;
+        const run = await s.run(job.name, 'schedule');
+        expect(run.status, `${job.name}: ${run.error}`).toBe('ok');
+      }
+    }
+  });
 }
 
 const counts = (calls: string[]) => {
@@ -89,17 +99,10 @@ describe('COLLECTOR_SHARD', () => {
   });
 
   it("the start-up pass runs what the schedule runs: on shard 1 the sharded jobs only, together each call once", async () => {
-    const scheduler = (shard: { index: number; count: number } | undefined) =>
-      new Scheduler({ runtime: { ...rt, config: { ...rt.config, COLLECTOR_SHARD: shard } }, platform: simClient(sim), jobs: allJobs, now: () => sim.clock.now() });
-    const calls = async (pass: () => Promise<unknown>) => {
-      const before = sim.requestLog().length;
-      await pass();
-      return sim.requestLog().slice(before).map((c) => `${c.method} ${c.path}?${JSON.stringify(Object.entries(c.query).sort())}`);
-    };
-    const single = counts(await calls(() => scheduler(undefined).startupPass()));
+    const single = counts(await callsDuring(() => scheduler(undefined).startupPass()));
     const [zero, one] = [scheduler({ index: 0, count: 2 }), scheduler({ index: 1, count: 2 })];
     let shardOneRuns: string[] = [];
-    const both = await calls(async () => {
+    const both = await callsDuring(async () => {
       await zero.startupPass();
       shardOneRuns = (await one.startupPass()).map((r) => `${r.job}:${r.status}`);
     });

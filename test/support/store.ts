@@ -4,8 +4,7 @@ import { join } from 'node:path';
 import { parseConfig, type Config } from '../../src/config.js';
 import { openRuntime, closeRuntime } from '../../src/service.js';
 import type { Runtime } from '../../src/runtime.js';
-import { applyLogRetention } from '../../src/store/tables/logs.js';
-import { applyMetricsRetention } from '../../src/store/tables/metrics.js';
+import { applyTtlDays } from '../../src/store/retention.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 
@@ -36,20 +35,35 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
   });
 }
 
+/**
+ * Makes the store refuse every `DELETE FROM logs` as ClickHouse refuses a user without the ALTER DELETE grant
+ * (ACCESS_DENIED, code 497); everything else goes through. Returns how to count the refusals and undo it.
+ */
+export function refuseLogDeletes(client: Runtime['store']['client']): { refused: () => number; restore: () => void } {
+  const command = client.command.bind(client);
+  let refused = 0;
+  client.command = (async (params: Parameters<typeof client.command>[0]) => {
+    if (!params.query.startsWith('DELETE FROM logs')) return command(params);
+    refused++;
+    throw Object.assign(new Error('Not enough privileges. To execute this query, it is necessary to have the grant ALTER DELETE ON logs'), { name: 'ClickHouseError', code: '497', type: 'ACCESS_DENIED' });
+  }) as typeof client.command;
+  return { refused: () => refused, restore: () => (client.command = command) };
+}
+
 /** A migrated store with a writer, on this process's embedded data directory (or CLICKHOUSE_URL in env). */
 export async function openTestRuntime(env: Record<string, string | undefined> = {}): Promise<Runtime> {
   const config = testConfig(env);
   const rt = await openRuntime(config, { logger: createLogger(config.LOG_LEVEL), registry: createRegistry({ defaultMetrics: false }) });
-  // What the drain and jobs extensions apply at start, for the tests that store without them.
-  await applyLogRetention(rt.store, config.LOG_RETENTION_DAYS);
-  await applyMetricsRetention(rt.store, config.METRICS_RETENTION_DAYS);
-  // The tables whose 90 days the migrations fix: ten years too, for the same reason.
-  for (const [table, column] of [['queue_samples', 'sampled_at'], ['scrapes', 'scraped_at'], ['faro_items', 'timestamp']]) {
-    await rt.store.client.command({
-      query: `ALTER TABLE ${table} MODIFY TTL toDateTime(${column}) + INTERVAL 3650 DAY`,
-      clickhouse_settings: { materialize_ttl_after_modify: 0 },
-    });
-  }
+  // Ten years (or the test's setting) on every table with a TTL: the logs and samples TTLs are what the drain and
+  // jobs extensions apply at start; the others' 90 days are fixed by the migrations.
+  const ttls = [
+    ['logs', 'timestamp', config.LOG_RETENTION_DAYS],
+    ['metric_samples', 'ts', config.METRICS_RETENTION_DAYS],
+    ['queue_samples', 'sampled_at', 3650],
+    ['scrapes', 'scraped_at', 3650],
+    ['faro_items', 'timestamp', 3650],
+  ] as const;
+  for (const [table, column, days] of ttls) await applyTtlDays(rt.store, table, column, days, { rewriteExistingParts: false });
   return rt;
 }
 

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import type { Extension, Runtime } from '../../runtime.js';
 import { applyLogRetention, dropCopiesOfDrainLines } from '../../store/tables/logs.js';
 import { toDateTime64 } from '../../store/values.js';
-import { classifyStoreError, describeStoreError } from '../../store/errors.js';
 import { resolveDrainAuth, type DrainAuth } from './auth.js';
 import { createDrainMetrics } from './metrics.js';
 import { ParserPool } from './parser-pool.js';
@@ -92,10 +91,9 @@ const FRESH_MS = 60_000;
  * After drain rows are stored: if some are old enough for the logs job to have filled them from history meanwhile
  * (lines that waited in the spool through an outage or a restart), the history copies of those records go
  * (dropCopiesOfDrainLines). Fresh lines, the usual case, cost one pass over the timestamps and no query.
- * A transient failure (the store unreachable, overloaded, slow): thrown, so the replayer retries the batch (its
- * insert is deduplicated by token; the count before the DELETE finds nothing left once one went through). One no
- * retry will mend (a user without ALTER DELETE, a read-only store): warned and counted, and the batch committed,
- * since a record stored twice is better than a drain that stops taking lines.
+ * A transient failure throws, so the replayer retries the batch (its insert is deduplicated by token; the count
+ * before the DELETE finds nothing left once one went through). A refusal is warned and counted, and the batch
+ * committed: a record stored twice is better than a drain that stops taking lines.
  */
 async function dropHistoryCopies(
   store: Runtime['store'],
@@ -124,13 +122,11 @@ async function dropHistoryCopies(
     }
   }
   if (min === undefined || max === undefined || min >= freshFrom) return;
-  try {
-    await dropCopiesOfDrainLines(store, { from: min, to: max, apps: [...apps] });
-  } catch (err) {
-    if (classifyStoreError(err) === 'transient') throw err;
+  const { refused } = await dropCopiesOfDrainLines(store, { from: min, to: max, apps: [...apps] });
+  if (refused) {
     metrics.copiesKept.inc();
     logger.warn(
-      { from: min, to: max, apps: [...apps].slice(0, 20), error: describeStoreError(err) },
+      { from: min, to: max, apps: [...apps].slice(0, 20), error: refused },
       'the store refused to delete the history copies of replayed drain lines; those records may be stored twice',
     );
   }

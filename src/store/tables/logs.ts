@@ -3,6 +3,7 @@ import { defineTable, namedQuery, chNumber } from './table.js';
 import type { Store } from '../client.js';
 import { applyTtlDays } from '../retention.js';
 import { insertEncoded } from '../insert.js';
+import { classifyStoreError, describeStoreError } from '../errors.js';
 import type { Logger } from '../../log.js';
 
 /** A `logs` row as the log drain writes it (src/ingest/drain/map-line.ts builds the JSON text directly). */
@@ -179,30 +180,35 @@ const COPIES_OF_DRAIN_LINES = `${NOT_DRAIN_IN_SPAN}
  * the other is deleted (a lightweight DELETE, only when there is one). Every writer of `logs` calls this after its
  * insert of records that history may have filled too, so whichever of two racing writers inserts last sees both
  * copies: the drain spool replaying old lines, and the logs job filling what looked like a gap (ARCHITECTURE.md,
- * logs). Returns how many copies were deleted.
+ * logs). Returns how many copies were deleted. A store that refuses the DELETE for good (no ALTER DELETE grant, a
+ * read-only store) keeps the copies: `refused` says why, for the caller to report, rather than stopping the drain
+ * or the job; a transient failure (the store down, overloaded, slow) throws, for the caller to retry.
  */
 export async function dropCopiesOfDrainLines(
   store: Pick<Store, 'client'>,
   span: { from: string; to: string; apps: string[] },
-): Promise<number> {
-  if (span.apps.length === 0) return 0;
+): Promise<{ dropped: number; refused?: string }> {
+  if (span.apps.length === 0) return { dropped: 0 };
+  const count = async (where: string): Promise<number> => {
+    const rs = await store.client.query({ query: `SELECT count() AS n FROM logs WHERE ${where}`, query_params: span, format: 'JSONEachRow' });
+    return Number((await rs.json<{ n: string | number }>())[0]?.n ?? 0);
+  };
   // Most spans hold drain lines only: a read of the span's non-drain rows (no set of drain keys built) says so.
-  const any = await store.client.query({
-    query: `SELECT count() AS n FROM logs WHERE ${NOT_DRAIN_IN_SPAN}`,
-    query_params: span,
-    format: 'JSONEachRow',
-  });
-  if (Number((await any.json<{ n: string | number }>())[0]?.n ?? 0) === 0) return 0;
-  const rs = await store.client.query({ query: `SELECT count() AS n FROM logs WHERE ${COPIES_OF_DRAIN_LINES}`, query_params: span, format: 'JSONEachRow' });
-  const n = Number((await rs.json<{ n: string | number }>())[0]?.n ?? 0);
-  if (n === 0) return 0;
-  // On a cluster the table is Replicated: the delete replicates by itself, and its subquery needs this setting.
-  await store.client.command({
-    query: `DELETE FROM logs WHERE ${COPIES_OF_DRAIN_LINES}`,
-    query_params: span,
-    clickhouse_settings: { allow_nondeterministic_mutations: 1 },
-  });
-  return n;
+  if ((await count(NOT_DRAIN_IN_SPAN)) === 0) return { dropped: 0 };
+  const n = await count(COPIES_OF_DRAIN_LINES);
+  if (n === 0) return { dropped: 0 };
+  try {
+    // On a cluster the table is Replicated: the delete replicates by itself, and its subquery needs this setting.
+    await store.client.command({
+      query: `DELETE FROM logs WHERE ${COPIES_OF_DRAIN_LINES}`,
+      query_params: span,
+      clickhouse_settings: { allow_nondeterministic_mutations: 1 },
+    });
+  } catch (err) {
+    if (classifyStoreError(err) === 'transient') throw err;
+    return { dropped: 0, refused: describeStoreError(err) };
+  }
+  return { dropped: n };
 }
 
 /** The seconds in [from, to) in which the drain delivered at least one line (any app), in order. */

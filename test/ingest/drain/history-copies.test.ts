@@ -7,7 +7,7 @@ import { LogRowBatch } from '../../../src/collectors/logs.js';
 import { collectorRejects } from '../../../src/collectors/common.js';
 import { storedLogKeys } from '../../../src/store/tables/logs.js';
 import { startDrainService, postSigned, line, type DrainService } from './helpers.js';
-import { queryRows } from '../../support/store.js';
+import { queryRows, refuseLogDeletes } from '../../support/store.js';
 
 let d: DrainService;
 beforeAll(async () => {
@@ -76,24 +76,16 @@ describe('a record that came by the drain and by history', () => {
   it('a store that refuses the DELETE (no ALTER DELETE grant) does not stop the drain: the lines are stored, the copies kept and counted', async () => {
     const records = lines('copies-c', 8);
     expect(await fillFromHistory(d.service, records.slice(0, 4), 'c')).toBe(4);
-    // The store's answer to a user without the grant: ClickHouse's ACCESS_DENIED (code 497), for the DELETE only.
-    const client = d.service.store.client;
-    const command = client.command.bind(client);
-    let refused = 0;
-    client.command = (async (params: Parameters<typeof client.command>[0]) => {
-      if (!params.query.startsWith('DELETE FROM logs')) return command(params);
-      refused++;
-      throw Object.assign(new Error('default: Not enough privileges. To execute this query, it is necessary to have the grant ALTER DELETE ON default.logs'), { name: 'ClickHouseError', code: '497', type: 'ACCESS_DENIED' });
-    }) as typeof client.command;
+    const refusing = refuseLogDeletes(d.service.store.client);
     try {
       const res = await postSigned(d.drainUrl, records.map((r) => JSON.stringify(r)).join('\n'));
       expect(res.status).toBe(200);
       // Bounded by the test's timeout: a replayer that retried the batch forever would never get here.
       await d.replayer.whenReplayed();
     } finally {
-      client.command = command;
+      refusing.restore();
     }
-    expect(refused).toBe(1);
+    expect(refusing.refused()).toBe(1);
     expect(d.spool.bytes).toBe(0);
     const got = await copies('copies-c');
     expect(got.map((r) => `${r.message}: ${[...r.origins].sort().join(',')}`)).toEqual([
