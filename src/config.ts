@@ -199,6 +199,8 @@ export const ConfigSchema = z.object({
   FARO_MAX_BODY_BYTES: positiveInt.default(5 * 1024 * 1024),
   // Payloads accepted per second per app key (a burst of the same size); beyond it 429 with Retry-After.
   FARO_RATE_LIMIT_PER_SECOND: positiveInt.default(50),
+  // Days Faro items are kept (the faro_items TTL, applied at start); an item stamped earlier is refused at ingest.
+  FARO_RETENTION_DAYS: positiveInt.default(90),
   // When set, GET /metrics (which carries per-app cost) needs `Authorization: Bearer <METRICS_TOKEN>`; required
   // when HOST is not a loopback address.
   METRICS_TOKEN: token.optional(),
