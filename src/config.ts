@@ -201,6 +201,8 @@ export const ConfigSchema = z.object({
   FARO_RATE_LIMIT_PER_SECOND: positiveInt.default(50),
   // Days Faro items are kept (the faro_items TTL, applied at start); an item stamped earlier is refused at ingest.
   FARO_RETENTION_DAYS: positiveInt.default(90),
+  // Platform request ids one front-end session may name (the key is public); items past it are stored without one.
+  FARO_SESSION_MAX_REQUEST_IDS: positiveInt.default(200),
   // When set, GET /metrics (which carries per-app cost) needs `Authorization: Bearer <METRICS_TOKEN>`; required
   // when HOST is not a loopback address.
   METRICS_TOKEN: token.optional(),

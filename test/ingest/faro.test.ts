@@ -258,6 +258,34 @@ describe('Faro receiver', () => {
     expect(rejects.map((r) => [r.line, r.reason])).toEqual(reasons);
   });
 
+  it('a session names at most FARO_SESSION_MAX_REQUEST_IDS (200) request ids (issue 29.6): items past it are stored without one, and the answer says so', async () => {
+    // Was: one payload planted a session naming 5,000 request ids (the key ships in every front-end bundle).
+    const uuid = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
+    const event = (i: number) => ({ name: `e${i}`, attributes: { request_id: uuid(i) }, timestamp: NOW });
+    const first = await post(JSON.stringify({ meta: { session: { id: 'sess-many-ids' } }, events: Array.from({ length: 250 }, (_, i) => event(i)) }));
+    expect(first.status).toBe(202);
+    expect(await first.json()).toEqual({
+      accepted: 250,
+      rejected: 0,
+      duplicate: false,
+      request_ids_over_limit: 50,
+      message: '50 items were stored without their request id: their session already names FARO_SESSION_MAX_REQUEST_IDS (200) request ids',
+    });
+    // A later payload: an id the session already names keeps it; new ones are past the cap.
+    const second = await post(JSON.stringify({ meta: { session: { id: 'sess-many-ids' } }, events: [event(7), event(300), event(301)] }));
+    expect(await second.json()).toMatchObject({ accepted: 3, request_ids_over_limit: 2 });
+    const rows = await itemsOf('sess-many-ids', 253);
+    expect(rows).toHaveLength(253);
+    const named = new Set(rows.filter((r) => r.request_id !== '').map((r) => r.request_id));
+    // The first 200 distinct ids, in the order the items came.
+    expect([...named].sort()).toEqual(Array.from({ length: 200 }, (_, i) => uuid(i)));
+    expect(rows.filter((r) => r.request_id === '').map((r) => r.message).sort()).toEqual(
+      [...Array.from({ length: 50 }, (_, i) => `e${200 + i}`), 'e300', 'e301'].sort(),
+    );
+    // Those keep the id in their attributes (and raw JSON): nothing is lost, only the join.
+    expect(rows.find((r) => r.message === 'e300')!.attributes).toEqual({ request_id: uuid(300) });
+  });
+
   it('the simulator plays a front end: its sessions name simulated requests, and they arrive', async () => {
     const now = Date.parse(NOW);
     const past = sim.frontEnd.payloads(now - 3_600_000, now);

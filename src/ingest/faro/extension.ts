@@ -15,9 +15,10 @@ import { SpoolReplayer } from '../drain/replay.js';
 import { openSpool } from '../drain/spool/open-spool.js';
 import { SpoolFullError, type StagedData } from '../drain/spool/spool.js';
 import { applyTtlDays } from '../../store/retention.js';
-import { FARO_ITEM_COLUMNS } from '../../store/tables/faro-items.js';
+import { FARO_ITEM_COLUMNS, sessionRequestIds } from '../../store/tables/faro-items.js';
 import { MAX_NESTING_DEPTH, nestingDepth } from '../json-nesting.js';
 import { mapItems } from './map-items.js';
+import { SessionRequestIds } from './session-request-ids.js';
 
 export const FARO_PATH = '/v1/faro/collect';
 const REJECT_SOURCE = 'faro';
@@ -85,6 +86,12 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
       collect() {
         this.set(spool.bytes);
       },
+    });
+    const maxRequestIds = rt.config.FARO_SESSION_MAX_REQUEST_IDS;
+    const requestIds = new SessionRequestIds({
+      maxPerSession: maxRequestIds,
+      stored: async (session_id, limit) => (await sessionRequestIds(rt.store, { session_id, limit })).map((r) => r.request_id),
+      onStoredError: (err) => logger.warn({ err: err.message }, "a session's stored request ids could not be read; counting from none"),
     });
     const origins = new Set(rt.config.FARO_ALLOWED_ORIGINS);
     const limiter = new RateLimiter(rt.config.FARO_RATE_LIMIT_PER_SECOND);
@@ -155,6 +162,7 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
           // One pass over the text: only a body nested past the limit somewhere has its items walked for depth.
           checkDepth: nestingDepth(text) > MAX_NESTING_DEPTH,
         });
+        const overLimit = await requestIds.cap(mapped.rows);
         const id = createHash('sha256').update(app).update('\n').update(raw).digest('hex');
         const rejectRows = mapped.rejects.map((r) => JSON.stringify({ source: REJECT_SOURCE, reason: r.reason, raw: r.raw, line: r.index, batch_id: id }));
         try {
@@ -170,6 +178,12 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
             rejected: mapped.rejects.length,
             duplicate: result.status === 'duplicate',
             ...(mapped.rejects.length > 0 ? { errors: mapped.rejects.slice(0, 10).map((r) => ({ item: r.index, reason: r.reason })) } : {}),
+            ...(overLimit > 0
+              ? {
+                  request_ids_over_limit: overLimit,
+                  message: `${overLimit} items were stored without their request id: their session already names FARO_SESSION_MAX_REQUEST_IDS (${maxRequestIds}) request ids`,
+                }
+              : {}),
           });
         } catch (err) {
           if (err instanceof SpoolFullError) return reply.code(503).header('retry-after', String(spool.retryAfterSeconds)).send({ error: 'Service Unavailable', message: err.message });

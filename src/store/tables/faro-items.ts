@@ -34,6 +34,15 @@ export const FaroItemRow = z.object({
 export type FaroItemRow = z.input<typeof FaroItemRow>;
 export const faroItems = defineTable('faro_items', FaroItemRow);
 
+/** Up to `limit` distinct request ids a session's items name: where the Faro receiver's cap per session starts. */
+export const sessionRequestIds = namedQuery(
+  'session_request_ids',
+  `SELECT DISTINCT request_id FROM faro_items
+   WHERE session_id = {session_id:String} AND request_id != ''
+   LIMIT {limit:UInt32}`,
+  z.object({ request_id: z.string() }),
+);
+
 const ItemOut = FaroItemRow.omit({ raw: true }).extend({ values: z.record(z.string(), z.number()), attributes: z.record(z.string(), z.string()) });
 
 /** A session's items in time order. */
