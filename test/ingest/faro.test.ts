@@ -310,3 +310,43 @@ describe('Faro receiver', () => {
     expect(await count()).toBe(next);
   });
 });
+
+describe('Faro rate limit (README: "429 with Retry-After over FARO_RATE_LIMIT_PER_SECOND per key")', () => {
+  it('over the rate: 429 with Retry-After, before the body is read; nothing of it stored', async () => {
+    await service.close();
+    service = await startService(testConfig({ PORT: '0', FARO_APP_KEYS: `shop-web=${KEY}`, FARO_RATE_LIMIT_PER_SECOND: '1' }), {
+      logger: createLogger('silent'),
+      registry: createRegistry({ defaultMetrics: false }),
+      extensions: [faroExtension()],
+    });
+    const payload = (message: string) => JSON.stringify({ meta: { session: { id: 'sess-rate' } }, logs: [{ message, level: 'info', timestamp: NOW }] });
+    // A bucket of one token, refilled at one a second: two posts within a second of each other meet a refusal.
+    // Posted one after another until one does (bounded by the test timeout, whatever the machine's load).
+    const accepted: string[] = [];
+    let refused: { status: number; retryAfter: string | null; body: unknown; message: string } | undefined;
+    for (let i = 0; i < 1000 && !refused; i++) {
+      const res = await post(payload(`rate ${i}`));
+      if (res.status === 429) refused = { status: 429, retryAfter: res.headers.get('retry-after'), body: await res.json(), message: `rate ${i}` };
+      else {
+        expect(res.status).toBe(202);
+        accepted.push(`rate ${i}`);
+      }
+    }
+    // By hand: the wait is ceil((1 - tokens) / 1 per second) with 0 <= tokens < 1, so 1 s.
+    expect(refused && { status: refused.status, retryAfter: refused.retryAfter, body: refused.body }).toEqual({
+      status: 429,
+      retryAfter: '1',
+      body: { error: 'Too Many Requests', message: 'over FARO_RATE_LIMIT_PER_SECOND for shop-web; retry after 1 s' },
+    });
+    // Retried until accepted (the token comes back), then every accepted item is stored and the refused one is not.
+    let retried = 429;
+    for (let i = 0; i < 1000 && retried === 429; i++) {
+      retried = (await post(payload('the retry'))).status;
+      if (retried === 429) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(retried).toBe(202);
+    const rows = await itemsOf('sess-rate', accepted.length + 1);
+    expect(rows.map((r) => r.message).sort()).toEqual([...accepted, 'the retry'].sort());
+    expect(rows.map((r) => r.message)).not.toContain(refused!.message);
+  });
+});
