@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { request } from 'undici';
 import { ADMIN_COMMANDS_PATH, ADMIN_FILE, AdminFile } from '../http/admin.js';
 import { dataDirHolder } from '../store/client.js';
+import { EXIT_BROKEN_PIPE, stdoutClosed, writeStdout } from './stdio.js';
 
 export interface ServiceTarget {
   url: string;
@@ -94,7 +95,13 @@ export async function runInService(target: ServiceTarget, argv: string[]): Promi
     const msg = JSON.parse(line) as { fd?: 1 | 2; file?: string; data?: string; exit?: number };
     if (msg.exit !== undefined) exit = msg.exit;
     else if (msg.file !== undefined) await writeFile(msg.file, msg.data ?? '');
-    else (msg.fd === 1 ? process.stdout : process.stderr).write(msg.data ?? '');
+    // Stdout at the reader's pace (a slow pipe holds the answer back, not this process's memory).
+    else if (msg.fd === 1) await writeStdout(msg.data ?? '');
+    else process.stderr.write(msg.data ?? '');
+    if (stdoutClosed()) {
+      res.body.destroy();
+      return EXIT_BROKEN_PIPE;
+    }
   }
   if (exit === undefined) throw new ServiceUnreachableError(target.url, 'the answer ended before the command did');
   return exit;

@@ -7,7 +7,8 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { getConfig } from '../config.js';
-import { commandIO, type CommandIO } from '../cli/io.js';
+import { commandHost, commandIO, type CommandIO } from '../cli/io.js';
+import { onStdoutClosed } from '../cli/stdio.js';
 import { createCommandLogger } from '../log.js';
 import { withCommandRuntime } from '../service.js';
 import { openPlatformSource } from '../jobs/platform-source.js';
@@ -208,6 +209,8 @@ export async function logsCommand(argv: string[]): Promise<number> {
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  // A reader that went away (`| head`) ends the tail as Ctrl-C does.
+  const unwatchStdout = commandHost() ? () => undefined : onStdoutClosed(onSignal);
   const filters: TailFilters = { app: values.app, level: values.level, search: values.search, requestId: values['request-id'] };
   const described = Object.entries(filters).filter(([, v]) => v).map(([k, v]) => `${k}=${v}`).join(' ');
   io.err(`tallyhouse logs tail: following the live log stream${described ? ` (${described})` : ''}${values.store ? ', storing the lines' : ''}; Ctrl-C to stop\n`);
@@ -244,6 +247,7 @@ export async function logsCommand(argv: string[]): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    unwatchStdout();
     await source.close();
   }
   return 0;
