@@ -18,10 +18,20 @@ export interface ServiceTarget {
 }
 
 export class ServiceUnreachableError extends Error {
-  constructor(url: string, reason: string) {
-    super(`the running service at ${url} did not take the command (${reason}): is it still starting, or stopping?`);
+  constructor(url: string, reason: string, message = `the running service at ${url} did not take the command (${reason}): is it still starting, or stopping?`) {
+    super(message);
     this.name = 'ServiceUnreachableError';
   }
+}
+
+/** The service went away while it ran the command (stopped, killed): one line, never the socket error's stack. */
+function serviceLost(url: string, err: unknown): ServiceUnreachableError {
+  const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+  return new ServiceUnreachableError(
+    url,
+    reason,
+    `the service at ${url} stopped answering while it ran the command (${reason}): the command may have finished in part; see the service's log, and run it again once the service is up`,
+  );
 }
 
 function readAdminFile(dataDir: string): AdminFile | undefined {
@@ -90,19 +100,23 @@ export async function runInService(target: ServiceTarget, argv: string[]): Promi
     throw new ServiceUnreachableError(target.url, `HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
   }
   let exit: number | undefined;
-  for await (const line of createInterface({ input: res.body, crlfDelay: Infinity })) {
-    if (!line) continue;
-    const msg = JSON.parse(line) as { fd?: 1 | 2; file?: string; data?: string; exit?: number };
-    if (msg.exit !== undefined) exit = msg.exit;
-    else if (msg.file !== undefined) await writeFile(msg.file, msg.data ?? '');
-    // Stdout at the reader's pace (a slow pipe holds the answer back, not this process's memory).
-    else if (msg.fd === 1) await writeStdout(msg.data ?? '');
-    else process.stderr.write(msg.data ?? '');
-    if (stdoutClosed()) {
-      res.body.destroy();
-      return EXIT_BROKEN_PIPE;
+  try {
+    for await (const line of createInterface({ input: res.body, crlfDelay: Infinity })) {
+      if (!line) continue;
+      const msg = JSON.parse(line) as { fd?: 1 | 2; file?: string; data?: string; exit?: number };
+      if (msg.exit !== undefined) exit = msg.exit;
+      else if (msg.file !== undefined) await writeFile(msg.file, msg.data ?? '');
+      // Stdout at the reader's pace (a slow pipe holds the answer back, not this process's memory).
+      else if (msg.fd === 1) await writeStdout(msg.data ?? '');
+      else process.stderr.write(msg.data ?? '');
+      if (stdoutClosed()) {
+        res.body.destroy();
+        return EXIT_BROKEN_PIPE;
+      }
     }
+  } catch (err) {
+    throw serviceLost(target.url, err);
   }
-  if (exit === undefined) throw new ServiceUnreachableError(target.url, 'the answer ended before the command did');
+  if (exit === undefined) throw serviceLost(target.url, new Error('the answer ended before the command did'));
   return exit;
 }
