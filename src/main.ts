@@ -275,6 +275,7 @@ const ONE_LINE_ERRORS = new Set([
   'DataDirInUseError',
   'EmbeddedStoreMissingError',
   'ServiceUnreachableError',
+  'UnrequestedFileError',
 ]);
 
 export function reportFatal(err: unknown, write: (text: string) => void = (t) => void process.stderr.write(t)): number {

@@ -3,7 +3,8 @@
  * `scrape`): the embedded store allows one process per data directory, so while the service runs, the CLI asks it
  * to run the command and streams back what the command writes. Loopback only, and a bearer token the service
  * writes into DATA_DIR/admin.json (mode 0600) at start-up, so only a user who can read the data directory can
- * use it. The answer is NDJSON: `{"fd":1|2,"data":...}`, `{"file":path,"data":...}`, then `{"exit":code}`.
+ * use it. The answer is NDJSON: `{"fd":1|2,"data":...}`, `{"file":path,"data":...}`, then `{"exit":code}`; the CLI
+ * writes a `file` only when it is the `--out` its user gave (src/cli/remote.ts).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
