@@ -5,9 +5,9 @@
  * command's code is the same either way: it asks `commandIO()` and `commandHost()`.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { writeFile } from 'node:fs/promises';
 import type { Runtime } from '../runtime.js';
 import type { JobArgs } from '../jobs/job.js';
+import { writeUserFile } from '../store/private-files.js';
 import { stdoutClosed } from './stdio.js';
 
 export interface CommandIO {
@@ -42,7 +42,7 @@ const processIO: CommandIO = {
     if (!stdoutClosed()) process.stdout.write(text);
   },
   err: (text) => void process.stderr.write(text),
-  writeFile: (path, text) => writeFile(path, text),
+  writeFile: (path, text) => writeUserFile(path, text),
   get isTTY() {
     return Boolean(process.stderr.isTTY);
   },

@@ -4,13 +4,13 @@
  * same command and gets the same output whether the service runs or not.
  */
 import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { request } from 'undici';
 import { ADMIN_COMMANDS_PATH, ADMIN_FILE, AdminFile } from '../http/admin.js';
 import { ConfigError, isLoopbackHost } from '../config.js';
 import { dataDirHolder } from '../store/client.js';
+import { writeUserFile } from '../store/private-files.js';
 import { EXIT_BROKEN_PIPE, stdoutClosed, writeStdout } from './stdio.js';
 
 export interface ServiceTarget {
@@ -171,6 +171,6 @@ export async function runInService(target: ServiceTarget, argv: string[]): Promi
   }
   if (exit === undefined) throw serviceLost(target.url, new Error('the answer ended before the command did'));
   // Written once the command has ended, as the command in this process would have written it.
-  for (const f of files) await writeFile(f.path, f.data);
+  for (const f of files) await writeUserFile(f.path, f.data);
   return exit;
 }

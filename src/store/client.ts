@@ -1,7 +1,8 @@
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { SESSION_SETTINGS } from './settings.js';
+import { preparePrivateDataDir } from './private-files.js';
 import type { Logger } from '../log.js';
 import type { EmbeddedLimits } from './embedded.js';
 
@@ -141,6 +142,8 @@ export function safeUrl(raw: string): string {
 let embeddedPath: string | undefined;
 
 export async function openStore(opts: StoreOptions): Promise<Store> {
+  // DATA_DIR (the embedded store's files, or a server store's spools and infiles) is the user's alone.
+  preparePrivateDataDir(opts.dataDir);
   return opts.url ? openServerStore(opts, opts.url) : openEmbeddedStore(opts);
 }
 
@@ -153,7 +156,6 @@ async function openEmbeddedStore(opts: StoreOptions): Promise<Store> {
   }
   const holder = dataDirHolder(path);
   if (holder !== undefined) throw new DataDirInUseError(path, holder);
-  mkdirSync(path, { recursive: true });
   // Loaded here, not at the top: the production image has no embedded engine (chdb) and always sets CLICKHOUSE_URL.
   let connection;
   try {
