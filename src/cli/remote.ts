@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import { request } from 'undici';
 import { ADMIN_COMMANDS_PATH, ADMIN_FILE, AdminFile } from '../http/admin.js';
 import { ConfigError, isLoopbackHost } from '../config.js';
+import { redactUrl, redactUrls } from '../redact.js';
 import { dataDirHolder } from '../store/client.js';
 import { writeUserFile } from '../store/private-files.js';
 import { EXIT_BROKEN_PIPE, stdoutClosed, writeStdout } from './stdio.js';
@@ -19,7 +20,7 @@ export interface ServiceTarget {
 }
 
 export class ServiceUnreachableError extends Error {
-  constructor(url: string, reason: string, message = `the running service at ${url} did not take the command (${reason}): is it still starting, or stopping?`) {
+  constructor(url: string, reason: string, message = `the running service at ${redactUrl(url)} did not take the command (${redactUrls(reason)}): is it still starting, or stopping?`) {
     super(message);
     this.name = 'ServiceUnreachableError';
   }
@@ -31,7 +32,7 @@ function serviceLost(url: string, err: unknown): ServiceUnreachableError {
   return new ServiceUnreachableError(
     url,
     reason,
-    `the service at ${url} stopped answering while it ran the command (${reason}): the command may have finished in part; see the service's log, and run it again once the service is up`,
+    `the service at ${redactUrl(url)} stopped answering while it ran the command (${redactUrls(reason)}): the command may have finished in part; see the service's log, and run it again once the service is up`,
   );
 }
 
@@ -116,7 +117,7 @@ export function absolutePaths(argv: string[], fileOptions: readonly string[] = [
 /** A file the service asked the CLI to write that is not the `--out` the user gave: nothing is written. */
 export class UnrequestedFileError extends Error {
   constructor(url: string) {
-    super(`the service at ${url} answered with a file to write that is not the --out you gave: nothing written (is TALLYHOUSE_URL a Tallyhouse service?)`);
+    super(`the service at ${redactUrl(url)} answered with a file to write that is not the --out you gave: nothing written (is TALLYHOUSE_URL a Tallyhouse service?)`);
     this.name = 'UnrequestedFileError';
   }
 }
