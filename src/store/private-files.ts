@@ -4,7 +4,7 @@
  * (umask 077: the embedded engine creates files as it merges parts, which a one-off chmod would miss). A file the
  * user asks for (`--out`) gets the user's own umask back (writeUserFile).
  */
-import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { chmod, writeFile } from 'node:fs/promises';
 
 /** The umask the process started with, once DATA_DIR has been prepared (the process's umask is 077 from then on). */
@@ -14,6 +14,8 @@ export function preparePrivateDataDir(dir: string): void {
   const previous = process.umask(0o077);
   userUmask ??= previous;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // A shared directory (sticky bit, as /tmp) is never narrowed: it is not ours alone, whoever may chmod it.
+  if (statSync(dir).mode & 0o1000) return;
   try {
     chmodSync(dir, 0o700);
   } catch (err) {
