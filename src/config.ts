@@ -65,6 +65,10 @@ export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: port.default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
+  // Host names requests may carry beyond loopback and HOST (`name` or `name:port`): others get 421 (DNS rebinding).
+  ALLOWED_HOSTS: csvList.pipe(z.array(z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^[\]:/@\s]+)(:\d{1,5})?$/, 'expected comma-separated host names, each name or name:port'))).default([]),
+  // Where clients reach the service (behind a load balancer): the OpenAPI document's server; default the listening address.
+  PUBLIC_URL: z.string().regex(/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/, 'expected an http(s) URL such as https://tallyhouse.example.com').transform((v) => v.replace(/\/+$/, '')).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // One-shot CLI commands log to stderr at this level (they print their own progress and summary).
   CLI_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
