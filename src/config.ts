@@ -186,6 +186,10 @@ export const ConfigSchema = z.object({
   FOCUS_BILLING_ACCOUNT_NAME: z.string().min(1).optional(),
   FOCUS_PROVIDER_NAME: z.string().min(1).default('Svc'),
   API_LOGS_MAX_RANGE_DAYS: positiveInt.default(31),
+  // GET /sessions/:id: Faro items, distinct requests and log lines per request it answers with (beyond: truncated, said so).
+  API_SESSION_MAX_ITEMS: positiveInt.default(5000),
+  API_SESSION_MAX_REQUESTS: positiveInt.default(100),
+  API_SESSION_MAX_LOG_LINES: positiveInt.default(20),
   API_TOKENS: csvList
     .pipe(z.array(z.string().min(MIN_TOKEN_LENGTH, `expected comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters each`)))
     .optional(),
