@@ -190,6 +190,13 @@ export const ConfigSchema = z.object({
   API_SESSION_MAX_ITEMS: positiveInt.default(5000),
   API_SESSION_MAX_REQUESTS: positiveInt.default(100),
   API_SESSION_MAX_LOG_LINES: positiveInt.default(20),
+  // GET /logs: a page stops at this many stored bytes of its lines (or at limit rows); the cursor carries on.
+  API_LOGS_MAX_PAGE_BYTES: positiveInt.default(8 * 1024 * 1024),
+  // GET /logs/stream: streams at once, per token (per remote address without API_TOKENS), and the bytes a client may
+  // leave unread in the service's buffer before it is disconnected (counted as slow).
+  LOG_STREAM_MAX_CLIENTS: positiveInt.default(200),
+  LOG_STREAM_MAX_PER_CLIENT: positiveInt.default(10),
+  LOG_STREAM_MAX_BUFFER_BYTES: positiveInt.default(1024 * 1024),
   API_TOKENS: csvList
     .pipe(z.array(z.string().min(MIN_TOKEN_LENGTH, `expected comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters each`)))
     .optional(),
