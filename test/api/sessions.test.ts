@@ -106,3 +106,47 @@ describe('29.6: GET /sessions/:id is bounded whatever is stored', () => {
     expect(res.body.truncated).toEqual({ items: true, requests: true });
   }, 120_000);
 });
+
+// Issue 31: the README's "sessions ranked by the cost of the requests they mention (per currency), then by errors",
+// checked until now with toBeDefined() only. Hand-built: acme/api costs 0.001 USD per billable unit.
+describe('GET /sessions: ranked costliest first, then by errors (hand-worked)', () => {
+  const WINDOW = `from=${new Date(BASE_MS + 100_000).toISOString()}&to=${new Date(BASE_MS + 200_000).toISOString()}`;
+
+  beforeAll(async () => {
+    await insert('unit_prices', [{ endpoint_id: 'acme/api', effective_from: '2020-01-01 00:00:00.000', unit_price: '0.001', currency: 'USD', source: 'test', version: 1, loaded_at: '2020-01-01 00:00:00.000' }]);
+    await insert('requests', [
+      request('rank-a1', 'acme/api', 110_000, 200, '1000'), // 1.000
+      request('rank-b1', 'acme/api', 120_000, 200, '3000'), // 3.000
+      request('rank-b2', 'acme/api', 121_000, 200, '500'), //  0.500 -> session b: 3.500
+      request('rank-c1', 'acme/api', 130_000, 500, '1000'), // 1.000, a 5xx
+      request('rank-d1', 'acme/api', 140_000, 200, '10'), //   0.010
+    ]);
+    await insert('faro_items', [
+      faroItem('rank-a', 110_000, 'rank-a1'),
+      faroItem('rank-b', 120_000, 'rank-b1'),
+      faroItem('rank-b', 121_000, 'rank-b2'),
+      faroItem('rank-c', 130_000, 'rank-c1'),
+      faroItem('rank-d', 140_000, 'rank-d1'),
+      faroItem('rank-e', 150_000, ''), // mentions nothing: no cost, last
+      faroItem('rank-e', 150_500, '', 'exception'),
+    ]);
+  });
+
+  it('b (3.5 USD), c (1 USD, one 5xx) before a (1 USD, none), d (0.01 USD), e (nothing)', async () => {
+    const res = await api(`/sessions?${WINDOW}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const ranked = res.body.sessions.map((s: any) => [s.session_id, Number(s.cost_by_currency.USD ?? 0), s.requests, s.request_errors, s.exceptions]);
+    expect(ranked).toEqual([
+      ['rank-b', 3.5, 2, 0, 0],
+      ['rank-c', 1, 1, 1, 0],
+      ['rank-a', 1, 1, 0, 0],
+      ['rank-d', 0.01, 1, 0, 0],
+      ['rank-e', 0, 0, 0, 1],
+    ]);
+  });
+
+  it('limit keeps the costliest', async () => {
+    const res = await api(`/sessions?${WINDOW}&limit=2`);
+    expect(res.body.sessions.map((s: any) => s.session_id)).toEqual(['rank-b', 'rank-c']);
+  });
+});
