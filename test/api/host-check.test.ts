@@ -98,6 +98,31 @@ describe('29.4: a foreign Host is refused on every route (loopback, no token)', 
   });
 });
 
+describe('ALLOWED_HOSTS and PUBLIC_URL (behind a load balancer)', () => {
+  let service: Service;
+  let port: number;
+
+  beforeAll(async () => {
+    service = await startService(testConfig({ PORT: '0', ALLOWED_HOSTS: 'tallyhouse.example.com', PUBLIC_URL: 'https://tallyhouse.example.com/' }), {
+      logger: createLogger('silent'),
+      registry: createRegistry({ defaultMetrics: false }),
+      extensions: [apiExtension()],
+    });
+    port = Number(new URL(service.url).port);
+  });
+
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  it('a listed name is answered, and the document names PUBLIC_URL; another name is 421', async () => {
+    const res = await send(port, 'GET', '/api/v1/openapi.json', 'tallyhouse.example.com');
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.text).servers).toEqual([{ url: 'https://tallyhouse.example.com', description: 'this Tallyhouse service' }]);
+    expect((await send(port, 'GET', '/api/v1/openapi.json', 'evil.example.com')).status).toBe(421);
+  });
+});
+
 describe('which Host headers are allowed (hand-worked cases)', () => {
   const port = () => 8080;
 
