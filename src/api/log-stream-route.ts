@@ -17,7 +17,9 @@ const POLL_MS = 250;
 /** Lines stored up to this long before the newest one seen are read again (an insert commits after its stamp). */
 const OVERLAP_MS = 5_000;
 const KEEPALIVE_MS = 15_000;
-const BATCH_LIMIT = 10_000;
+/** Lines per read of the feed: a poll reads page after page until it has caught up. */
+const PAGE_LINES = 1_000;
+const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
 const StreamQuery = z.strictObject(logFilterFields);
 type StreamQuery = z.output<typeof StreamQuery>;
@@ -103,25 +105,31 @@ export class LogFeed {
       // The store's clock stamps stored_at: start from its "now", not ours.
       await this.ready();
       if (this.watermarkMs === null) return;
-      const lines = await logsStoredSince(this.rt.store, {
-        since: toDateTime64(this.watermarkMs - OVERLAP_MS),
-        received_since: toDateTime64(this.openedAt - 24 * 3_600_000),
-        limit: BATCH_LIMIT,
-      });
-      // The last client left while the store answered: the feed starts afresh with the next one.
-      if (this.timer === null || this.watermarkMs === null) return;
-      for (const line of lines) {
-        const key = `${line.batch_id}:${line.line}`;
-        if (this.seen.has(key)) continue;
-        const storedMs = Date.parse(`${line.stored_at.replace(' ', 'T')}Z`);
-        this.seen.set(key, storedMs);
-        if (storedMs > this.watermarkMs) this.watermarkMs = storedMs;
-        const text = `data: ${JSON.stringify(asFound(line))}\n\n`;
-        for (const c of [...this.clients]) if (c.matches(line)) c.send(text);
-        // Sockets take data only between turns of the event loop: a burst sent in one turn would sit whole in every
-        // client's buffer, the fast ones' too. A turn after each line some client has not taken yet lets them read.
-        if ([...this.clients].some((c) => c.unread() > 0)) await new Promise((resolve) => setImmediate(resolve));
-        if (this.timer === null) return;
+      // The last OVERLAP_MS are read again on every poll (an insert commits after its stamp), in pages that follow
+      // each other by position: a single LIMIT once filled every read with lines already sent when more than a
+      // page were stored within the overlap, and nothing stored later was read again.
+      const receivedSince = toDateTime64(this.openedAt - 24 * 3_600_000);
+      let after = { since: toDateTime64(this.watermarkMs - OVERLAP_MS), after_b: ZERO_UUID, after_l: 0 };
+      for (;;) {
+        const lines = await logsStoredSince(this.rt.store, { ...after, received_since: receivedSince, limit: PAGE_LINES });
+        // The last client left while the store answered: the feed starts afresh with the next one.
+        if (this.timer === null || this.watermarkMs === null) return;
+        for (const line of lines) {
+          const key = `${line.batch_id}:${line.line}`;
+          if (this.seen.has(key)) continue;
+          const storedMs = Date.parse(`${line.stored_at.replace(' ', 'T')}Z`);
+          this.seen.set(key, storedMs);
+          if (storedMs > this.watermarkMs) this.watermarkMs = storedMs;
+          const text = `data: ${JSON.stringify(asFound(line))}\n\n`;
+          for (const c of [...this.clients]) if (c.matches(line)) c.send(text);
+          // Sockets take data only between turns of the event loop: a burst sent in one turn would sit whole in every
+          // client's buffer, the fast ones' too. A turn after each line some client has not taken yet lets them read.
+          if ([...this.clients].some((c) => c.unread() > 0)) await new Promise((resolve) => setImmediate(resolve));
+          if (this.timer === null || this.watermarkMs === null) return;
+        }
+        const last = lines[lines.length - 1];
+        if (lines.length < PAGE_LINES || !last) break;
+        after = { since: last.stored_at, after_b: last.batch_id, after_l: last.line };
       }
       for (const [key, ms] of this.seen) if (ms < this.watermarkMs - 2 * OVERLAP_MS) this.seen.delete(key);
     } catch (err) {

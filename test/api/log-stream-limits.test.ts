@@ -119,3 +119,51 @@ describe('29.7: log streams are bounded', () => {
     await reading;
   }, 120_000);
 });
+
+// Found while bounding the feed: it re-reads the last 5 s of stored lines on every poll (an insert commits after its
+// stamp) with one LIMIT of 10,000, so more than 10,000 lines stored within 5 s (one insert of the writer's maximum
+// and a little more) filled every read with lines already sent, and nothing stored later was ever read again.
+describe('the feed keeps up with more lines in its overlap window than one read holds', () => {
+  it('10,001 lines stored at once, then one more: the client gets the one more', async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${service.url}/api/v1/logs/stream?app=flood`, { headers: { authorization: `Bearer ${TOKENS[4]}` }, signal: controller.signal });
+    expect(res.status).toBe(200);
+    let events = 0;
+    let lastMessage = '';
+    const reading = (async () => {
+      let raw = '';
+      try {
+        for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) {
+          raw += chunk;
+          let at: number;
+          while ((at = raw.indexOf('\n\n')) >= 0) {
+            if (raw.startsWith('data: ')) {
+              events++;
+              lastMessage = (JSON.parse(raw.slice(6, at)) as { message: string }).message;
+            }
+            raw = raw.slice(at + 2);
+          }
+        }
+      } catch {
+        // aborted at the end
+      }
+    })();
+    await waitFor(async () => (await metric('tallyhouse_log_stream_clients')) >= 1);
+    const now = new Date().toISOString().replace('T', ' ').replace('Z', '');
+    const row = (n: number, message: string, batch: string) => ({
+      timestamp: now, level: 'INFO', app: 'flood', app_id: 'a', request_id: '', job_id: '', endpoint: 'acme/flood', node: '', worker: '', source: 'stdout',
+      isolate_source: '', message, attributes: {}, received_at: now, batch_id: batch, line: n,
+    });
+    await service.store.client.insert({
+      table: 'logs',
+      format: 'JSONEachRow',
+      values: Array.from({ length: 10_001 }, (_, i) => row(i + 1, `flood ${i + 1}`, '00000000-0000-4000-8000-00000000000c')),
+    });
+    await waitFor(async () => events >= 10_001);
+    await service.store.client.insert({ table: 'logs', format: 'JSONEachRow', values: [row(1, 'after the flood', '00000000-0000-4000-8000-00000000000d')] });
+    await waitFor(async () => lastMessage === 'after the flood');
+    expect(events).toBe(10_002);
+    controller.abort();
+    await reading;
+  }, 120_000);
+});

@@ -238,14 +238,18 @@ export const drainSeconds = namedQuery(
   z.object({ s: chNumber }),
 );
 
-/** Lines stored after a moment (the live feed), oldest stored first; rows older than `received_since` are skipped. */
+/**
+ * Lines stored after a position (the live feed): (stored_at, batch, line), so that a reader pages through any number
+ * of lines stamped alike; oldest stored first; rows older than `received_since` are skipped.
+ */
 export const logsStoredSince = namedQuery(
   'logs_stored_since',
   `SELECT toString(stored_at) AS stored_text, toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker,
           source, message, toString(batch_id) AS batch_text, line, origin
    FROM logs
-   WHERE stored_at > {since:DateTime64(3, 'UTC')} AND received_at >= {received_since:DateTime64(3, 'UTC')}
-   ORDER BY stored_at, timestamp
+   WHERE (stored_at, batch_id, line) > ({since:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32})
+     AND received_at >= {received_since:DateTime64(3, 'UTC')}
+   ORDER BY stored_at, batch_id, line
    LIMIT {limit:UInt32}`,
   z
     .object({ stored_text: z.string(), ts_text: z.string(), ...searchedLineFields, batch_text: z.string(), line: chNumber, origin: z.string() })
