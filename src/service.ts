@@ -11,6 +11,7 @@ import { migrate, MigrationError, pendingMigrations, type MigrateResult } from '
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchWriter } from './store/writer.js';
 import { healthRoutes } from './http/health.js';
+import { installHostCheck } from './http/host-check.js';
 import type { Component, Extension, Runtime } from './runtime.js';
 import { commandHost } from './cli/io.js';
 
@@ -193,6 +194,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     forceCloseConnections: 'idle',
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
+  // First of all hooks, so every route (API, /metrics, push endpoints, admin) refuses a rebound Host.
+  installHostCheck(app, config);
   app.addHook('onResponse', async (request, reply) => {
     const fields = { method: request.method, url: request.url, statusCode: reply.statusCode, durationMs: Math.round(reply.elapsedTime) };
     if (reply.statusCode >= 400 || reply.elapsedTime >= SLOW_REQUEST_MS) request.log.warn(fields, reply.statusCode >= 400 ? 'request failed' : 'slow request');

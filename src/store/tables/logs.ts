@@ -98,6 +98,15 @@ const searchedLineFields = {
   message: z.string(),
 };
 
+/** The filters and order of the query API's log search (searchLogs and searchLogSizes read the same lines). */
+const SEARCH_WHERE = `WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}
+     AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))
+     AND ${SEVERITY_SQL} >= {min_severity:UInt8}
+     AND ({request_id:String} = '' OR request_id = {request_id:String})
+     AND ({contains:String} = '' OR positionCaseInsensitiveUTF8(message, {contains:String}) > 0)
+     AND ({has_cursor:UInt8} = 0 OR (timestamp, batch_id, line) < ({after_t:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32}))
+   ORDER BY timestamp DESC, batch_id DESC, line DESC`;
+
 /** The query API's log search: newest first, after a cursor position (timestamp, batch, line). */
 export const searchLogs = namedQuery(
   'search_logs',
@@ -105,17 +114,25 @@ export const searchLogs = namedQuery(
   `SELECT toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker, source, message,
           toString(batch_id) AS batch_text, line
    FROM logs
-   WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}
-     AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))
-     AND ${SEVERITY_SQL} >= {min_severity:UInt8}
-     AND ({request_id:String} = '' OR request_id = {request_id:String})
-     AND ({contains:String} = '' OR positionCaseInsensitiveUTF8(message, {contains:String}) > 0)
-     AND ({has_cursor:UInt8} = 0 OR (timestamp, batch_id, line) < ({after_t:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32}))
-   ORDER BY timestamp DESC, batch_id DESC, line DESC
+   ${SEARCH_WHERE}
    LIMIT {limit:UInt32}`,
   z
     .object({ ts_text: z.string(), ...searchedLineFields, batch_text: z.string(), line: chNumber })
     .transform(({ ts_text, batch_text, ...r }) => ({ ...r, timestamp: ts_text, batch_id: batch_text })),
+);
+
+/**
+ * The stored size (bytes of the text fields) of each line searchLogs would return, without the lines: GET /logs
+ * sizes a page before reading it, so a page of huge lines is cut at its byte bound instead of read whole.
+ */
+export const searchLogSizes = namedQuery(
+  'search_log_sizes',
+  `SELECT length(message) + length(level) + length(app) + length(endpoint) + length(request_id) + length(job_id)
+            + length(node) + length(worker) + length(source) AS line_bytes
+   FROM logs
+   ${SEARCH_WHERE}
+   LIMIT {limit:UInt32}`,
+  z.object({ line_bytes: chNumber }),
 );
 
 /** A found line as the query API answers it (GET /logs): the same fields, the time as ISO 8601 UTC. */
@@ -221,14 +238,18 @@ export const drainSeconds = namedQuery(
   z.object({ s: chNumber }),
 );
 
-/** Lines stored after a moment (the live feed), oldest stored first; rows older than `received_since` are skipped. */
+/**
+ * Lines stored after a position (the live feed): (stored_at, batch, line), so that a reader pages through any number
+ * of lines stamped alike; oldest stored first; rows older than `received_since` are skipped.
+ */
 export const logsStoredSince = namedQuery(
   'logs_stored_since',
   `SELECT toString(stored_at) AS stored_text, toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker,
           source, message, toString(batch_id) AS batch_text, line, origin
    FROM logs
-   WHERE stored_at > {since:DateTime64(3, 'UTC')} AND received_at >= {received_since:DateTime64(3, 'UTC')}
-   ORDER BY stored_at, timestamp
+   WHERE (stored_at, batch_id, line) > ({since:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32})
+     AND received_at >= {received_since:DateTime64(3, 'UTC')}
+   ORDER BY stored_at, batch_id, line
    LIMIT {limit:UInt32}`,
   z
     .object({ stored_text: z.string(), ts_text: z.string(), ...searchedLineFields, batch_text: z.string(), line: chNumber, origin: z.string() })
