@@ -179,6 +179,8 @@ export const ConfigSchema = z.object({
   API_QUERY_MAX_MEMORY_BYTES: positiveInt.default(2 * 1024 ** 3),
   API_QUERY_MAX_RESULT_ROWS: positiveInt.default(1_000_000),
   API_MAX_RANGE_DAYS: positiveInt.default(400),
+  // Right-sizing: VRAM headroom over an app's observed peak that a cheaper machine must still offer (percent).
+  RIGHTSIZING_VRAM_MARGIN_PERCENT: z.coerce.number().min(0, 'expected a percent from 0 to 1000').max(1000, 'expected a percent from 0 to 1000').default(20),
   // The FOCUS export's BillingAccountId/Name (the platform account the invoice is for) and provider name.
   FOCUS_BILLING_ACCOUNT_ID: z.string().min(1).default('svc-account'),
   FOCUS_BILLING_ACCOUNT_NAME: z.string().min(1).optional(),

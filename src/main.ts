@@ -129,6 +129,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { sessionRoutes },
     { adminExtension },
     { allJobs },
+    { efficiencyRoutes },
   ] = await Promise.all([
     import('./jobs/extension.js'),
     import('./api/index.js'),
@@ -143,6 +144,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./api/session-routes.js'),
     import('./http/admin.js'),
     import('../jobs/index.js'),
+    import('./api/efficiency-routes.js'),
   ]);
   // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
   // the receiver fetches from the simulator.
@@ -150,7 +152,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
   const jobRunner: JobRunnerHandle = {};
   return [
     businessMetricsExtension(),
-    apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes]),
+    apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes]),
     logDrainExtension({ demoSecret: demo.drainSecret }),
     webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
     faroExtension({ demoKey: config.FARO_APP_KEYS ? undefined : demo.faroKey }),
