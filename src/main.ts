@@ -130,6 +130,8 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { adminExtension },
     { allJobs },
     { efficiencyRoutes },
+    { idleCostShare },
+    { DEFAULT_BUSINESS_GAUGES },
   ] = await Promise.all([
     import('./jobs/extension.js'),
     import('./api/index.js'),
@@ -145,13 +147,15 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./http/admin.js'),
     import('../jobs/index.js'),
     import('./api/efficiency-routes.js'),
+    import('./api/efficiency-gauges.js'),
+    import('./http/business-metrics.js'),
   ]);
   // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
   // the receiver fetches from the simulator.
   const demo: DemoWiring = isDemoMode(config) ? { drainSecret: randomBytes(32).toString('hex'), faroKey: randomBytes(24).toString('hex') } : {};
   const jobRunner: JobRunnerHandle = {};
   return [
-    businessMetricsExtension(),
+    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare]),
     apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes]),
     logDrainExtension({ demoSecret: demo.drainSecret }),
     webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
