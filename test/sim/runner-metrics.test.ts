@@ -70,6 +70,13 @@ describe('billing rule', () => {
       perAppDay.set(k, e);
     }
     for (const [k, e] of perAppDay) expect(e.quantity, k).toBe(e.exact);
+    // The split's weights are the served hourly avg (thousandths of a runner): each hour is off by at most half a
+    // thousandth of 3600 s (1.8 s) per state from the exact runner-seconds.
+    for (const r of rows) {
+      for (const state of ['running', 'idle', 'draining'] as const) {
+        expect(Math.abs(r.weights_milli[state] * 3.6 - r.exact_seconds[state]), `${r.app} ${r.day} ${state}`).toBeLessThanOrEqual(24 * 1.8 + 1e-6);
+      }
+    }
     expect(rows.filter((r) => r.idle_picos > 0n).length).toBeGreaterThan(0);
   });
 });
