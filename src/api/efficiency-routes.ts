@@ -7,7 +7,7 @@ import { currentApps } from '../store/tables/apps.js';
 import { runnerHoursByLocalDay } from '../store/tables/runner-history.js';
 import { machineVram, runnerMetricsByDay, runnerVramPeaks } from '../store/tables/runner-metrics.js';
 import { usageDaysWithPrices } from '../store/tables/usage-buckets.js';
-import { efficiencyByDay, recommendations, type AppInput, type EfficiencyRow, type Hint, type HistoryHourInput } from './efficiency.js';
+import { efficiencyByDay, efficiencyByHour, recommendations, type AppInput, type EfficiencyHourRow, type EfficiencyRow, type Hint, type HistoryHourInput } from './efficiency.js';
 import { badParameter, checkRangeDays, formatParam, listParam, sendTable, type Table } from './http.js';
 import type { RouteRegistry } from './routes.js';
 
@@ -49,6 +49,22 @@ export async function loadEfficiency(store: Store, q: { from: string; to: string
   const keep = (app: string) => !q.apps || q.apps.length === 0 || q.apps.includes(app) || q.apps.some((a) => a.endsWith(`/${app}`));
   return efficiencyByDay({ usage: usage.filter((u) => keep(u.app)), history: hours.filter((h) => keep(h.app)), metrics, apps });
 }
+
+/** The same per local hour (each daily row split by hour and state weights). */
+export async function loadEfficiencyHourly(store: Store, q: { from: string; to: string; timezone: string; apps?: string[] }): Promise<EfficiencyHourRow[]> {
+  const [usage, hours, apps] = await Promise.all([
+    usageDaysWithPrices(store, { timezone: q.timezone, from: q.from, to: q.to }),
+    history(store, q.timezone, q.from, q.to),
+    appInputs(store),
+  ]);
+  const keep = (app: string) => !q.apps || q.apps.length === 0 || q.apps.includes(app) || q.apps.some((a) => a.endsWith(`/${app}`));
+  return efficiencyByHour({ usage: usage.filter((u) => keep(u.app)), history: hours.filter((h) => keep(h.app)), apps });
+}
+
+export const EFFICIENCY_HOUR_COLUMNS = [
+  'date', 'hour', 'app', 'endpoint_id', 'machine_type', 'currency', 'busy_machine_seconds', 'idle_machine_seconds',
+  'draining_machine_seconds', 'busy_cost', 'idle_cost', 'draining_cost',
+] as const;
 
 /**
  * Right-sizing hints for a month (savings on that month's usage) and keep-warm hints for the last 30 days of it
@@ -142,6 +158,36 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
         split_rule: 'cost x state share of the app-day (hourly avg runner history); several machine types share the app-day mix',
         rows,
       }), 'efficiency.csv');
+    },
+  });
+
+  registry.get(app, {
+    path: '/efficiency/hourly',
+    operationId: 'getEfficiencyHourly',
+    response: z.object({
+      from: z.string(), to: z.string(), timezone: z.string(),
+      rows: z.array(z.object({
+        date: z.string(), hour: z.number().describe('local hour of day, 0-23'), app: z.string(), endpoint_id: z.string(), machine_type: z.string(), currency: z.string(),
+        busy_machine_seconds: z.string(), idle_machine_seconds: z.string(), draining_machine_seconds: z.string(),
+        busy_cost: z.string(), idle_cost: z.string(), draining_cost: z.string(),
+      })),
+    }),
+    summary: 'Busy, idle and draining machine-seconds and cost per local hour, app, machine type and currency',
+    description: 'Usage is daily: each daily row is split by the app-day\'s runner history per hour and state (largest remainder), so the hours of a day add up to its row; the daily figures of /efficiency are the reference.',
+    query: z.strictObject({
+      from: dateParam('first local day'),
+      to: dateParam('day after the last'),
+      timezone: z.string().default('UTC').describe('timezone the usage and history were collected in'),
+      app: listParam().describe('only these apps (name or owner/name, repeatable)'),
+      format: formatParam,
+    }),
+    csv: true,
+    handler: async (q, request, reply) => {
+      checkZone(rt, q.timezone);
+      if (q.to <= q.from) throw badParameter('to', 'expected a day after from (to is exclusive)');
+      checkRangeDays(DateTime.fromISO(q.to).diff(DateTime.fromISO(q.from), 'days').days, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
+      const rows = await loadEfficiencyHourly(rt.store, { from: q.from, to: q.to, timezone: q.timezone, apps: q.app });
+      return sendTable(reply, request, q.format, toTable(rows, EFFICIENCY_HOUR_COLUMNS), () => ({ from: q.from, to: q.to, timezone: q.timezone, rows }), 'efficiency-hourly.csv');
     },
   });
 

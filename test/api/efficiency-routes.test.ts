@@ -108,6 +108,39 @@ describe('GET /efficiency', () => {
     expect(idle).toBeGreaterThan(5);
   });
 
+  it('per hour: the hours of each app-day add up to its usage cost exactly (the truth’s), busy within a few picos of the daily split', async () => {
+    const from = '2026-11-18';
+    const to = '2026-11-21';
+    const hourly = await api<{ rows: Array<Record<string, string | number>> }>(`/efficiency/hourly?from=${from}&to=${to}`);
+    expect(hourly.status).toBe(200);
+    const sums = new Map<string, bigint[]>();
+    for (const r of hourly.body.rows) {
+      const k = `${r.app}|${r.date}`;
+      const e = sums.get(k) ?? [0n, 0n, 0n];
+      e[0] += picos(String(r.busy_cost));
+      e[1] += picos(String(r.idle_cost));
+      e[2] += picos(String(r.draining_cost));
+      sums.set(k, e);
+    }
+    const truth = new Map<string, bigint[]>();
+    for (const t of sim.truth.efficiency({ from, to })) {
+      const k = `${t.app}|${t.day}`;
+      const e = truth.get(k) ?? [0n, 0n, 0n, 0n];
+      e[0] += t.busy_picos;
+      e[3] += t.cost_total_picos;
+      truth.set(k, e);
+    }
+    expect(truth.size).toBeGreaterThan(10);
+    for (const [k, t] of truth) {
+      const m = sums.get(k)!;
+      expect(m, k).toBeDefined();
+      expect(m[0] + m[1] + m[2], k).toBe(t[3]);
+      // Remainders fall per hour: under one unit (1e-12) per usage row and hour apart (at most 4 rows of 25 hours).
+      const diff = m[0] > t[0] ? m[0] - t[0] : t[0] - m[0];
+      expect(diff <= 200n, `${k}: ${m[0]} vs ${t[0]}`).toBe(true);
+    }
+  });
+
   it('answers CSV through the shared writer, one row per JSON row', async () => {
     const json = await api<{ rows: unknown[] }>('/efficiency?from=2026-11-19&to=2026-11-21');
     const csv = await api<never>('/efficiency?from=2026-11-19&to=2026-11-21&format=csv');

@@ -1,6 +1,6 @@
 // The efficiency module (pure): hand-worked numbers only.
 import { describe, expect, it } from 'vitest';
-import { efficiencyByDay, recommendations, splitByWeights, type AppInput, type UsageDayInput } from '../../src/api/efficiency.js';
+import { efficiencyByDay, efficiencyByHour, recommendations, splitByWeights, type AppInput, type UsageDayInput } from '../../src/api/efficiency.js';
 
 const app: AppInput = { name: 'flux', owner: 'acme', endpoint_id: 'acme/flux', keep_alive: 300, min_concurrency: 1 };
 const other: AppInput = { name: 'sdxl', owner: 'acme', endpoint_id: 'acme/sdxl', keep_alive: 0, min_concurrency: 0 };
@@ -43,6 +43,25 @@ describe('efficiencyByDay', () => {
       idle_share: 0.25, gpu_utilization: 0.45, gpu_samples: 4, vram_peak_used_bytes: 20, vram_total_bytes: 80, vram_peak_share: 0.25,
       history_hours: 2,
     }]);
+  });
+});
+
+describe('efficiencyByHour', () => {
+  it('splits the day row by hour and state weights; the hours add up to the row', () => {
+    const rows = efficiencyByHour({
+      usage: [row({ quantity: '100', cost_total: '0.0575' })],
+      // Weights by hour and state: 03h 0.5 running, 0.25 idle; 04h 0.25 running → 2:1:1 of 4.
+      history: [
+        { app: 'flux', date: '2026-11-20', hour: 4, running: 0.25, idle: 0, draining: 0 },
+        { app: 'flux', date: '2026-11-20', hour: 3, running: 0.5, idle: 0.25, draining: 0 },
+      ],
+      apps: [app],
+    });
+    expect(rows.map((r) => [r.hour, r.busy_machine_seconds, r.idle_machine_seconds, r.busy_cost, r.idle_cost, r.draining_cost])).toEqual([
+      // 100 s × 2/4 = 50, × 1/4 = 25; 0.0575 × 1/2 = 0.02875, × 1/4 = 0.014375.
+      [3, '50', '25', '0.02875', '0.014375', '0'],
+      [4, '25', '0', '0.014375', '0', '0'],
+    ]);
   });
 });
 

@@ -65,6 +65,7 @@ describe('the OpenAPI document', () => {
       ['/api/v1/sessions/{session_id}', 'getSession'],
       ['/api/v1/sessions', 'listSessions'],
       ['/api/v1/efficiency', 'getEfficiency'],
+      ['/api/v1/efficiency/hourly', 'getEfficiencyHourly'],
       ['/api/v1/recommendations', 'getRecommendations'],
     ]);
     expect(doc.servers).toEqual([{ url: service.url, description: 'this Tallyhouse service' }]);
