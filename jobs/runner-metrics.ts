@@ -21,6 +21,7 @@ export const runnerMetricsJob = defineJob({
   options: z.object({
     'lookback-hours': z.coerce.number().int().min(1).max(72).default(30).describe('hours of events and requests to take runner ids from (default 30)'),
     concurrency: z.coerce.number().int().min(1).max(64).default(4).describe('runners scraped at once, at most PLATFORM_MAX_IN_FLIGHT (default 4)'),
+    'max-runners': z.coerce.number().int().min(1).max(100_000).default(5000).describe('most runners scraped in one run (default 5000); the rest wait for the next run, with a warning'),
   }),
   async run(ctx, options) {
     if (ctx.range) ctx.log.warn('runner metrics are read as they are now; --from/--to are ignored');
@@ -29,7 +30,14 @@ export const runnerMetricsJob = defineJob({
     const since = ctx.now().getTime() - options['lookback-hours'] * HOUR_MS;
     const ids = await runnersToScrape(ctx, since, apps.map((a) => a.endpoint_id));
     const concurrency = Math.min(options.concurrency, ctx.runtime.config.PLATFORM_MAX_IN_FLIGHT);
-    const result = await collectRunnerMetrics(ctx, ids.map((r) => r.runner_id), concurrency);
+    // Bounded per run: beyond --max-runners, a rotating window (by the minute) so every runner is reached in turn.
+    let chosen = ids.map((r) => r.runner_id);
+    if (chosen.length > options['max-runners']) {
+      const start = (Math.floor(ctx.now().getTime() / 60_000) * options['max-runners']) % chosen.length;
+      chosen = [...chosen.slice(start), ...chosen.slice(0, start)].slice(0, options['max-runners']);
+      ctx.log.warn({ runners: ids.length, scraped: chosen.length }, `runner metrics: ${ids.length} runners to scrape, over --max-runners; ${chosen.length} this run, the others in later runs`);
+    }
+    const result = await collectRunnerMetrics(ctx, chosen, concurrency);
     ctx.log.info({ ...result }, `runner metrics: ${result.scraped} of ${result.runners} runner(s) scraped, ${result.gone} gone (404)`);
   },
 });

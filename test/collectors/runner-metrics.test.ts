@@ -55,6 +55,14 @@ async function expectScrapeEqualsTruth(at: string): Promise<number> {
 }
 
 describe('runner-metrics job', () => {
+  it('scrapes at most --max-runners in one run', async () => {
+    expect((await runJob(rt, sim, 'events', { from: '2026-11-20T00:00:00Z', to: '2026-11-21T11:50:00Z' })).status).toBe('ok');
+    const run = await runJob(rt, sim, 'runner-metrics', { 'max-runners': '2' });
+    expect(run.status, run.error).toBe('ok');
+    const rows = await storedAt('2026-11-21T11:50:00Z');
+    expect(new Set(rows.map((r) => r.runner_id)).size).toBe(2);
+  });
+
   it('stores every ready runner\u2019s metrics at each scrape, equal to the truth, with 20% faults', async () => {
     expect((await runJob(rt, sim, 'events', { from: '2026-11-20T00:00:00Z', to: '2026-11-21T11:50:00Z' })).status).toBe('ok');
     const run = await runJob(rt, sim, 'runner-metrics');
