@@ -117,7 +117,9 @@ const EfficiencyRowSchema = z.object({
   busy_machine_seconds: z.string(), idle_machine_seconds: z.string(), draining_machine_seconds: z.string(),
   cost: z.string().describe('usage cost (exact decimal, currency)'),
   busy_cost: z.string(), idle_cost: z.string(), draining_cost: z.string().describe('busy + idle + draining = cost exactly'),
-  idle_share: z.number(), gpu_utilization: z.number().nullable(), gpu_samples: z.number(),
+  idle_share: z.number(),
+  gpu_utilization: z.number().nullable().describe('GPU-utilisation-weighted efficiency: mean utilisation (0-1) over the per-runner samples of the day, taken at regular times from ready runners, so idle and draining time counts with its near-zero use'),
+  gpu_samples: z.number(),
   vram_peak_used_bytes: z.number().nullable(), vram_total_bytes: z.number().nullable(), vram_peak_share: z.number().nullable(),
   history_hours: z.number().describe('hourly runner-history buckets the state split rests on'),
 });
