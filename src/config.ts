@@ -38,9 +38,11 @@ const cronExpression = z
  * Every scheduled job's schedule can be overridden with JOB_<NAME>_CRON. The names of jobs/index.ts's list, in its
  * order (test/jobs/job-list.test.ts checks); listed here because config must not import the jobs (an import cycle).
  */
-export const JOB_NAMES = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions', 'logs', 'queue'] as const;
-const jobCronFields = Object.fromEntries(JOB_NAMES.map((n) => [`JOB_${n.toUpperCase()}_CRON`, cronExpression.optional()])) as Record<
-  `JOB_${Uppercase<(typeof JOB_NAMES)[number]>}_CRON`,
+export const JOB_NAMES = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions', 'logs', 'queue', 'runner-metrics'] as const;
+/** A job name as it appears in an environment variable: upper case, `-` as `_` (JOB_RUNNER_METRICS_CRON). */
+type EnvName<N extends string> = N extends `${infer A}-${infer B}` ? `${A}_${EnvName<B>}` : N;
+const jobCronFields = Object.fromEntries(JOB_NAMES.map((n) => [`JOB_${n.toUpperCase().replace(/-/g, '_')}_CRON`, cronExpression.optional()])) as Record<
+  `JOB_${Uppercase<EnvName<(typeof JOB_NAMES)[number]>>}_CRON`,
   z.ZodOptional<typeof cronExpression>
 >;
 
@@ -181,6 +183,8 @@ export const ConfigSchema = z.object({
   API_QUERY_MAX_MEMORY_BYTES: positiveInt.default(2 * 1024 ** 3),
   API_QUERY_MAX_RESULT_ROWS: positiveInt.default(1_000_000),
   API_MAX_RANGE_DAYS: positiveInt.default(400),
+  // Right-sizing: VRAM headroom over an app's observed peak that a cheaper machine must still offer (percent).
+  RIGHTSIZING_VRAM_MARGIN_PERCENT: z.coerce.number().min(0, 'expected a percent from 0 to 1000').max(1000, 'expected a percent from 0 to 1000').default(20),
   // The FOCUS export's BillingAccountId/Name (the platform account the invoice is for) and provider name.
   FOCUS_BILLING_ACCOUNT_ID: z.string().min(1).default('svc-account'),
   FOCUS_BILLING_ACCOUNT_NAME: z.string().min(1).optional(),

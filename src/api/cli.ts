@@ -8,16 +8,19 @@ import { withCommandRuntime } from '../service.js';
 import { financeProblem, financeReport, financeTable } from './finance.js';
 import { focusOptions, focusReport, focusTable, FocusNoDataError } from './focus.js';
 import { toCsv } from './http.js';
+import { efficiencyCommand, EFFICIENCY_USAGE } from './efficiency-cli.js';
 
 const USAGE =
   'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
-  '       tallyhouse report focus --month YYYY-MM [--out file.csv]   (FOCUS 1.2, UTC days, both product lines)\n';
+  '       tallyhouse report focus --month YYYY-MM [--out file.csv]   (FOCUS 1.2, UTC days, both product lines)\n' +
+  `       ${EFFICIENCY_USAGE}`;
 
 /** `tallyhouse report finance|focus ...`: a report from the store, as CSV (default) or JSON. */
 export async function reportCommand(argv: string[]): Promise<number> {
   const io = commandIO();
   const [kind, ...rest] = argv;
   if (kind === 'focus') return focusCommand(rest);
+  if (kind === 'efficiency') return efficiencyCommand(rest);
   if (kind !== 'finance') {
     io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}` : 'which report?'}\n\nUsage: ${USAGE}`);
     return 2;

@@ -107,7 +107,7 @@ export class Scheduler {
 
   /** The cron expression a job runs on: JOB_<NAME>_CRON or its default. */
   cronFor(job: JobDefinition): string {
-    const key = `JOB_${job.name.toUpperCase()}_CRON` as keyof Runtime['config'];
+    const key = `JOB_${job.name.toUpperCase().replace(/-/g, '_')}_CRON` as keyof Runtime['config'];
     const override = this.opts.runtime.config[key];
     return typeof override === 'string' ? override : job.defaultCron;
   }
