@@ -162,6 +162,25 @@ describe('FOCUS rows, worked by hand', () => {
     await expect(focusReport(store, '2026-13', OPTS)).rejects.toThrow('month must be YYYY-MM, got "2026-13"');
   });
 
+  it('model APIs alone make a file; a derived price rounds down below the half; a contracted price keeps all 18 places', async () => {
+    const { store } = fakeStore(
+      [],
+      [
+        // 1 / 3 = 0.333333333333|33: below the half, rounds down.
+        model({ price_key: 'legacy', quantity: '3', cost: '1' }),
+        // 0.000000000001 at 12.3456 % off: 0.000000000001 x 0.876544 = 0.000000000000876544 (18 places), x 1000000.
+        model({ price_key: '0.000000000001|12.3456', unit_price: '0.000000000001', percent_discount: '12.3456', quantity: '1000000', cost: '0.000000876544' }),
+      ],
+    );
+    const rows = await focusReport(store, '2026-04', OPTS);
+    const money = rows.map((r) => [r.ListUnitPrice, r.ListCost, r.ContractedUnitPrice, r.ContractedCost]);
+    expect(money).toEqual([
+      ['0.333333333333', '0.999999999999', '0.333333333333', '0.999999999999'],
+      ['0.000000000001', '0.000001', '0.000000000000876544', '0.000000876544'],
+    ]);
+    expect(checkFocusCsv(toCsv(focusTable(rows)))).toEqual([]);
+  });
+
   it('focusOptions: the account name defaults to its id', () => {
     expect(focusOptions({ FOCUS_BILLING_ACCOUNT_ID: 'acct-7', FOCUS_BILLING_ACCOUNT_NAME: undefined, FOCUS_PROVIDER_NAME: 'Svc' })).toEqual({
       billingAccountId: 'acct-7', billingAccountName: 'acct-7', providerName: 'Svc',
