@@ -26,10 +26,18 @@ export const LogRow = z.object({
   line: z.number().int().positive(), // 1-based line number within the delivery
   origin: z.enum(['drain', 'history', 'tail']).optional(), // how the row arrived (default drain)
   stored_at: z.string().optional(), // stamped by the store at insert
+  copy_rank: z.undefined().optional(), // MATERIALIZED by the store (sql/023): which copy of a record a merge keeps; never written
 });
 export type LogRow = z.input<typeof LogRow>;
 
 export const logs = defineTable('logs', LogRow);
+
+// One record, one row (sql/023, ARCHITECTURE.md "Logs: one record, one copy"): `logs` is a ReplacingMergeTree over
+// the record's identity, and copies (two history fills of one span, the drain and history) stay as separate rows
+// until a background merge collapses them. Every read that lists or counts lines reads `FROM logs FINAL`, which
+// collapses them first; copies live in one partition (the identity holds the timestamp), so FINAL merges within
+// partitions only.
+const LOGS = 'logs FINAL';
 
 const LogLineOut = z.object({
   timestamp: z.string(),
@@ -51,7 +59,7 @@ const LogLineOut = z.object({
 // DateTime64 and UUID columns come back as text in JSONEachRow; no aliases that would shadow a column in WHERE.
 const SELECT_LINE = `SELECT timestamp, level, app, request_id, job_id, endpoint, node, worker, source,
           isolate_source, message, attributes, batch_id, line
-   FROM logs`;
+   FROM ${LOGS}`;
 
 /** One app's lines in [from, to), oldest first: a range scan of the primary key (app, timestamp). */
 export const appLogs = namedQuery(
@@ -63,12 +71,16 @@ export const appLogs = namedQuery(
   LogLineOut,
 );
 
-/** Every line of one request, oldest first (the request_id bloom filter skips the granules without it). */
+/**
+ * Every line of one request, oldest first (the request_id bloom filter skips the granules without it). The filter
+ * may skip granules before FINAL: the copies of a record share its request_id, so none of them is skipped.
+ */
 export const requestLogs = namedQuery(
   'request_logs',
   `${SELECT_LINE}
    WHERE request_id = {request_id:String}
-   ORDER BY timestamp, batch_id, line`,
+   ORDER BY timestamp, batch_id, line
+   SETTINGS use_skip_indexes_if_final = 1`,
   LogLineOut,
 );
 
@@ -104,7 +116,7 @@ export const searchLogs = namedQuery(
   // Text aliases of their own: an alias named like its column would replace the column in WHERE and ORDER BY.
   `SELECT toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker, source, message,
           toString(batch_id) AS batch_text, line
-   FROM logs
+   FROM ${LOGS}
    WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}
      AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))
      AND ${SEVERITY_SQL} >= {min_severity:UInt8}
@@ -221,14 +233,27 @@ export const drainSeconds = namedQuery(
   z.object({ s: chNumber }),
 );
 
-/** Lines stored after a moment (the live feed), oldest stored first; rows older than `received_since` are skipped. */
+/** The rows stored after `since` (and received since `received_since`). */
+const STORED_SINCE = `stored_at > {since:DateTime64(3, 'UTC')} AND received_at >= {received_since:DateTime64(3, 'UTC')}`;
+
+/**
+ * Lines stored after a moment (the live feed), oldest stored first; rows older than `received_since` are skipped.
+ * A copy is shown only when it is the one FINAL keeps (the highest copy_rank of its record), so a later copy of a
+ * record shown already (a second history fill) is not shown again. Not `FROM logs FINAL`: stored_at is no key
+ * column, and FINAL would merge the whole table on every poll; the new rows' (app, timestamp) walk the key instead.
+ */
 export const logsStoredSince = namedQuery(
   'logs_stored_since',
   `SELECT toString(stored_at) AS stored_text, toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker,
           source, message, toString(batch_id) AS batch_text, line, origin
    FROM logs
-   WHERE stored_at > {since:DateTime64(3, 'UTC')} AND received_at >= {received_since:DateTime64(3, 'UTC')}
+   WHERE ${STORED_SINCE}
+     AND (app, timestamp, request_id, worker, message, copy_rank) IN (
+       SELECT app, timestamp, request_id, worker, message, max(copy_rank) FROM logs
+       WHERE (app, timestamp) IN (SELECT app, timestamp FROM logs WHERE ${STORED_SINCE})
+       GROUP BY app, timestamp, request_id, worker, message)
    ORDER BY stored_at, timestamp
+   LIMIT 1 BY app, timestamp, request_id, worker, message
    LIMIT {limit:UInt32}`,
   z
     .object({ stored_text: z.string(), ts_text: z.string(), ...searchedLineFields, batch_text: z.string(), line: chNumber, origin: z.string() })
