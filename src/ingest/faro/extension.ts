@@ -62,7 +62,7 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
       );
       return undefined;
     }
-    const spool = await openSpool({ dir: join(rt.config.DATA_DIR, 'spool', 'faro'), maxBytes: rt.config.LOG_DRAIN_SPOOL_MAX_BYTES, logger });
+    const spool = await openSpool({ dir: join(rt.config.DATA_DIR, 'spool', 'faro'), maxBytes: rt.config.LOG_DRAIN_SPOOL_MAX_BYTES, logger, registry: rt.registry });
     const replayer = new SpoolReplayer({
       spool,
       table: 'faro_items',
