@@ -161,4 +161,36 @@ describe('a damaged drain spool', () => {
       await spool.close();
     }
   });
+
+  it('damage found at replay (a read fails SQLITE_CORRUPT after a clean open): recovered in place, every body stored, counted', async () => {
+    const d = await startDrainService({ CLICKHOUSE_URL: ch.url, DATA_DIR: tempDataDir() });
+    try {
+      await d.replayer.stop();
+      for (let b = 0; b < 10; b++) {
+        const res = await postSigned(d.drainUrl, JSON.stringify({ timestamp: `2026-11-21T11:00:0${b}.000Z`, level: 'INFO', message: message('replay', b, 0), svc_app_name: 'damage' }));
+        expect(res.status).toBe(200);
+      }
+      // SQLite reports a page it cannot parse the next time the replayer reads the spool (as it would for a page
+      // damaged on disk after the open: the open's check had passed). The file itself reads back whole.
+      const statements = (d.spool as unknown as { sql: { oldest: { iterate: () => unknown } } }).sql;
+      statements.oldest.iterate = () => {
+        throw Object.assign(new Error('database disk image is malformed'), { code: 'SQLITE_CORRUPT' });
+      };
+      d.replayer.start();
+      await d.replayer.whenReplayed();
+      const stored = await queryRows<{ message: string }>(d.service, "SELECT message FROM logs FINAL WHERE startsWith(message, 'dmg-replay-') ORDER BY message");
+      expect(stored.map((r) => r.message)).toEqual(Array.from({ length: 10 }, (_, b) => message('replay', b, 0)));
+      const metrics = await (await fetch(`${d.url}/metrics`)).text();
+      expect(metric(metrics, 'tallyhouse_spool_damaged_total')).toBe(1);
+      expect(metric(metrics, 'tallyhouse_spool_salvaged_records_total')).toBe(10);
+      expect(metric(metrics, 'tallyhouse_spool_lost_records_total')).toBe(0);
+      // The drain goes on taking bodies into the recovered file.
+      const after = await postSigned(d.drainUrl, JSON.stringify({ timestamp: '2026-11-21T11:01:00.000Z', level: 'INFO', message: 'dmg-replay-after', svc_app_name: 'damage' }));
+      expect(after.status).toBe(200);
+      await d.replayer.whenReplayed();
+      expect(await queryRows(d.service, "SELECT message FROM logs FINAL WHERE message = 'dmg-replay-after'")).toHaveLength(1);
+    } finally {
+      await d.close();
+    }
+  });
 });
