@@ -126,6 +126,8 @@ export class SqliteSpool implements Spool {
       salvaged: counter(opts.registry, { name: 'tallyhouse_spool_salvaged_records_total', help: 'Spool records read back from damaged spool files and replayed.', labelNames }),
       lost: counter(opts.registry, { name: 'tallyhouse_spool_lost_records_total', help: 'Acknowledged spool records lost with a damaged spool file (at least this many: a lost first or last record is not counted).', labelNames }),
     };
+    // A healthy spool shows 0 (the alert and a dashboard see the series before any damage).
+    for (const c of Object.values(this.damage)) c.inc({ spool: this.name }, 0);
     this.stagingDir = join(opts.dir, 'staging');
     mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
     chmodSync(opts.dir, 0o700);
