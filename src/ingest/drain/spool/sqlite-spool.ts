@@ -12,7 +12,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync, renameSync, rmSy
 import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { isDamagedFileError, openSqlite, type SqlDatabase, type SqlStatement } from './sqlite-db.js';
-import { salvageSpool } from './salvage.js';
+import { salvageSpool, type Salvage } from './salvage.js';
 import { counter } from '../../../metrics.js';
 import type { Logger } from '../../../log.js';
 import { passKillPoint } from './kill-points.js';
@@ -199,7 +199,14 @@ export class SqliteSpool implements Spool {
     for (const suffix of ['', '-wal', '-shm']) {
       if (existsSync(this.path + suffix)) renameSync(this.path + suffix, aside + suffix);
     }
-    const salvage = salvageSpool(aside, join(this.dir, 'salvage'));
+    let salvage: Salvage;
+    try {
+      salvage = salvageSpool(aside, join(this.dir, 'salvage'));
+    } catch (err) {
+      // Salvage itself failed (the copy, a disk error): the service still starts, with what was lost said below.
+      this.logger?.error({ err, spool: this.name, movedTo: aside }, `salvaging the damaged ${this.name} spool failed; its records stay in ${basename(aside)}`);
+      salvage = { records: [], plan: undefined, seen: [], lostRecords: 0, headerRebuilt: false };
+    }
     this.attach();
     const { records, seen, plan } = salvage;
     const seqs = new Set(records.map((r) => r.seq));
