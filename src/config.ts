@@ -65,6 +65,10 @@ export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: port.default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
+  // Host names requests may carry beyond loopback and HOST (`name` or `name:port`): others get 421 (DNS rebinding).
+  ALLOWED_HOSTS: csvList.pipe(z.array(z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^[\]:/@\s]+)(:\d{1,5})?$/, 'expected comma-separated host names, each name or name:port'))).default([]),
+  // Where clients reach the service (behind a load balancer): the OpenAPI document's server; default the listening address.
+  PUBLIC_URL: z.string().regex(/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/, 'expected an http(s) URL such as https://tallyhouse.example.com').transform((v) => v.replace(/\/+$/, '')).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // One-shot CLI commands log to stderr at this level (they print their own progress and summary).
   CLI_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
@@ -182,6 +186,17 @@ export const ConfigSchema = z.object({
   FOCUS_BILLING_ACCOUNT_NAME: z.string().min(1).optional(),
   FOCUS_PROVIDER_NAME: z.string().min(1).default('Svc'),
   API_LOGS_MAX_RANGE_DAYS: positiveInt.default(31),
+  // GET /sessions/:id: Faro items, distinct requests and log lines per request it answers with (beyond: truncated, said so).
+  API_SESSION_MAX_ITEMS: positiveInt.default(5000),
+  API_SESSION_MAX_REQUESTS: positiveInt.default(100),
+  API_SESSION_MAX_LOG_LINES: positiveInt.default(20),
+  // GET /logs: a page stops at this many stored bytes of its lines (or at limit rows); the cursor carries on.
+  API_LOGS_MAX_PAGE_BYTES: positiveInt.default(8 * 1024 * 1024),
+  // GET /logs/stream: streams at once, per token (per remote address without API_TOKENS), and the bytes a client may
+  // leave unread in the service's buffer before it is disconnected (counted as slow).
+  LOG_STREAM_MAX_CLIENTS: positiveInt.default(200),
+  LOG_STREAM_MAX_PER_CLIENT: positiveInt.default(10),
+  LOG_STREAM_MAX_BUFFER_BYTES: positiveInt.default(1024 * 1024),
   API_TOKENS: csvList
     .pipe(z.array(z.string().min(MIN_TOKEN_LENGTH, `expected comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters each`)))
     .optional(),
@@ -199,6 +214,10 @@ export const ConfigSchema = z.object({
   FARO_MAX_BODY_BYTES: positiveInt.default(5 * 1024 * 1024),
   // Payloads accepted per second per app key (a burst of the same size); beyond it 429 with Retry-After.
   FARO_RATE_LIMIT_PER_SECOND: positiveInt.default(50),
+  // Days Faro items are kept (the faro_items TTL, applied at start); an item stamped earlier is refused at ingest.
+  FARO_RETENTION_DAYS: positiveInt.default(90),
+  // Platform request ids one front-end session may name (the key is public); items past it are stored without one.
+  FARO_SESSION_MAX_REQUEST_IDS: positiveInt.default(200),
   // When set, GET /metrics (which carries per-app cost) needs `Authorization: Bearer <METRICS_TOKEN>`; required
   // when HOST is not a loopback address.
   METRICS_TOKEN: token.optional(),

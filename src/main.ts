@@ -275,6 +275,7 @@ const ONE_LINE_ERRORS = new Set([
   'DataDirInUseError',
   'EmbeddedStoreMissingError',
   'ServiceUnreachableError',
+  'UnrequestedFileError',
 ]);
 
 export function reportFatal(err: unknown, write: (text: string) => void = (t) => void process.stderr.write(t)): number {
@@ -294,11 +295,16 @@ export type { Config };
 
 /** The process entry (bin/tallyhouse.js): runs a command and exits with its code. */
 export async function run(argv: string[]): Promise<never> {
+  const { EXIT_BROKEN_PIPE, flushStdio, stdoutClosed, watchStdio } = await import('./cli/stdio.js');
+  watchStdio();
   let code: number;
   try {
     code = await main(argv);
   } catch (err) {
     code = reportFatal(err);
   }
+  // Output goes out whole, also into a slow pipe: exiting with output still queued cut it at the pipe's 64 KiB.
+  await flushStdio();
+  if (stdoutClosed() && code === 0) code = EXIT_BROKEN_PIPE;
   process.exit(code);
 }

@@ -5,11 +5,13 @@ import type { Registry } from 'prom-client';
 import { ConfigError, isDemoMode, isLoopbackHost, MIN_TOKEN_LENGTH, type Config } from './config.js';
 import { createCommandLogger, createLogger, type Logger } from './log.js';
 import { createRegistry } from './metrics.js';
-import { openStore, type Store } from './store/client.js';
-import { migrate, pendingMigrations } from './store/migrate.js';
+import { openStore, StoreUnavailableError, type Store } from './store/client.js';
+import { classifyStoreError, storeErrorCode } from './store/errors.js';
+import { migrate, MigrationError, pendingMigrations, type MigrateResult } from './store/migrate.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchWriter } from './store/writer.js';
 import { healthRoutes } from './http/health.js';
+import { installHostCheck } from './http/host-check.js';
 import type { Component, Extension, Runtime } from './runtime.js';
 import { commandHost } from './cli/io.js';
 
@@ -44,10 +46,37 @@ async function waitForMigrations(store: Store, logger: Logger, shard: { index: n
   }
 }
 
+/**
+ * The migrations, with a transient store error (a lost answer, a 503, a reset connection: classifyStoreError) retried
+ * with backoff until `deadlineMs`; every statement is idempotent and the ledger insert carries a deduplication token,
+ * so a retry repeats nothing. A permanent error, or one past the deadline, is one line (StoreUnavailableError).
+ */
+async function migrateWithRetry(store: Store, logger: Logger, deadlineMs: number): Promise<MigrateResult> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrate(store, { logger });
+    } catch (err) {
+      const storeError = err instanceof MigrationError ? err.cause : err;
+      // A MigrationError of our own (a changed file, a name clash) carries no store error: no retry mends it.
+      if (storeError === undefined) throw err;
+      const transient = classifyStoreError(storeError) === 'transient';
+      if (!transient || Date.now() >= deadlineMs) {
+        if (err instanceof MigrationError) throw err;
+        if (!transient) throw new MigrationError(`the migrations could not run on ${store.location}: ${storeErrorCode(storeError)}`, undefined, storeError);
+        throw new StoreUnavailableError(store.location, new Error(`the migrations met ${storeErrorCode(storeError)} until CLICKHOUSE_CONNECT_TIMEOUT_MS ran out`));
+      }
+      const delayMs = Math.min(2_000, 250 * attempt, Math.max(0, deadlineMs - Date.now()));
+      logger.warn({ store: store.location, attempt, err: storeErrorCode(storeError), retryInMs: delayMs }, 'store error while migrating; retrying');
+      await sleep(delayMs);
+    }
+  }
+}
+
 /** Opens and migrates the store, builds the writer: what `serve` and the one-shot commands share. */
 export async function openRuntime(config: Config, opts: { logger?: Logger; registry?: Registry } = {}): Promise<Runtime> {
   const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
   const registry = opts.registry ?? createRegistry();
+  const deadlineMs = Date.now() + config.CLICKHOUSE_CONNECT_TIMEOUT_MS;
   const store = await openStore({
     url: config.CLICKHOUSE_URL,
     username: config.CLICKHOUSE_USER,
@@ -62,7 +91,7 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
   try {
     const shard = config.COLLECTOR_SHARD;
     if (shard && shard.index > 0) await waitForMigrations(store, logger, shard);
-    const result = await migrate(store, { logger });
+    const result = await migrateWithRetry(store, logger, deadlineMs);
     const applied = result.applied.length;
     logger.info(
       { store: store.location, mode: store.mode, applied, already: result.skipped },
@@ -165,6 +194,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     forceCloseConnections: 'idle',
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
+  // First of all hooks, so every route (API, /metrics, push endpoints, admin) refuses a rebound Host.
+  installHostCheck(app, config);
   app.addHook('onResponse', async (request, reply) => {
     const fields = { method: request.method, url: request.url, statusCode: reply.statusCode, durationMs: Math.round(reply.elapsedTime) };
     if (reply.statusCode >= 400 || reply.elapsedTime >= SLOW_REQUEST_MS) request.log.warn(fields, reply.statusCode >= 400 ? 'request failed' : 'slow request');

@@ -5,9 +5,10 @@
  * command's code is the same either way: it asks `commandIO()` and `commandHost()`.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { writeFile } from 'node:fs/promises';
 import type { Runtime } from '../runtime.js';
 import type { JobArgs } from '../jobs/job.js';
+import { writeUserFile } from '../store/private-files.js';
+import { stdoutClosed } from './stdio.js';
 
 export interface CommandIO {
   out(text: string): void;
@@ -36,9 +37,12 @@ export interface CommandHost {
 const hosted = new AsyncLocalStorage<CommandHost>();
 
 const processIO: CommandIO = {
-  out: (text) => void process.stdout.write(text),
+  // After the reader went away (EPIPE), the rest of the output has nowhere to go (src/cli/stdio.ts).
+  out: (text) => {
+    if (!stdoutClosed()) process.stdout.write(text);
+  },
   err: (text) => void process.stderr.write(text),
-  writeFile: (path, text) => writeFile(path, text),
+  writeFile: (path, text) => writeUserFile(path, text),
   get isTTY() {
     return Boolean(process.stderr.isTTY);
   },

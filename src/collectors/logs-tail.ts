@@ -7,7 +7,8 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { getConfig } from '../config.js';
-import { commandIO, type CommandIO } from '../cli/io.js';
+import { commandHost, commandIO, type CommandIO } from '../cli/io.js';
+import { onStdoutClosed } from '../cli/stdio.js';
 import { createCommandLogger } from '../log.js';
 import { withCommandRuntime } from '../service.js';
 import { openPlatformSource } from '../jobs/platform-source.js';
@@ -116,13 +117,27 @@ export async function followLogStream(platform: PlatformClient, o: FollowOptions
 
 const LEVEL_COLOURS: Record<string, string> = { ERROR: '\u001b[31m', CRITICAL: '\u001b[31m', FATAL: '\u001b[31m', WARNING: '\u001b[33m', WARN: '\u001b[33m', DEBUG: '\u001b[2m' };
 
+/**
+ * A record's text made safe for a terminal: C0 and C1 control characters (tab and newline excepted), DEL among them,
+ * shown as `\xNN`. A log line is anyone's text: with ESC, CR or CSI passed through it could set the window title,
+ * erase the line and print a forged one.
+ */
+export function escapeControls(text: string): string {
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** The NDJSON form: JSON.stringify escapes C0 but leaves DEL and C1 (U+007F-U+009F) raw, which a terminal may obey. */
+export function jsonLine(item: LogRecord): string {
+  return `${JSON.stringify(item).replace(/[\u007f-\u009f]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`)}\n`;
+}
+
 /** One record as a terminal line: time (UTC), level, app, request id when there is one, message. */
 export function prettyLine(item: LogRecord, colour: boolean): string {
   const line = drainLineOf(item);
   const time = item.timestamp.replace('T', ' ').replace('Z', '');
   const level = String(item.level ?? '').toUpperCase();
   const request = line.svc_request_id ? ` [${String(line.svc_request_id)}]` : '';
-  const text = `${time} ${level.padEnd(7)} ${String(line.svc_app_name ?? item.app ?? '')}${request} ${String(item.message ?? '')}`;
+  const text = escapeControls(`${time} ${level.padEnd(7)} ${String(line.svc_app_name ?? item.app ?? '')}${request} ${String(item.message ?? '')}`);
   const c = colour ? LEVEL_COLOURS[level] : undefined;
   return c ? `${c}${text}\u001b[0m\n` : `${text}\n`;
 }
@@ -208,6 +223,8 @@ export async function logsCommand(argv: string[]): Promise<number> {
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  // A reader that went away (`| head`) ends the tail as Ctrl-C does.
+  const unwatchStdout = commandHost() ? () => undefined : onStdoutClosed(onSignal);
   const filters: TailFilters = { app: values.app, level: values.level, search: values.search, requestId: values['request-id'] };
   const described = Object.entries(filters).filter(([, v]) => v).map(([k, v]) => `${k}=${v}`).join(' ');
   io.err(`tallyhouse logs tail: following the live log stream${described ? ` (${described})` : ''}${values.store ? ', storing the lines' : ''}; Ctrl-C to stop\n`);
@@ -217,12 +234,12 @@ export async function logsCommand(argv: string[]): Promise<number> {
       filters,
       signal: stop.signal,
       onRecord(item) {
-        io.out(pretty ? prettyLine(item, true) : `${JSON.stringify(item)}\n`);
+        io.out(pretty ? prettyLine(item, true) : jsonLine(item));
         printed++;
         store?.add(item);
       },
       onState(state) {
-        if (state.kind === 'dropped') io.err(`tallyhouse logs tail: stream dropped (${state.reason}); reconnecting in ${(state.retryInMs / 1000).toFixed(1)} s (attempt ${state.attempt})\n`);
+        if (state.kind === 'dropped') io.err(`tallyhouse logs tail: stream dropped (${escapeControls(state.reason)}); reconnecting in ${(state.retryInMs / 1000).toFixed(1)} s (attempt ${state.attempt})\n`);
         else if (state.resumedFrom) io.err(`tallyhouse logs tail: reconnected; resuming after ${state.resumedFrom}\n`);
       },
     });
@@ -244,6 +261,7 @@ export async function logsCommand(argv: string[]): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    unwatchStdout();
     await source.close();
   }
   return 0;

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { getConfig } from '../config.js';
 import { commandIO } from '../cli/io.js';
 import { sampleToJson } from '../promtext/index.js';
+import { redactUrl, redactUrls } from '../redact.js';
 import { withCommandRuntime } from '../service.js';
 import { commandLineTarget, scrapeTarget, scrapeTargets, ScrapeError, type ScrapeTarget } from './scrape.js';
 import { Scraper } from './scraper.js';
@@ -62,7 +63,7 @@ export async function scrapeCommand(argv: string[]): Promise<number> {
         io.err(`${target.job} ${target.instance}: ${result.samples.length} samples (not stored: dry run)\n`);
       } catch (err) {
         failed++;
-        io.err(`tallyhouse scrape: ${target.url}: ${err instanceof ScrapeError ? err.message : (err as Error).message}\n`);
+        io.err(`tallyhouse scrape: ${redactUrl(target.url)}: ${redactUrls(err instanceof ScrapeError ? err.message : (err as Error).message)}\n`);
       }
     }
     return failed > 0 ? 1 : 0;
@@ -75,7 +76,7 @@ export async function scrapeCommand(argv: string[]): Promise<number> {
       if (outcome.up) io.err(`${target.job} ${target.instance}: ${outcome.samples} samples stored\n`);
       else {
         failed++;
-        io.err(`tallyhouse scrape: ${target.url}: ${outcome.error}\n`);
+        io.err(`tallyhouse scrape: ${redactUrl(target.url)}: ${redactUrls(outcome.error ?? '')}\n`);
       }
     }
     return failed > 0 ? 1 : 0;

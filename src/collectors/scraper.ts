@@ -3,6 +3,7 @@ import { counter, gauge, histogram } from '../metrics.js';
 import { metricSamples, metricSeries, scrapes } from '../store/tables/metrics.js';
 import { renderStatement } from '../store/migrate.js';
 import { ScrapeError, SeriesCache, scrapeRow, scrapeTarget, type ScrapeTarget } from './scrape.js';
+import { redactUrls } from '../redact.js';
 
 export interface ScrapeOutcome {
   target: ScrapeTarget;
@@ -110,7 +111,8 @@ export class Scraper {
       this.metrics.up.set(labels, 1);
       return { target, up: true, samples: samples.length, error: '' };
     } catch (err) {
-      const error = err instanceof ScrapeError ? err.message : `store: ${(err as Error).message}`;
+      // Logged, stored in `scrapes` and printed: an error quoting the target's URL must not carry its credentials.
+      const error = redactUrls(err instanceof ScrapeError ? err.message : `store: ${(err as Error).message}`);
       this.rt.logger.warn({ job: target.job, instance: target.instance, error }, 'scrape failed');
       this.metrics.scrapes.inc({ ...labels, outcome: 'down' });
       this.metrics.up.set(labels, 0);

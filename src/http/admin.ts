@@ -3,14 +3,16 @@
  * `scrape`): the embedded store allows one process per data directory, so while the service runs, the CLI asks it
  * to run the command and streams back what the command writes. Loopback only, and a bearer token the service
  * writes into DATA_DIR/admin.json (mode 0600) at start-up, so only a user who can read the data directory can
- * use it. The answer is NDJSON: `{"fd":1|2,"data":...}`, `{"file":path,"data":...}`, then `{"exit":code}`.
+ * use it. The answer is NDJSON: `{"fd":1|2,"data":...}`, `{"file":path,"data":...}`, then `{"exit":code}`; the CLI
+ * writes a `file` only when it is the `--out` its user gave (src/cli/remote.ts).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { runHosted, type CommandHost, type HostedJobRunner } from '../cli/io.js';
 import type { Extension } from '../runtime.js';
+import { preparePrivateDataDir, writePrivateFile } from '../store/private-files.js';
 
 export const ADMIN_COMMANDS_PATH = '/admin/v1/commands';
 export const ADMIN_FILE = 'admin.json';
@@ -42,9 +44,10 @@ const isLoopback = (address: string | undefined) => !!address && /^(127\.|::1$|:
  * address instead of failing (any other holder, such as a running CLI command, is reported at once).
  */
 export function markServiceStarting(dataDir: string): void {
-  mkdirSync(dataDir, { recursive: true });
+  preparePrivateDataDir(dataDir);
   const content: AdminFile = { pid: process.pid };
-  writeFileSync(join(dataDir, ADMIN_FILE), JSON.stringify(content), { mode: 0o600 });
+  // A new file every start: one left with a looser mode (or by another user) never receives the token.
+  writePrivateFile(join(dataDir, ADMIN_FILE), JSON.stringify(content));
 }
 
 export function adminExtension(opts: AdminOptions): Extension {
@@ -101,7 +104,7 @@ export function adminExtension(opts: AdminOptions): Extension {
       const host = ['0.0.0.0', '::', ''].includes(rt.config.HOST) ? '127.0.0.1' : rt.config.HOST;
       const url = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
       const content: AdminFile = { pid: process.pid, url, token };
-      writeFileSync(file, JSON.stringify(content), { mode: 0o600 });
+      writePrivateFile(file, JSON.stringify(content));
     });
     return {
       name: 'admin',

@@ -10,9 +10,10 @@ import { request } from 'undici';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Extension } from '../runtime.js';
-import type { BatchWriter } from '../store/writer.js';
+import { MAX_REJECT_RAW_BYTES, REJECTS_TABLE, type BatchWriter } from '../store/writer.js';
 import { webhookDeliveries, type WebhookDeliveryRow } from '../store/tables/webhook-deliveries.js';
 import { toDateTime64 } from '../store/values.js';
+import { boundedJson, MAX_NESTING_DEPTH, valueDepth } from './json-nesting.js';
 
 export const WEBHOOK_PATH = '/v1/webhooks/queue';
 export const TIMESTAMP_LEEWAY_SECONDS = 300;
@@ -234,17 +235,39 @@ export function verifiesWithAny(delivery: Pick<SignedDelivery, 'message' | 'sign
   });
 }
 
-/** The stored row of a verified delivery (the body is kept raw; a body that is not JSON keeps empty fields). */
-export function deliveryRow(d: SignedDelivery, raw: Buffer, receivedAtMs: number): WebhookDeliveryRow {
+export const WEBHOOK_REJECT_SOURCE = 'webhook';
+
+/**
+ * The stored row of a verified delivery (the body is kept raw; a body that is not JSON keeps empty fields), and
+ * the fields that could not be mapped, each with its reason. A field nested past MAX_NESTING_DEPTH is stored empty
+ * (its JSON text cannot be rebuilt without exhausting the stack): the delivery itself is kept, with its raw body,
+ * so a field no retry can mend never makes the platform retry it for good (CONTRIBUTING.md rule 7).
+ */
+export function deliveryRow(d: SignedDelivery, raw: Buffer, receivedAtMs: number): { row: WebhookDeliveryRow; unmapped: Array<{ field: string; reason: string; raw: string }> } {
   const text = raw.toString('utf8');
   let body: Record<string, unknown> = {};
   try {
+    // JSON.parse is iterative: any depth parses; the fields read from it are checked before they are rebuilt.
     const parsed: unknown = JSON.parse(text);
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
   } catch {
     // kept raw
   }
-  const str = (v: unknown) => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));
+  const unmapped: Array<{ field: string; reason: string; raw: string }> = [];
+  const str = (field: string, v: unknown): string => {
+    if (typeof v === 'string') return v;
+    if (v === undefined || v === null) return '';
+    const depth = valueDepth(v);
+    if (depth > MAX_NESTING_DEPTH) {
+      unmapped.push({
+        field,
+        reason: `${field}: too_deep: nested ${depth} levels deep; at most ${MAX_NESTING_DEPTH} can be stored (stored empty; the raw body keeps it)`,
+        raw: boundedJson(v, MAX_REJECT_RAW_BYTES),
+      });
+      return '';
+    }
+    return JSON.stringify(v);
+  };
   const detail = (body.payload as { detail?: unknown } | null | undefined)?.detail;
   const errorTypes: string[] = [];
   if (Array.isArray(detail)) {
@@ -253,18 +276,19 @@ export function deliveryRow(d: SignedDelivery, raw: Buffer, receivedAtMs: number
       if (typeof type === 'string' && !errorTypes.includes(type)) errorTypes.push(type);
     }
   }
-  return {
+  const row: WebhookDeliveryRow = {
     request_id: d.requestId,
-    gateway_request_id: str(body.gateway_request_id),
+    gateway_request_id: str('gateway_request_id', body.gateway_request_id),
     user_id: d.userId,
-    status: str(body.status),
-    error: str(body.error),
+    status: str('status', body.status),
+    error: str('error', body.error),
     error_types: errorTypes,
-    payload_error: str(body.payload_error),
+    payload_error: str('payload_error', body.payload_error),
     signed_at: toDateTime64(d.timestamp * 1000).slice(0, 19),
     received_at: toDateTime64(receivedAtMs),
     raw: text,
   };
+  return { row, unmapped };
 }
 
 function createWebhookMetrics(registry: Registry) {
@@ -286,7 +310,7 @@ function createWebhookMetrics(registry: Registry) {
 
 export interface WebhookRouteOptions {
   keySet: KeySet;
-  writer: Pick<BatchWriter, 'insert' | 'flush'>;
+  writer: Pick<BatchWriter, 'insert' | 'flush' | 'reject'>;
   registry: Registry;
   /** Longest wait for the store before answering 503 (the row stays queued; the retry collapses with it). */
   storeTimeoutMs?: number;
@@ -383,8 +407,17 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         return finish('invalid_signature', { error: 'Unauthorized', message: 'X-Svc-Webhook-Signature does not verify with any key of the key set' });
       }
 
-      const stored = opts.writer.insert(webhookDeliveries, [deliveryRow(signed, raw, now())]);
+      const { row, unmapped } = deliveryRow(signed, raw, now());
+      const insertedRow = opts.writer.insert(webhookDeliveries, [row]);
       void opts.writer.flush(webhookDeliveries).catch(() => undefined);
+      let stored: Promise<unknown> = insertedRow;
+      if (unmapped.length > 0) {
+        // The fields stored empty, each with its reason; the answer waits for them too (a 2xx: all of it kept).
+        req.log.warn({ requestId: signed.requestId, fields: unmapped.map((u) => u.field) }, 'webhook stored without the fields it cannot map');
+        const rejected = opts.writer.reject(unmapped.map((u) => ({ source: WEBHOOK_REJECT_SOURCE, reason: u.reason, raw: u.raw, batch_id: signed.requestId })));
+        void opts.writer.flush(REJECTS_TABLE).catch(() => undefined);
+        stored = Promise.all([insertedRow, rejected]);
+      }
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), opts.storeTimeoutMs ?? 5_000);

@@ -45,6 +45,9 @@ export function parseCollectArgs(allJobs: JobDefinition[], argv: string[]): { jo
   }
 }
 
+/** Exit code of a collect that did not start (the job is already running, or the service is stopping): try again later (EX_TEMPFAIL). */
+export const EXIT_NOT_STARTED = 75;
+
 /** `tallyhouse collect <job> [...]`: runs one job now, with progress on stderr; exit 1 when it fails. */
 export async function collectCommand(allJobs: JobDefinition[], argv: string[]): Promise<number> {
   const io = commandIO();
@@ -55,6 +58,10 @@ export async function collectCommand(allJobs: JobDefinition[], argv: string[]): 
   }
   const { job, args } = parsed;
   const result = await runJobNow(allJobs, job, args);
+  if (result.status === 'skipped') {
+    io.err(`tallyhouse collect ${job.name}: not started: ${result.error || 'the job was not run'} (exit ${EXIT_NOT_STARTED})\n`);
+    return EXIT_NOT_STARTED;
+  }
   if (result.status !== 'ok') {
     io.err(`tallyhouse collect ${job.name}: ${result.error}\n`);
     return 1;

@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import { isDemoMode } from '../config.js';
 import type { Logger } from '../log.js';
 import { PlatformClient } from '../platform/index.js';
+import { redactUrl, redactUrls } from '../redact.js';
 
 /** Where the collectors read from: the configured platform, or the built-in simulator in demo mode. */
 export interface PlatformSource {
@@ -97,7 +98,7 @@ async function simulatorClock(platform: PlatformClient, baseUrl: string, logger:
   try {
     await read();
   } catch (err) {
-    throw new Error(`PLATFORM_CLOCK=simulator: cannot read the virtual clock at ${baseUrl}/_sim/clock (is SVC_BASE_URL a Tallyhouse simulator, and SVC_ADMIN_KEY its admin key?): ${(err as Error).message}`);
+    throw new Error(`PLATFORM_CLOCK=simulator: cannot read the virtual clock at ${redactUrl(`${baseUrl}/_sim/clock`)} (is SVC_BASE_URL a Tallyhouse simulator, and SVC_ADMIN_KEY its admin key?): ${redactUrls((err as Error).message)}`);
   }
   let warned = false;
   const timer = setInterval(() => {

@@ -38,12 +38,17 @@ export function describeJobError(job: JobDefinition, err: unknown): string {
 
 /**
  * Runs jobs on their cron schedules and on demand. A job never overlaps itself (a tick that finds it
- * running is skipped, logged and counted); every run is recorded in job_runs and in metrics; a failing
+ * running is skipped, logged and counted, with the reason), except that a `--from/--to` backfill runs beside the
+ * job's schedule (one backfill of a job at a time); every run is recorded in job_runs and in metrics; a failing
  * job does not stop the others.
  */
 export class Scheduler {
   private readonly jobs = new Map<string, JobDefinition>();
-  private readonly running = new Map<string, { controller: AbortController; done: Promise<JobRunResult> }>();
+  /**
+   * Runs going, by lane: a job's scheduled (and plain manual) runs share the lane named after the job; its `--from/--to`
+   * backfills have a lane of their own, so an hours-long backfill of past windows never makes the schedule skip.
+   */
+  private readonly running = new Map<string, { controller: AbortController; done: Promise<JobRunResult>; trigger: Trigger; startedAt: number }>();
   private readonly tasks: ScheduledTask[] = [];
   private readonly checkpoints: Checkpoints;
   /** The checkpoints of sharded jobs: keys scoped to this instance's shard (the same as `checkpoints` without one). */
@@ -177,20 +182,27 @@ export class Scheduler {
     const runId = randomUUID();
     const startedAt = Date.now();
     const log = this.opts.runtime.logger.child({ job: name, run: runId });
-    if (this.running.has(name) || this.stopped) {
-      log.warn({ trigger }, this.stopped ? 'job not started: shutting down' : 'previous run still going; tick skipped');
+    const backfill = Boolean(job.range && args?.range);
+    const lane = backfill ? `${name} backfill` : name;
+    const going = this.running.get(lane);
+    if (going || this.stopped) {
+      // The reason travels with the result: `tallyhouse collect` prints it (it printed an empty one).
+      const error = going
+        ? `${backfill ? 'a backfill' : 'a run'} of ${name} is already going (${going.trigger}, started ${new Date(going.startedAt).toISOString()}); try again when it has finished`
+        : 'tallyhouse is shutting down';
+      log.warn({ trigger, reason: error }, this.stopped ? 'job not started: shutting down' : 'previous run still going; tick skipped');
       this.metrics.runs.inc({ job: name, status: 'skipped' });
-      const result: JobRunResult = { runId, job: name, status: 'skipped', rows: 0, retries: 0, error: '', durationMs: 0 };
+      const result: JobRunResult = { runId, job: name, status: 'skipped', rows: 0, retries: 0, error, durationMs: 0 };
       await this.record(result, trigger, startedAt).catch(() => undefined);
       return result;
     }
     const controller = new AbortController();
     const done = this.execute(job, runId, trigger, args, progress, controller, startedAt);
-    this.running.set(name, { controller, done });
+    this.running.set(lane, { controller, done, trigger, startedAt });
     try {
       return await done;
     } finally {
-      this.running.delete(name);
+      this.running.delete(lane);
     }
   }
 

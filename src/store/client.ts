@@ -1,7 +1,8 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { SESSION_SETTINGS } from './settings.js';
+import { preparePrivateDataDir } from './private-files.js';
 import type { Logger } from '../log.js';
 import type { EmbeddedLimits } from './embedded.js';
 
@@ -57,18 +58,24 @@ export class EmbeddedStoreMissingError extends Error {
 }
 
 /**
- * The pid of a live process other than this one that holds `dir` (the engine writes `PID: n` into `dir/status`
- * and keeps it locked while it runs; a file left by a killed process names a dead pid).
+ * The pid of a live process other than this one that holds `dir`. The engine writes `PID: n` into `dir/status` and
+ * keeps an flock on it while it runs; the lock dies with its process, the file does not. So the file's pid alone
+ * is never trusted (after a SIGKILL any process may get that pid): on Linux the holder is the process /proc/locks
+ * names as holding the lock on that very file, and a file nobody locks is stale. Where /proc/locks cannot be read
+ * (not Linux), a live process with the file's pid counts, as before.
  */
 export function dataDirHolder(dir: string): number | undefined {
+  const statusPath = resolve(dir, 'status');
   let text: string;
   try {
-    text = readFileSync(resolve(dir, 'status'), 'utf8');
+    text = readFileSync(statusPath, 'utf8');
   } catch {
     return undefined;
   }
   const pid = Number(/^PID:\s*(\d+)/m.exec(text)?.[1]);
   if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  const locker = statusFileLocker(statusPath);
+  if (locker !== 'unknown') return locker === undefined || locker === process.pid ? undefined : locker || pid;
   try {
     process.kill(pid, 0);
     return pid;
@@ -76,6 +83,41 @@ export function dataDirHolder(dir: string): number | undefined {
     // EPERM: alive, but another user's.
     return (err as NodeJS.ErrnoException).code === 'EPERM' ? pid : undefined;
   }
+}
+
+/**
+ * The pid holding a lock on `path` by /proc/locks (lines such as `1: FLOCK  ADVISORY  WRITE 13524 fe:00:2156130 0
+ * EOF`: pid, then the device as hex major:minor and the inode), undefined when none does, 'unknown' when
+ * /proc/locks cannot be read.
+ */
+export function statusFileLocker(path: string, locksText?: string): number | undefined | 'unknown' {
+  let locks = locksText;
+  if (locks === undefined) {
+    try {
+      locks = readFileSync('/proc/locks', 'utf8');
+    } catch {
+      return 'unknown';
+    }
+  }
+  let st;
+  try {
+    st = statSync(path, { bigint: true });
+  } catch {
+    return undefined;
+  }
+  // Linux's dev_t: major in bits 8-19 and 32-43, minor in bits 0-7 and 20-31.
+  const major = ((st.dev >> 8n) & 0xfffn) | ((st.dev >> 32n) & ~0xfffn);
+  const minor = (st.dev & 0xffn) | ((st.dev >> 12n) & ~0xffn);
+  for (const line of locks.split('\n')) {
+    // `->` lines are processes waiting for a lock, not holding one.
+    const m = /^\d+:\s+\S+\s+\S+\s+\S+\s+(-?\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/i.exec(line);
+    if (!m) continue;
+    if (BigInt(`0x${m[2]}`) !== major || BigInt(`0x${m[3]}`) !== minor || BigInt(m[4]) !== st.ino) continue;
+    // A holder in another pid namespace shows as 0 (or -1): held, by a pid we cannot name.
+    const lockPid = Number(m[1]);
+    return lockPid > 0 ? lockPid : 0;
+  }
+  return undefined;
 }
 
 function describeCause(cause: unknown): string {
@@ -100,6 +142,8 @@ export function safeUrl(raw: string): string {
 let embeddedPath: string | undefined;
 
 export async function openStore(opts: StoreOptions): Promise<Store> {
+  // DATA_DIR (the embedded store's files, or a server store's spools and infiles) is the user's alone.
+  preparePrivateDataDir(opts.dataDir);
   return opts.url ? openServerStore(opts, opts.url) : openEmbeddedStore(opts);
 }
 
@@ -112,7 +156,6 @@ async function openEmbeddedStore(opts: StoreOptions): Promise<Store> {
   }
   const holder = dataDirHolder(path);
   if (holder !== undefined) throw new DataDirInUseError(path, holder);
-  mkdirSync(path, { recursive: true });
   // Loaded here, not at the top: the production image has no embedded engine (chdb) and always sets CLICKHOUSE_URL.
   let connection;
   try {

@@ -17,9 +17,12 @@ export interface Migration {
 }
 
 export class MigrationError extends Error {
-  constructor(message: string, readonly file?: string) {
+  /** The store error a statement failed with, when one did (a transient one is retried at start-up). */
+  override readonly cause?: unknown;
+  constructor(message: string, readonly file?: string, cause?: unknown) {
     super(message);
     this.name = 'MigrationError';
+    if (cause !== undefined) this.cause = cause;
   }
 }
 
@@ -125,6 +128,7 @@ export async function migrate(store: Store, opts: { dir?: string; logger?: Logge
         throw new MigrationError(
           `migration ${migration.name} failed: ${err instanceof Error ? err.message : String(err)}`,
           migration.name,
+          err,
         );
       }
     }

@@ -69,7 +69,7 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(finance.properties ?? {})).toEqual(expect.arrayContaining(['rows', 'totals', 'reconciliation', 'month_complete']));
     const latency = JSON.stringify(doc.paths['/api/v1/latency'].get.responses['200']);
     expect(latency).toContain('p99_duration, in seconds');
-    for (const p of Object.values(doc.paths)) expect(Object.keys(p.get.responses)).toEqual(['200', '400', '401', '404', '422']);
+    for (const p of Object.values(doc.paths)) expect(Object.keys(p.get.responses)).toEqual(['200', '400', '401', '404', '421', '422']);
     expect(Object.keys(doc.paths['/api/v1/logs/stream'].get.responses['200'].content!)).toEqual(['text/event-stream']);
   });
 

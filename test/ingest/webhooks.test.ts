@@ -148,6 +148,33 @@ describe('webhook receiver', () => {
     }
   });
 
+  it('a signed delivery with an `error` nested 100,000 deep (issue 28.5): 200 at once, stored with what maps and its raw body; the field in ingest_rejects', async () => {
+    // Was: 500 on every retry (JSON.stringify of the field overflowed the stack), never stored. Built as text:
+    // JSON.stringify cannot write a value this deep.
+    const deepError = `${'['.repeat(100_000)}"x"${']'.repeat(100_000)}`;
+    const body = `{"request_id":"deep-error","gateway_request_id":"gw-deep","status":"ERROR","error":${deepError},"payload":{"detail":[{"loc":["body"],"msg":"m","type":"runtime_error"}]}}`;
+    const d = await sim.webhooks.deliver({ requestId: 'deep-error', url: hookUrl, body });
+    expect(d.attempts.map((a) => a.status)).toEqual([200]);
+    const stored = await storedFinal();
+    expect(stored.get('deep-error')).toEqual({
+      request_id: 'deep-error',
+      gateway_request_id: 'gw-deep',
+      user_id: sim.world.userId,
+      status: 'ERROR',
+      error: '',
+      error_types: ['runtime_error'],
+      payload_error: '',
+      raw: body,
+    });
+    const rejects = await queryRows<{ reason: string; raw: string }>(
+      service,
+      "SELECT reason, raw FROM ingest_rejects WHERE source = 'webhook' AND batch_id = 'deep-error'",
+    );
+    expect(rejects).toEqual([
+      { reason: 'error: too_deep: nested 100000 levels deep; at most 1000 can be stored (stored empty; the raw body keeps it)', raw: '['.repeat(64 * 1024) },
+    ]);
+  });
+
   it('refuses missing headers, a stale timestamp and a bad signature with 401 and a reason; stores nothing', async () => {
     // A genuine delivery captured, then replayed with changes.
     const captured: Array<{ headers: Record<string, string>; body: string }> = [];

@@ -31,6 +31,7 @@ export function testConfig(env: Record<string, string | undefined> = {}): Config
     // background merges drop them once the suite runs a month after those dates. Ten years, unless a test sets one.
     LOG_RETENTION_DAYS: '3650',
     METRICS_RETENTION_DAYS: '3650',
+    FARO_RETENTION_DAYS: '3650',
     ...env,
   });
 }

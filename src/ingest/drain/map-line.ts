@@ -2,6 +2,7 @@
 // this runs once per line on the request path. Rows are TabSeparated rather than JSON because the store parses
 // TSV about 1.5 times faster than JSONEachRow, and the line was already parsed here (to validate it).
 import { toDateTime64 } from '../../store/values.js';
+import { MAX_NESTING_DEPTH, nestingDepth } from '../json-nesting.js';
 
 /** Reason codes, also the first word of every reason text (the simulator names its malformed lines alike). */
 export type LineRejectCode =
@@ -240,26 +241,6 @@ export function mapLine(text: string, line: number, ctx: BatchContext): LineOutc
     `${at}\t${field(asText(o.level))}\t${app}\t${appId}\t${requestId}\t${jobId}\t${endpoint}\t${node}\t${worker}` +
     `\t${source}\t${isolate}\t${field(asText(o.message))}\t{${attributes}}\t${ctx.receivedAt}\t${ctx.batchId}\t${line}`;
   return { ok: true, row };
-}
-
-/** Nesting past this cannot be turned back into JSON text (attributes) without exhausting the stack. */
-export const MAX_NESTING_DEPTH = 1000;
-
-/** The deepest nesting of objects and arrays in a JSON text (strings skipped). */
-export function nestingDepth(text: string): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x7b || c === 0x5b) max = Math.max(max, ++depth);
-    else if (c === 0x7d || c === 0x5d) depth--;
-  }
-  return max;
 }
 
 /**

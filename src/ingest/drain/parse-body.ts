@@ -2,7 +2,7 @@
 // plus the per-line answer. No I/O: it runs on the request's thread or in a parser worker (parser-worker.ts).
 import { MAX_REJECT_RAW_BYTES, truncateUtf8 } from '../../store/writer.js';
 import { mapLineSafely, type BatchContext } from './map-line.js';
-import { BodyFormatError, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from './split-lines.js';
+import { BodyFormatError, NdjsonSplitter, SniffingSplitter, type Splitter } from './split-lines.js';
 
 export const MAX_LISTED_ERRORS = 100;
 export const REJECT_SOURCE = 'log_drain';
@@ -16,16 +16,14 @@ export interface ParseOptions {
   maxLineBytes: number;
 }
 
-export type ParseFailure =
-  | { kind: 'line_too_long'; line: number; maxLineBytes: number; head: Buffer }
-  | { kind: 'format'; message: string };
+export type ParseFailure = { kind: 'format'; message: string };
 
 export interface ParseSummary {
   accepted: number;
   rejected: number;
   /** The first MAX_LISTED_ERRORS rejected lines. */
   errors: Array<{ line: number; reason: string }>;
-  /** Set when the body had to be refused as a whole (413 for a long line, 400 for a JSON body that is no array). */
+  /** Set when the body had to be refused as a whole (400 for a JSON body that is no array). */
   failure?: ParseFailure;
 }
 
@@ -65,7 +63,10 @@ export class BatchParser {
     this.rows = new Sealer((buf, n) => sink.onRows(buf, n));
     this.rejects = new Sealer((buf, n) => sink.onRejects(buf, n));
     const onLine = (text: string, line: number) => this.line(text, line);
-    this.splitter = opts.json ? new SniffingSplitter(opts.maxLineBytes, onLine) : new NdjsonSplitter(opts.maxLineBytes, onLine);
+    const onLongLine = (line: number, head: Buffer, bytes: number) => this.longLine(line, head, bytes);
+    this.splitter = opts.json
+      ? new SniffingSplitter(opts.maxLineBytes, onLine, onLongLine)
+      : new NdjsonSplitter(opts.maxLineBytes, onLine, onLongLine);
   }
 
   get failed(): boolean {
@@ -97,9 +98,7 @@ export class BatchParser {
   }
 
   private fail(err: unknown): void {
-    if (err instanceof LineTooLongError) {
-      this.summary.failure = { kind: 'line_too_long', line: err.line, maxLineBytes: err.maxLineBytes, head: err.head };
-    } else if (err instanceof BodyFormatError) {
+    if (err instanceof BodyFormatError) {
       this.summary.failure = { kind: 'format', message: err.message };
     } else {
       throw err;
@@ -113,14 +112,28 @@ export class BatchParser {
       this.summary.accepted++;
       return;
     }
+    this.reject(line, outcome.reason, text);
+  }
+
+  /**
+   * A line over the line limit is rejected alone, its start kept; the rest of the batch is stored. Refusing the
+   * batch (413) lost its good lines: the platform does not retry a batch, and the logs job fills only gaps of a
+   * minute or more.
+   */
+  private longLine(line: number, head: Buffer, bytes: number): void {
+    const reason = `line_too_long: ${bytes} bytes, over the ${this.opts.maxLineBytes}-byte line limit; its first ${head.length} bytes are kept`;
+    this.reject(line, reason, head.toString('utf8'));
+  }
+
+  private reject(line: number, reason: string, raw: string): void {
     this.summary.rejected++;
-    if (this.summary.errors.length < MAX_LISTED_ERRORS) this.summary.errors.push({ line, reason: outcome.reason });
+    if (this.summary.errors.length < MAX_LISTED_ERRORS) this.summary.errors.push({ line, reason });
     this.rejects.add(
       JSON.stringify({
         rejected_at: this.opts.ctx.receivedAt,
         source: REJECT_SOURCE,
-        reason: outcome.reason,
-        raw: truncateUtf8(text, MAX_REJECT_RAW_BYTES),
+        reason,
+        raw: truncateUtf8(raw, MAX_REJECT_RAW_BYTES),
         line,
         batch_id: this.opts.ctx.batchId,
       }),

@@ -121,8 +121,6 @@ class ParserThread {
       }
       case 'done': {
         this.sessions.delete(m.id);
-        const failure = m.summary.failure;
-        if (failure?.kind === 'line_too_long') failure.head = asBuffer(failure.head);
         s.done?.(m.summary);
         return;
       }

@@ -8,7 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { toDateTime64 } from '../../store/values.js';
-import { MAX_REJECT_RAW_BYTES, truncateUtf8, type BatchWriter } from '../../store/writer.js';
+import type { BatchWriter } from '../../store/writer.js';
 import { checkCredentials, DRAIN_OFF_MESSAGE, DRAIN_PATH, type DrainAuth } from './auth.js';
 import { LOG_ROW_COLUMNS, type BatchContext } from './map-line.js';
 import type { DrainMetrics } from './metrics.js';
@@ -235,22 +235,6 @@ async function processBody(
     }
     if (body.streamed) opts.metrics.bytes.inc(meter.bytes);
     const { accepted, rejected, errors, failure } = summary!;
-    if (failure?.kind === 'line_too_long') {
-      // The one line an operator will want to see: kept (its start) in ingest_rejects; nothing else is stored.
-      const message = `line ${failure.line} is longer than the ${maxLineBytes}-byte line limit; nothing of this request was stored`;
-      opts.writer
-        .reject([
-          {
-            source: REJECT_SOURCE,
-            reason: `line_too_long: longer than the ${maxLineBytes}-byte line limit; the request was refused (413)`,
-            raw: truncateUtf8(failure.head.toString('utf8'), MAX_REJECT_RAW_BYTES),
-            line: failure.line,
-            batch_id: ctx.batchId,
-          },
-        ])
-        .catch(() => undefined);
-      return { status: 413, body: { error: 'Payload Too Large', message, line: failure.line } };
-    }
     if (failure?.kind === 'format') return answer(400, 'Bad Request', `${failure.message}; nothing of this request was stored`);
 
     const listed = { accepted, rejected, errors };

@@ -1,17 +1,14 @@
 // Splits a drain body into lines as its bytes arrive: NDJSON (one JSON value per line) or a JSON array (one
-// line per element). Nothing but the current line is held; a line longer than the limit stops the body.
+// line per element). Nothing but the current line is held; a line longer than the limit is handed on alone as
+// too long (its start kept, the rest skipped), and the lines after it go on being split.
 
 export type LineHandler = (text: string, line: number) => void;
 
-/** A line (or array element) over the line limit: the request is answered 413. */
-export class LineTooLongError extends Error {
-  /** The start of the line (at most HEAD_BYTES), for the reject record. */
-  head: Buffer = Buffer.alloc(0);
-  constructor(readonly line: number, readonly maxLineBytes: number) {
-    super(`line ${line} is longer than the ${maxLineBytes}-byte line limit`);
-    this.name = 'LineTooLongError';
-  }
-}
+/**
+ * A line (or array element) over the line limit: its first HEAD_BYTES (cut at a character boundary, for the
+ * reject record) and its full length. The body goes on; only this line is rejected (CONTRIBUTING.md rule 7).
+ */
+export type LongLineHandler = (line: number, head: Buffer, bytes: number) => void;
 
 /** A body whose structure cannot be split into lines (a JSON body that is not an array): answered 400. */
 export class BodyFormatError extends Error {
@@ -21,20 +18,69 @@ export class BodyFormatError extends Error {
   }
 }
 
-const HEAD_BYTES = 64 * 1024;
+/** How much of a too-long line is kept for its reject record. */
+export const HEAD_BYTES = 64 * 1024;
 
-function tooLong(line: number, max: number, parts: Buffer[]): LineTooLongError {
-  const err = new LineTooLongError(line, max);
-  const head: Buffer[] = [];
-  let bytes = 0;
-  for (const p of parts) {
-    if (bytes >= HEAD_BYTES) break;
-    const take = p.subarray(0, HEAD_BYTES - bytes);
-    head.push(take);
-    bytes += take.length;
+/** The longest prefix of `buf` that does not end inside a UTF-8 sequence. */
+export function wholeCharacters(buf: Buffer): Buffer {
+  let i = buf.length - 1;
+  // Back over continuation bytes (10xxxxxx) to the lead byte of the last sequence, at most 3.
+  while (i >= 0 && buf.length - i <= 4 && (buf[i] & 0xc0) === 0x80) i--;
+  if (i < 0) return buf;
+  const lead = buf[i];
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return buf.length - i >= need ? buf : buf.subarray(0, i);
+}
+
+/**
+ * The bytes of the line being split. Up to the line limit it keeps them all; past it, only the first HEAD_BYTES
+ * (copied, so the body's chunks are not held) and a count.
+ */
+class LineBytes {
+  private parts: Buffer[] = [];
+  /** Bytes of the current line so far. */
+  bytes = 0;
+  /** Past the limit: `parts` holds at most HEAD_BYTES of the line's start. */
+  tooLong = false;
+  private kept = 0;
+
+  constructor(private readonly maxLineBytes: number) {}
+
+  add(part: Buffer): void {
+    if (part.length === 0) return;
+    this.bytes += part.length;
+    if (!this.tooLong) {
+      if (this.bytes <= this.maxLineBytes) {
+        this.parts.push(part);
+        this.kept += part.length;
+        return;
+      }
+      // Over the limit: keep the head only.
+      this.tooLong = true;
+      // (concat with a length copies at most that much: the body's chunks are not held.)
+      const head = Buffer.concat([...this.parts, part], Math.min(HEAD_BYTES, this.kept + part.length));
+      this.parts = [head];
+      this.kept = head.length;
+      return;
+    }
+    if (this.kept < HEAD_BYTES) {
+      const take = Buffer.from(part.subarray(0, HEAD_BYTES - this.kept));
+      this.parts.push(take);
+      this.kept += take.length;
+    }
   }
-  err.head = Buffer.concat(head);
-  return err;
+
+  /** The line's text (within the limit), or its head and length when it was too long; then starts the next line. */
+  take(): { text: string } | { head: Buffer; bytes: number } {
+    const result = this.tooLong
+      ? { head: wholeCharacters(Buffer.concat(this.parts, this.kept)), bytes: this.bytes }
+      : { text: this.parts.length === 1 ? this.parts[0].toString('utf8') : Buffer.concat(this.parts, this.kept).toString('utf8') };
+    this.parts = [];
+    this.kept = 0;
+    this.bytes = 0;
+    this.tooLong = false;
+    return result;
+  }
 }
 
 export interface Splitter {
@@ -46,6 +92,7 @@ export interface Splitter {
 
 const NL = 0x0a;
 const CR = 0x0d;
+const CR_BYTE = Buffer.from([CR]);
 
 function isBlank(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
@@ -57,54 +104,62 @@ function isBlank(text: string): boolean {
 
 /** NDJSON: lines end with \n (a \r before it is dropped); blank lines are skipped but keep their number. */
 export class NdjsonSplitter implements Splitter {
-  private carry: Buffer[] = [];
-  private carryBytes = 0;
+  private readonly current: LineBytes;
+  /** The last chunk ended with \r: dropped if the next one starts with \n, else part of the line. */
+  private pendingCr = false;
   lines = 0;
 
-  constructor(private readonly maxLineBytes: number, private readonly onLine: LineHandler) {}
+  constructor(
+    private readonly maxLineBytes: number,
+    private readonly onLine: LineHandler,
+    private readonly onLongLine: LongLineHandler,
+  ) {
+    this.current = new LineBytes(maxLineBytes);
+  }
 
   push(chunk: Buffer): void {
+    if (chunk.length === 0) return;
     let start = 0;
+    if (this.pendingCr) {
+      this.pendingCr = false;
+      if (chunk[0] !== NL) this.current.add(CR_BYTE);
+    }
     for (;;) {
       const nl = chunk.indexOf(NL, start);
       if (nl === -1) {
-        const rest = chunk.length - start;
-        if (rest > 0) {
-          if (this.carryBytes + rest > this.maxLineBytes) throw tooLong(this.lines + 1, this.maxLineBytes, [...this.carry, chunk.subarray(start)]);
-          this.carry.push(chunk.subarray(start));
-          this.carryBytes += rest;
+        let end = chunk.length;
+        if (end > start && chunk[end - 1] === CR) {
+          end--;
+          this.pendingCr = true;
         }
+        this.current.add(chunk.subarray(start, end));
         return;
       }
       this.lines++;
       let end = nl;
-      if (this.carryBytes === 0) {
-        if (end > start && chunk[end - 1] === CR) end--;
-        if (end - start > this.maxLineBytes) throw tooLong(this.lines, this.maxLineBytes, [chunk.subarray(start, end)]);
+      if (end > start && chunk[end - 1] === CR) end--;
+      if (this.current.bytes === 0 && end - start <= this.maxLineBytes) {
         if (end > start) this.emit(chunk.toString('utf8', start, end));
       } else {
-        if (this.carryBytes + (nl - start) > this.maxLineBytes) throw tooLong(this.lines, this.maxLineBytes, [...this.carry, chunk.subarray(start, nl)]);
-        this.carry.push(chunk.subarray(start, nl));
-        this.carryBytes += nl - start;
-        this.emit(this.takeCarry());
+        this.current.add(chunk.subarray(start, end));
+        this.finishLine();
       }
       start = nl + 1;
     }
   }
 
   end(): void {
-    if (this.carryBytes > 0) {
+    if (this.current.bytes > 0 || this.pendingCr) {
+      this.pendingCr = false;
       this.lines++;
-      this.emit(this.takeCarry());
+      this.finishLine();
     }
   }
 
-  private takeCarry(): string {
-    let buf = Buffer.concat(this.carry, this.carryBytes);
-    this.carry = [];
-    this.carryBytes = 0;
-    if (buf.length > 0 && buf[buf.length - 1] === CR) buf = buf.subarray(0, buf.length - 1);
-    return buf.toString('utf8');
+  private finishLine(): void {
+    const taken = this.current.take();
+    if ('text' in taken) this.emit(taken.text);
+    else this.onLongLine(this.lines, taken.head, taken.bytes);
   }
 
   private emit(text: string): void {
@@ -134,11 +189,16 @@ export class JsonArraySplitter implements Splitter {
   private depth = 0;
   private inString = false;
   private escape = false;
-  private parts: Buffer[] = [];
-  private partBytes = 0;
+  private readonly current: LineBytes;
   lines = 0;
 
-  constructor(private readonly maxLineBytes: number, private readonly onLine: LineHandler) {}
+  constructor(
+    private readonly maxLineBytes: number,
+    private readonly onLine: LineHandler,
+    private readonly onLongLine: LongLineHandler,
+  ) {
+    this.current = new LineBytes(maxLineBytes);
+  }
 
   push(chunk: Buffer): void {
     let valueStart = this.state === ArrayState.Value ? 0 : -1;
@@ -198,32 +258,26 @@ export class JsonArraySplitter implements Splitter {
 
   end(): void {
     if (this.state === ArrayState.Value) {
-      const text = Buffer.concat(this.parts, this.partBytes).toString('utf8');
-      this.parts = [];
-      this.partBytes = 0;
       this.state = ArrayState.Done;
-      if (!isBlank(text)) this.onLine(text, this.lines);
+      const taken = this.current.take();
+      if (!('text' in taken)) this.onLongLine(this.lines, taken.head, taken.bytes);
+      else if (!isBlank(taken.text)) this.onLine(taken.text, this.lines);
     }
   }
 
   private keep(part: Buffer): void {
-    if (this.partBytes + part.length > this.maxLineBytes) throw tooLong(this.lines, this.maxLineBytes, [...this.parts, part]);
-    this.parts.push(part);
-    this.partBytes += part.length;
+    this.current.add(part);
   }
 
   private finishValue(chunk: Buffer, start: number, end: number): void {
-    let text: string;
-    if (this.partBytes === 0) {
-      if (end - start > this.maxLineBytes) throw tooLong(this.lines, this.maxLineBytes, [chunk.subarray(start, end)]);
-      text = chunk.toString('utf8', start, end);
-    } else {
-      this.keep(chunk.subarray(start, end));
-      text = Buffer.concat(this.parts, this.partBytes).toString('utf8');
-      this.parts = [];
-      this.partBytes = 0;
+    if (this.current.bytes === 0 && end - start <= this.maxLineBytes) {
+      this.onLine(chunk.toString('utf8', start, end), this.lines);
+      return;
     }
-    this.onLine(text, this.lines);
+    this.current.add(chunk.subarray(start, end));
+    const taken = this.current.take();
+    if ('text' in taken) this.onLine(taken.text, this.lines);
+    else this.onLongLine(this.lines, taken.head, taken.bytes);
   }
 }
 
@@ -238,7 +292,11 @@ function isSpace(b: number): boolean {
 export class SniffingSplitter implements Splitter {
   private inner: Splitter | undefined;
   private blanks: Buffer[] = [];
-  constructor(private readonly maxLineBytes: number, private readonly onLine: LineHandler) {}
+  constructor(
+    private readonly maxLineBytes: number,
+    private readonly onLine: LineHandler,
+    private readonly onLongLine: LongLineHandler,
+  ) {}
 
   get lines(): number {
     return this.inner?.lines ?? 0;
@@ -254,10 +312,10 @@ export class SniffingSplitter implements Splitter {
         return;
       }
       if (chunk[i] === 0x5b) {
-        this.inner = new JsonArraySplitter(this.maxLineBytes, this.onLine);
+        this.inner = new JsonArraySplitter(this.maxLineBytes, this.onLine, this.onLongLine);
         chunk = chunk.subarray(i);
       } else {
-        this.inner = new NdjsonSplitter(this.maxLineBytes, this.onLine);
+        this.inner = new NdjsonSplitter(this.maxLineBytes, this.onLine, this.onLongLine);
         for (const blank of this.blanks) this.inner.push(blank);
       }
       this.blanks = [];

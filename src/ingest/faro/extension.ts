@@ -14,8 +14,11 @@ import type { Extension } from '../../runtime.js';
 import { SpoolReplayer } from '../drain/replay.js';
 import { openSpool } from '../drain/spool/open-spool.js';
 import { SpoolFullError, type StagedData } from '../drain/spool/spool.js';
-import { FARO_ITEM_COLUMNS } from '../../store/tables/faro-items.js';
+import { applyTtlDays } from '../../store/retention.js';
+import { FARO_ITEM_COLUMNS, sessionRequestIds } from '../../store/tables/faro-items.js';
+import { MAX_NESTING_DEPTH, nestingDepth } from '../json-nesting.js';
 import { mapItems } from './map-items.js';
+import { SessionRequestIds } from './session-request-ids.js';
 
 export const FARO_PATH = '/v1/faro/collect';
 const REJECT_SOURCE = 'faro';
@@ -62,6 +65,9 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
       );
       return undefined;
     }
+    // The retention the receiver refuses older items by is the table's TTL (the migration writes 90 days).
+    const retentionDays = rt.config.FARO_RETENTION_DAYS;
+    await applyTtlDays(rt.store, 'faro_items', 'timestamp', retentionDays, { logger, rewriteExistingParts: false });
     const spool = await openSpool({ dir: join(rt.config.DATA_DIR, 'spool', 'faro'), maxBytes: rt.config.LOG_DRAIN_SPOOL_MAX_BYTES, logger, registry: rt.registry });
     const replayer = new SpoolReplayer({
       spool,
@@ -80,6 +86,12 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
       collect() {
         this.set(spool.bytes);
       },
+    });
+    const maxRequestIds = rt.config.FARO_SESSION_MAX_REQUEST_IDS;
+    const requestIds = new SessionRequestIds({
+      maxPerSession: maxRequestIds,
+      stored: async (session_id, limit) => (await sessionRequestIds(rt.store, { session_id, limit })).map((r) => r.request_id),
+      onStoredError: (err) => logger.warn({ err: err.message }, "a session's stored request ids could not be read; counting from none"),
     });
     const origins = new Set(rt.config.FARO_ALLOWED_ORIGINS);
     const limiter = new RateLimiter(rt.config.FARO_RATE_LIMIT_PER_SECOND);
@@ -129,9 +141,11 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
             return reply.code(400).send({ error: 'Bad Request', message: 'content-encoding gzip: the body is not valid gzip' });
           }
         }
+        const text = raw.toString('utf8');
         let body: unknown;
         try {
-          body = JSON.parse(raw.toString('utf8'));
+          // JSON.parse is iterative (any depth parses); what is walked afterwards is checked item by item.
+          body = JSON.parse(text);
         } catch (err) {
           return reply.code(400).send({ error: 'Bad Request', message: `the body is not JSON: ${(err as Error).message}` });
         }
@@ -140,7 +154,15 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
         }
         const sessionHeader = req.headers['x-faro-session-id'];
         const receivedAtMs = Date.now();
-        const mapped = mapItems(body as TransportBody, { app, sessionHeader: Array.isArray(sessionHeader) ? sessionHeader[0] : sessionHeader, receivedAtMs });
+        const mapped = mapItems(body as TransportBody, {
+          app,
+          sessionHeader: Array.isArray(sessionHeader) ? sessionHeader[0] : sessionHeader,
+          receivedAtMs,
+          retentionDays,
+          // One pass over the text: only a body nested past the limit somewhere has its items walked for depth.
+          checkDepth: nestingDepth(text) > MAX_NESTING_DEPTH,
+        });
+        const overLimit = await requestIds.cap(mapped.rows);
         const id = createHash('sha256').update(app).update('\n').update(raw).digest('hex');
         const rejectRows = mapped.rejects.map((r) => JSON.stringify({ source: REJECT_SOURCE, reason: r.reason, raw: r.raw, line: r.index, batch_id: id }));
         try {
@@ -156,6 +178,12 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
             rejected: mapped.rejects.length,
             duplicate: result.status === 'duplicate',
             ...(mapped.rejects.length > 0 ? { errors: mapped.rejects.slice(0, 10).map((r) => ({ item: r.index, reason: r.reason })) } : {}),
+            ...(overLimit > 0
+              ? {
+                  request_ids_over_limit: overLimit,
+                  message: `${overLimit} items were stored without their request id: their session already names FARO_SESSION_MAX_REQUEST_IDS (${maxRequestIds}) request ids`,
+                }
+              : {}),
           });
         } catch (err) {
           if (err instanceof SpoolFullError) return reply.code(503).header('retry-after', String(spool.retryAfterSeconds)).send({ error: 'Service Unavailable', message: err.message });

@@ -1,8 +1,13 @@
 // A Faro payload (@grafana/faro-core's TransportBody) → one faro_items row per item, or a reject with its reason
-// per bad item (its neighbours are kept). The payload's meta (app, session, user, page) goes on every row.
+// per bad item (its neighbours are kept, CONTRIBUTING.md rule 7). The payload's meta (app, session, user, page)
+// goes on every row. Each item is checked in turn: depth, size, its own fields, its timestamp (strict ISO 8601
+// with a zone, within retention and not in the future), then mapped; whatever throws rejects that item alone.
 import type { EventEvent, ExceptionEvent, LogEvent, MeasurementEvent, Meta, TransportBody } from '@grafana/faro-core';
 import { toDateTime64 } from '../../store/values.js';
+import { MAX_REJECT_RAW_BYTES, truncateUtf8 } from '../../store/writer.js';
 import type { FaroItemRow } from '../../store/tables/faro-items.js';
+import { parseIsoTimestamp } from '../drain/map-line.js';
+import { boundedJson, MAX_NESTING_DEPTH, valueDepth } from '../json-nesting.js';
 
 /** A platform request id: a UUID (the queue's ids are UUIDs). */
 const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/i;
@@ -10,18 +15,50 @@ const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/i
 const QUEUE_REQUEST_URL = /\/requests\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/i;
 const REQUEST_ID_KEYS = new Set(['request_id', 'requestId', 'svc_request_id']);
 const MAX_FIELD_CHARS = 16 * 1024;
+/** One item's JSON (its `raw`) beyond this is refused (too_large); the body's own limit is FARO_MAX_BODY_BYTES. */
+export const MAX_ITEM_BYTES = 1024 * 1024;
+/**
+ * An item stamped further ahead of the receiver's clock than this is refused: a browser clock a little fast is
+ * common, an hour is not, and a future time would sort the item away from its session for good.
+ */
+export const MAX_FUTURE_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+/** ISO 8601 date-time with a zone: date, T, hours and minutes (seconds and a fraction optional), Z or an offset. */
+const ISO_WITH_ZONE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
 
 export interface MappedItems {
   rows: FaroItemRow[];
   rejects: Array<{ reason: string; raw: string; index: number }>;
 }
 
+export interface MapOptions {
+  app: string;
+  sessionHeader: string | undefined;
+  receivedAtMs: number;
+  /** FARO_RETENTION_DAYS: an item older than this would be dropped by the table's TTL as soon as it is stored. */
+  retentionDays: number;
+  /**
+   * Walk each item for its depth. The receiver sets it when its pre-scan of the body's text found nesting past
+   * MAX_NESTING_DEPTH; otherwise no item can be that deep and the walk is skipped.
+   */
+  checkDepth?: boolean;
+}
+
 type Kind = 'log' | 'exception' | 'measurement' | 'event';
 
+/** A field as text, at most MAX_FIELD_CHARS (built without recursion: any depth is safe here). */
 function text(v: unknown): string {
   if (v === undefined || v === null) return '';
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return s.length > MAX_FIELD_CHARS ? s.slice(0, MAX_FIELD_CHARS) : s;
+  if (typeof v === 'string') return v.length > MAX_FIELD_CHARS ? v.slice(0, MAX_FIELD_CHARS) : v;
+  return boundedJson(v, MAX_FIELD_CHARS);
+}
+
+/** The start of an item's JSON for its reject record (any depth). */
+const rejectRaw = (item: unknown): string => truncateUtf8(boundedJson(item, MAX_REJECT_RAW_BYTES), MAX_REJECT_RAW_BYTES);
+
+/** The UTC instant of a strict ISO 8601 date-time with a zone, or undefined. */
+export function parseFaroTimestamp(value: string): number | undefined {
+  return ISO_WITH_ZONE.test(value) ? parseIsoTimestamp(value) : undefined;
 }
 
 function stringMap(v: unknown): Record<string, string> {
@@ -43,7 +80,6 @@ export function requestIdOf(attributes: Record<string, string>, ...texts: string
 function check(kind: Kind, item: unknown): string | undefined {
   if (!item || typeof item !== 'object' || Array.isArray(item)) return `${kind}: expected an object`;
   const o = item as Record<string, unknown>;
-  if (o.timestamp !== undefined && (typeof o.timestamp !== 'string' || Number.isNaN(Date.parse(o.timestamp)))) return `${kind}: timestamp is not an ISO 8601 time`;
   switch (kind) {
     case 'log':
       return typeof o.message === 'string' ? undefined : 'log: message must be a string';
@@ -60,7 +96,19 @@ function check(kind: Kind, item: unknown): string | undefined {
   }
 }
 
-export function mapItems(body: TransportBody, opts: { app: string; sessionHeader: string | undefined; receivedAtMs: number }): MappedItems {
+/** Why an item's own time refuses it (not a strict ISO 8601 time, past retention, in the future), or its instant. */
+function timeOf(kind: Kind, timestamp: unknown, opts: MapOptions): { ms: number } | { problem: string } {
+  if (timestamp === undefined) return { ms: opts.receivedAtMs };
+  const ms = typeof timestamp === 'string' ? parseFaroTimestamp(timestamp) : undefined;
+  if (ms === undefined) return { problem: `${kind}: timestamp is not an ISO 8601 date-time with a zone (like 2026-11-21T10:00:00.000Z)` };
+  if (ms < opts.receivedAtMs - opts.retentionDays * DAY_MS) {
+    return { problem: `${kind}: timestamp is older than the ${opts.retentionDays}-day retention (FARO_RETENTION_DAYS): it would be dropped as soon as stored` };
+  }
+  if (ms > opts.receivedAtMs + MAX_FUTURE_MS) return { problem: `${kind}: timestamp is more than ${MAX_FUTURE_MS / 60_000} minutes ahead of the receiver's clock` };
+  return { ms };
+}
+
+export function mapItems(body: TransportBody, opts: MapOptions): MappedItems {
   const meta: Partial<Meta> = body.meta && typeof body.meta === 'object' ? body.meta : {};
   const receivedAt = toDateTime64(opts.receivedAtMs);
   const sessionAttributes = stringMap(meta.session?.attributes);
@@ -84,28 +132,41 @@ export function mapItems(body: TransportBody, opts: { app: string; sessionHeader
       return;
     }
     for (const item of list) {
-      const raw = JSON.stringify(item) ?? 'null';
-      const problem = check(kind, item);
-      if (problem) {
-        out.rejects.push({ reason: problem, raw, index: index++ });
-        continue;
-      }
+      const reject = (reason: string, raw?: string) => out.rejects.push({ reason, raw: raw ?? rejectRaw(item), index });
       try {
+        const depth = opts.checkDepth === false ? 0 : valueDepth(item);
+        if (depth > MAX_NESTING_DEPTH) {
+          reject(`${kind}: too_deep: nested ${depth} levels deep; at most ${MAX_NESTING_DEPTH} can be stored`);
+          continue;
+        }
+        const raw = JSON.stringify(item) ?? 'null';
+        const bytes = Buffer.byteLength(raw);
+        if (bytes > MAX_ITEM_BYTES) {
+          reject(`${kind}: too_large: ${bytes} bytes, over the ${MAX_ITEM_BYTES}-byte item limit`, truncateUtf8(raw, MAX_REJECT_RAW_BYTES));
+          continue;
+        }
+        const problem = check(kind, item);
+        const time = problem === undefined ? timeOf(kind, (item as { timestamp?: unknown }).timestamp, opts) : { problem };
+        if ('problem' in time) {
+          reject(time.problem, truncateUtf8(raw, MAX_REJECT_RAW_BYTES));
+          continue;
+        }
         const row = build(item as T);
-        const ts = row.timestamp ? Date.parse(row.timestamp) : opts.receivedAtMs;
         const attributes = { ...sessionAttributes, ...row.attributes };
         out.rows.push({
           ...common,
           ...row,
           attributes,
-          timestamp: toDateTime64(ts),
+          timestamp: toDateTime64(time.ms),
           request_id: requestIdOf(attributes, row.message, common.page_url),
           raw,
         });
       } catch (err) {
-        out.rejects.push({ reason: `${kind}: ${(err as Error).message}`, raw, index });
+        // Whatever a mapping throws (CONTRIBUTING.md rule 7): this item's reject, never its neighbours' loss.
+        reject(`${kind}: unmappable: ${(err as Error)?.name ?? 'error'}`);
+      } finally {
+        index++;
       }
-      index++;
     }
   };
   const trace = (t: { trace_id?: string; span_id?: string } | undefined) => ({ trace_id: text(t?.trace_id), span_id: text(t?.span_id) });
@@ -122,7 +183,10 @@ export function mapItems(body: TransportBody, opts: { app: string; sessionHeader
   each<EventEvent>('event', body.events, (e) => ({
     kind: 'event', level: '', message: text(e.name), domain: text(e.domain), values: {}, attributes: stringMap(e.attributes), timestamp: e.timestamp, ...trace(e.trace),
   }));
-  if (body.traces !== undefined) {
+  const traceDepth = body.traces !== undefined && opts.checkDepth !== false ? valueDepth(body.traces) : 0;
+  if (traceDepth > MAX_NESTING_DEPTH) {
+    out.rejects.push({ reason: `traces: too_deep: nested ${traceDepth} levels deep; at most ${MAX_NESTING_DEPTH} can be stored`, raw: rejectRaw(body.traces), index: index++ });
+  } else if (body.traces !== undefined) {
     const raw = JSON.stringify(body.traces) ?? 'null';
     out.rows.push({
       ...common, kind: 'traces', level: '', message: '', domain: '', values: {}, attributes: sessionAttributes,

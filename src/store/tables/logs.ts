@@ -110,6 +110,15 @@ const searchedLineFields = {
   message: z.string(),
 };
 
+/** The filters and order of the query API's log search (searchLogs and searchLogSizes read the same lines). */
+const SEARCH_WHERE = `WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}
+     AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))
+     AND ${SEVERITY_SQL} >= {min_severity:UInt8}
+     AND ({request_id:String} = '' OR request_id = {request_id:String})
+     AND ({contains:String} = '' OR positionCaseInsensitiveUTF8(message, {contains:String}) > 0)
+     AND ({has_cursor:UInt8} = 0 OR (timestamp, batch_id, line) < ({after_t:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32}))
+   ORDER BY timestamp DESC, batch_id DESC, line DESC`;
+
 /** The query API's log search: newest first, after a cursor position (timestamp, batch, line). */
 export const searchLogs = namedQuery(
   'search_logs',
@@ -117,17 +126,25 @@ export const searchLogs = namedQuery(
   `SELECT toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker, source, message,
           toString(batch_id) AS batch_text, line
    FROM ${LOGS}
-   WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}
-     AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))
-     AND ${SEVERITY_SQL} >= {min_severity:UInt8}
-     AND ({request_id:String} = '' OR request_id = {request_id:String})
-     AND ({contains:String} = '' OR positionCaseInsensitiveUTF8(message, {contains:String}) > 0)
-     AND ({has_cursor:UInt8} = 0 OR (timestamp, batch_id, line) < ({after_t:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32}))
-   ORDER BY timestamp DESC, batch_id DESC, line DESC
+   ${SEARCH_WHERE}
    LIMIT {limit:UInt32}`,
   z
     .object({ ts_text: z.string(), ...searchedLineFields, batch_text: z.string(), line: chNumber })
     .transform(({ ts_text, batch_text, ...r }) => ({ ...r, timestamp: ts_text, batch_id: batch_text })),
+);
+
+/**
+ * The stored size (bytes of the text fields) of each line searchLogs would return, without the lines: GET /logs
+ * sizes a page before reading it, so a page of huge lines is cut at its byte bound instead of read whole.
+ */
+export const searchLogSizes = namedQuery(
+  'search_log_sizes',
+  `SELECT length(message) + length(level) + length(app) + length(endpoint) + length(request_id) + length(job_id)
+            + length(node) + length(worker) + length(source) AS line_bytes
+   FROM ${LOGS}
+   ${SEARCH_WHERE}
+   LIMIT {limit:UInt32}`,
+  z.object({ line_bytes: chNumber }),
 );
 
 /** A found line as the query API answers it (GET /logs): the same fields, the time as ISO 8601 UTC. */
@@ -233,27 +250,22 @@ export const drainSeconds = namedQuery(
   z.object({ s: chNumber }),
 );
 
-/** The rows stored after `since` (and received since `received_since`). */
-const STORED_SINCE = `stored_at > {since:DateTime64(3, 'UTC')} AND received_at >= {received_since:DateTime64(3, 'UTC')}`;
-
 /**
- * Lines stored after a moment (the live feed), oldest stored first; rows older than `received_since` are skipped.
- * A copy is shown only when it is the one FINAL keeps (the highest copy_rank of its record), so a later copy of a
- * record shown already (a second history fill) is not shown again. Not `FROM logs FINAL`: stored_at is no key
- * column, and FINAL would merge the whole table on every poll; the new rows' (app, timestamp) walk the key instead.
+ * Lines stored after a position (the live feed): (stored_at, batch, line), so that a reader pages through any number
+ * of lines stamped alike; oldest stored first; rows older than `received_since` are skipped. Every stored copy is a
+ * line here, a second copy of a record too (sql/023): the feed shows rows as they are stored. Not FINAL: stored_at is
+ * no key column, so FINAL would merge the whole table on every page; and filtering copies out here would stall a
+ * reader whose next page holds only copies (its position moves with the rows it gets). Hiding a later copy needs
+ * the reader to skip it while moving past it.
  */
 export const logsStoredSince = namedQuery(
   'logs_stored_since',
   `SELECT toString(stored_at) AS stored_text, toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker,
           source, message, toString(batch_id) AS batch_text, line, origin
    FROM logs
-   WHERE ${STORED_SINCE}
-     AND (app, timestamp, request_id, worker, message, copy_rank) IN (
-       SELECT app, timestamp, request_id, worker, message, max(copy_rank) FROM logs
-       WHERE (app, timestamp) IN (SELECT app, timestamp FROM logs WHERE ${STORED_SINCE})
-       GROUP BY app, timestamp, request_id, worker, message)
-   ORDER BY stored_at, timestamp
-   LIMIT 1 BY app, timestamp, request_id, worker, message
+   WHERE (stored_at, batch_id, line) > ({since:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32})
+     AND received_at >= {received_since:DateTime64(3, 'UTC')}
+   ORDER BY stored_at, batch_id, line
    LIMIT {limit:UInt32}`,
   z
     .object({ stored_text: z.string(), ts_text: z.string(), ...searchedLineFields, batch_text: z.string(), line: chNumber, origin: z.string() })

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { toDateTime64 } from '../../../src/store/values.js';
 import { LOG_ROW_COLUMNS, mapLine, parseIsoTimestamp, toDateTime64Text } from '../../../src/ingest/drain/map-line.js';
 import { BatchParser } from '../../../src/ingest/drain/parse-body.js';
-import { BodyFormatError, JsonArraySplitter, LineTooLongError, NdjsonSplitter, SniffingSplitter, type Splitter } from '../../../src/ingest/drain/split-lines.js';
+import { BodyFormatError, JsonArraySplitter, NdjsonSplitter, SniffingSplitter, wholeCharacters, type LongLineHandler, type Splitter } from '../../../src/ingest/drain/split-lines.js';
 
 const ctx = { receivedAt: '2026-11-21 12:00:00.000', batchId: '0b8e7a6c-1f7e-4d64-9a54-3c1b7d1f2e11' };
 
@@ -152,17 +152,19 @@ describe('mapLine', () => {
   });
 });
 
-function collect(make: (max: number, on: (t: string, n: number) => void) => Splitter, chunks: Array<string | Buffer>, max = 1024) {
+/** The lines handed on; a line over the limit as `[n, 'too long: <bytes> <head>']`. */
+function collect(make: (max: number, on: (t: string, n: number) => void, long: LongLineHandler) => Splitter, chunks: Array<string | Buffer>, max = 1024) {
   const out: Array<[number, string]> = [];
-  const s = make(max, (t, n) => out.push([n, t]));
+  const s = make(max, (t, n) => out.push([n, t]), (n, head, bytes) => out.push([n, `too long: ${bytes} ${head.toString()}`]));
   for (const c of chunks) s.push(Buffer.isBuffer(c) ? c : Buffer.from(c));
   s.end();
   return out;
 }
 
-const ndjson = (max: number, on: (t: string, n: number) => void) => new NdjsonSplitter(max, on);
-const array = (max: number, on: (t: string, n: number) => void) => new JsonArraySplitter(max, on);
-const sniff = (max: number, on: (t: string, n: number) => void) => new SniffingSplitter(max, on);
+type Make = (max: number, on: (t: string, n: number) => void, long: LongLineHandler) => Splitter;
+const ndjson: Make = (max, on, long) => new NdjsonSplitter(max, on, long);
+const array: Make = (max, on, long) => new JsonArraySplitter(max, on, long);
+const sniff: Make = (max, on, long) => new SniffingSplitter(max, on, long);
 
 describe('NDJSON splitting', () => {
   it('numbers lines across chunk boundaries, drops CR and blank lines, keeps a last line without newline', () => {
@@ -186,22 +188,40 @@ describe('NDJSON splitting', () => {
     expect(collect(ndjson, [...bytes].map((x) => Buffer.from([x])))).toEqual(expected);
   });
 
-  it('stops at a line over the limit, naming it and keeping its start', () => {
+  it('a line over the limit is handed on alone as too long (its length, its start); the lines after it go on', () => {
     const long = 'x'.repeat(100);
-    for (const chunks of [[`{"a":1}\n${long}\n`], [`{"a":1}\n${long.slice(0, 60)}`, `${long.slice(60)}\n`], [`{"a":1}\n${long}`]]) {
-      const err = (() => {
-        try {
-          collect(ndjson, chunks, 50);
-        } catch (e) {
-          return e;
-        }
-      })();
-      expect(err).toBeInstanceOf(LineTooLongError);
-      expect((err as LineTooLongError).line).toBe(2);
-      expect((err as LineTooLongError).head.toString().startsWith('xxxx')).toBe(true);
+    const cases: string[][] = [
+      [`{"a":1}\n${long}\n{"b":2}\n`],
+      [`{"a":1}\n${long.slice(0, 60)}`, `${long.slice(60)}\n{"b":2}\n`],
+      [`{"a":1}\n${long.slice(0, 30)}`, long.slice(30, 60), `${long.slice(60)}\r`, '\n{"b":2}'],
+      [`{"a":1}\n${long}\r\n{"b":2}`],
+    ];
+    for (const chunks of cases) {
+      expect(collect(ndjson, chunks, 50), chunks.join('|')).toEqual([[1, '{"a":1}'], [2, 'too long: 100 ' + long], [3, '{"b":2}']]);
     }
-    // Exactly at the limit is fine.
+    // The last line, unterminated.
+    expect(collect(ndjson, [`{"a":1}\n${long}`], 50)).toEqual([[1, '{"a":1}'], [2, 'too long: 100 ' + long]]);
+    // Exactly at the limit is fine, with or without CR, whatever the chunking.
     expect(collect(ndjson, [`${'y'.repeat(50)}\n`], 50)).toEqual([[1, 'y'.repeat(50)]]);
+    expect(collect(ndjson, [`${'y'.repeat(50)}\r`, '\n'], 50)).toEqual([[1, 'y'.repeat(50)]]);
+    expect(collect(ndjson, ['y'.repeat(25), `${'y'.repeat(25)}\r\n`], 50)).toEqual([[1, 'y'.repeat(50)]]);
+  });
+
+  it('keeps at most 64 KiB of a too-long line, cut at a character boundary', () => {
+    const heads: Buffer[] = [];
+    const lines: number[] = [];
+    const s = new NdjsonSplitter(1024 * 1024, (_t, n) => lines.push(n), (n, head, bytes) => (heads.push(head), lines.push(-bytes)));
+    // 2 MiB of 'é' (2 bytes each) after one ASCII byte: byte 65,536 is the first half of an 'é'.
+    const long = Buffer.from(`a${'é'.repeat(1024 * 1024)}`);
+    for (let i = 0; i < long.length; i += 10_000) s.push(long.subarray(i, i + 10_000));
+    s.push(Buffer.from('\n{"ok":1}\n'));
+    s.end();
+    expect(lines).toEqual([-(1 + 2 * 1024 * 1024), 2]);
+    expect(heads[0].length).toBe(64 * 1024 - 1);
+    expect(heads[0].toString()).toBe(`a${'é'.repeat(32 * 1024 - 1)}`);
+    expect(wholeCharacters(Buffer.from('aé€😀'))).toEqual(Buffer.from('aé€😀'));
+    expect(wholeCharacters(Buffer.from('a😀').subarray(0, 4))).toEqual(Buffer.from('a'));
+    expect(wholeCharacters(Buffer.from('a€').subarray(0, 3))).toEqual(Buffer.from('a'));
   });
 });
 
@@ -228,8 +248,17 @@ describe('JSON array splitting', () => {
     expect(() => collect(array, ['[1] [2]'])).toThrow(/after the end of the JSON array/);
   });
 
-  it('stops at an element over the limit', () => {
-    expect(() => collect(array, [`[{"a":"${'x'.repeat(100)}"}]`], 50)).toThrow(LineTooLongError);
+  it('hands on an element over the limit alone as too long; the elements after it go on', () => {
+    const long = `{"a":"${'x'.repeat(100)}"}`;
+    const text = `[{"a":1},${long},{"b":2}]`;
+    const expected = [[1, '{"a":1}'], [2, `too long: 108 ${long}`], [3, '{"b":2}']];
+    expect(collect(array, [text], 50)).toEqual(expected);
+    const bytes = Buffer.from(text);
+    for (let i = 1; i < bytes.length; i++) {
+      expect(collect(array, [bytes.subarray(0, i), bytes.subarray(i)], 50), `split at ${i}`).toEqual(expected);
+    }
+    // Unterminated, the last one.
+    expect(collect(array, [`[{"a":1},${long}`], 50)).toEqual(expected.slice(0, 2));
   });
 
   it('application/json: an array is split by element, anything else is read as NDJSON', () => {
