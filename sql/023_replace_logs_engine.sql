@@ -39,7 +39,10 @@ CREATE TABLE IF NOT EXISTS logs_023_copy
     -- less stored_at in ms (the earliest stored of equals). A number, not a unit.
     copy_rank UInt64 MATERIALIZED multiIf(origin = 'drain', 2, origin = 'tail', 1, 0) * 10000000000000
         + (9999999999999 - toUnixTimestamp64Milli(stored_at)),
-    INDEX request_id_bloom request_id TYPE bloom_filter(0.01) GRANULARITY 1
+    INDEX request_id_bloom request_id TYPE bloom_filter(0.01) GRANULARITY 1,
+    -- The live feed reads what was stored since its last poll: an insert is a part of one stored_at, so this skips
+    -- every older part.
+    INDEX stored_at_minmax stored_at TYPE minmax GRANULARITY 1
 )
 ENGINE = ReplacingMergeTree(copy_rank)
 PARTITION BY toDate(timestamp)
