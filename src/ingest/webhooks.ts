@@ -4,6 +4,8 @@
 // webhook_deliveries (one row per request_id after merges: repeats and retries collapse). The answer waits for
 // the store (a 2xx means the delivery is kept); a slow or unavailable store gets a 503 and the platform retries.
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { request } from 'undici';
@@ -13,6 +15,7 @@ import type { Extension } from '../runtime.js';
 import type { BatchWriter } from '../store/writer.js';
 import { webhookDeliveries, type WebhookDeliveryRow } from '../store/tables/webhook-deliveries.js';
 import { toDateTime64 } from '../store/values.js';
+import { BUSY_RETRY_AFTER_SECONDS, defaultPushLimits, PushBudgets, pushBudgets, remoteAddress, type BudgetLease } from './body-budget.js';
 
 export const WEBHOOK_PATH = '/v1/webhooks/queue';
 export const TIMESTAMP_LEEWAY_SECONDS = 300;
@@ -214,14 +217,61 @@ export function readSignedDelivery(
 ): SignedDelivery | Refusal {
   const h = readSignedHeaders(headers, nowSeconds);
   if ('outcome' in h) return h;
-  const bodyHash = createHash('sha256').update(raw).digest('hex');
+  return signedDelivery(h, createHash('sha256').update(raw).digest('hex'));
+}
+
+/** Step 4: the signed message, from the checked headers and the body's SHA-256 (computed as the body streamed in). */
+function signedDelivery(h: SignedHeaders, bodySha256Hex: string): SignedDelivery {
   return {
     requestId: h.requestId,
     userId: h.userId,
     timestamp: Number(h.timestampText),
-    message: Buffer.from(`${h.requestId}\n${h.userId}\n${h.timestampText}\n${bodyHash}`, 'utf8'),
+    message: Buffer.from(`${h.requestId}\n${h.userId}\n${h.timestampText}\n${bodySha256Hex}`, 'utf8'),
     signature: Buffer.from(h.signatureHex, 'hex'),
   };
+}
+
+type BodyRead = { raw: Buffer; sha256Hex: string } | { outcome: 'too_large' | 'busy'; reason: string } | { gone: true };
+
+/**
+ * The body, hashed as it streams in (the signature covers its SHA-256), into one buffer whose size is reserved in
+ * `lease` (the budget of unauthenticated bytes) before it is allocated: the declared Content-Length at once, before a
+ * byte is read; a chunked body's buffer doubles as it grows. Past MAX_WEBHOOK_BODY_BYTES 413, past the budget 503.
+ */
+async function readWebhookBody(stream: Readable | undefined, declared: number | undefined, lease: BudgetLease): Promise<BodyRead> {
+  const hash = createHash('sha256');
+  let buf = Buffer.alloc(0);
+  let length = 0;
+  const tooLarge = { outcome: 'too_large' as const, reason: `the body exceeds ${MAX_WEBHOOK_BODY_BYTES} bytes` };
+  const grow = (need: number): boolean => {
+    if (need <= buf.length) return true;
+    const target = declared !== undefined ? Math.max(need, declared) : Math.min(MAX_WEBHOOK_BODY_BYTES, Math.max(need, buf.length * 2, 64 * 1024));
+    if (!lease.reserve(target - buf.length)) return false;
+    const next = Buffer.allocUnsafe(target);
+    buf.copy(next, 0, 0, length);
+    buf = next;
+    return true;
+  };
+  const overBudget = () => ({ outcome: 'busy' as const, reason: 'too many unauthenticated webhook body bytes are held (PUSH_UNVERIFIED_MAX_BYTES, PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS); retry later' });
+  if (declared !== undefined && declared > MAX_WEBHOOK_BODY_BYTES) return tooLarge;
+  if (declared !== undefined && declared > 0 && !grow(declared)) return overBudget();
+  if (stream) {
+    try {
+      // The request stays usable when the body is cut short here, so the answer still reaches the sender.
+      for await (const chunk of stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+        if (length + chunk.length > MAX_WEBHOOK_BODY_BYTES) return tooLarge;
+        if (!grow(length + chunk.length)) return overBudget();
+        hash.update(chunk);
+        chunk.copy(buf, length);
+        length += chunk.length;
+      }
+    } catch (err) {
+      const code = (err as { code?: unknown })?.code;
+      if (code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || (err as Error)?.message === 'aborted') return { gone: true };
+      throw err;
+    }
+  }
+  return { raw: buf.subarray(0, length), sha256Hex: hash.digest('hex') };
 }
 
 export function verifiesWithAny(delivery: Pick<SignedDelivery, 'message' | 'signature'>, keys: readonly KeyObject[]): boolean {
@@ -291,6 +341,9 @@ export interface WebhookRouteOptions {
   /** Longest wait for the store before answering 503 (the row stays queued; the retry collapses with it). */
   storeTimeoutMs?: number;
   now?: () => number;
+  /** Read slots, slow-body guard and unauthenticated byte budget (default: the configuration's defaults). */
+  budgets?: PushBudgets;
+  /** Bodies read at once (tests; default WEBHOOK_MAX_BODIES_READING). */
   maxConcurrentBodies?: number;
 }
 
@@ -305,21 +358,21 @@ const STATUS: Record<WebhookOutcome, number> = {
   busy: 503,
 };
 
-/** Bodies read at once; more wait for a retry (503) rather than holding up to 16 MiB each in memory. */
-export const MAX_CONCURRENT_WEBHOOK_BODIES = 32;
-
 /** The webhook route, as an encapsulated plugin reading the raw body (the signature covers its bytes). */
 export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOptions): Promise<void> {
   const metrics = createWebhookMetrics(opts.registry);
   const now = opts.now ?? Date.now;
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_WEBHOOK_BODY_BYTES }, (_req, body, done) => done(null, body));
+  // The raw stream: the handler reads it into one budgeted buffer, hashing as it goes.
+  app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
   const errorSchema = { type: 'object', properties: { error: { type: 'string' }, message: { type: 'string' } } } as const;
-  const maxBodies = opts.maxConcurrentBodies ?? MAX_CONCURRENT_WEBHOOK_BODIES;
-  let bodiesInFlight = 0;
+  const budgets =
+    opts.budgets ??
+    new PushBudgets({ ...defaultPushLimits(), ...(opts.maxConcurrentBodies ? { WEBHOOK_MAX_BODIES_READING: opts.maxConcurrentBodies } : {}) });
+  const leases = new WeakMap<IncomingMessage, BudgetLease>();
 
   // Authenticate before work (CONTRIBUTING.md rule 17): the headers are checked before a byte of the body is
-  // read; the signature itself needs the body, whose size fastify bounds by MAX_WEBHOOK_BODY_BYTES.
+  // read; the signature itself needs the body, held meanwhile within the budget of unauthenticated bytes.
   app.addHook('onRequest', async (req, reply) => {
     const refuse = (outcome: WebhookOutcome, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
       metrics.deliveries.inc({ outcome });
@@ -328,16 +381,20 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
     };
     const h = readSignedHeaders(req.headers, Math.floor(now() / 1000));
     if ('outcome' in h) return refuse(h.outcome, { error: 'Unauthorized', message: h.reason });
-    if (bodiesInFlight >= maxBodies) {
-      return refuse('busy', { error: 'Service Unavailable', message: 'too many webhook bodies are being read; retry later' }, { 'retry-after': '5' });
+    const address = remoteAddress(req.raw);
+    const slot = budgets.slots.webhooks.acquire(address);
+    if (typeof slot !== 'function') {
+      budgets.refused('webhooks', 'busy');
+      const reason = 'refused' in slot ? slot.refused : 'no read slot';
+      return refuse('busy', { error: 'Service Unavailable', message: `too many webhook bodies are being read: ${reason}; retry later` }, { 'retry-after': String(BUSY_RETRY_AFTER_SECONDS) });
     }
-    bodiesInFlight++;
-    let released = false;
+    const unwatch = budgets.guard.watch(req.raw, reply.raw, 'webhooks');
+    const lease = budgets.unverified.lease(address);
+    leases.set(req.raw, lease);
     const release = () => {
-      if (!released) {
-        released = true;
-        bodiesInFlight--;
-      }
+      unwatch();
+      lease.release();
+      slot();
     };
     reply.raw.once('finish', release);
     reply.raw.once('close', release);
@@ -351,6 +408,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         response: {
           200: { type: 'object', properties: { status: { type: 'string' }, request_id: { type: 'string' } } },
           401: errorSchema,
+          413: errorSchema,
           503: errorSchema,
         },
       },
@@ -363,9 +421,20 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         if (outcome !== 'accepted') req.log.warn({ outcome, reason: body.message }, 'webhook refused');
         return reply.code(STATUS[outcome]).headers(headers).send(body);
       };
-      const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const signed = readSignedDelivery(req.headers, raw, Math.floor(now() / 1000));
-      if ('outcome' in signed) return finish(signed.outcome, { error: 'Unauthorized', message: signed.reason });
+      const h = readSignedHeaders(req.headers, Math.floor(now() / 1000));
+      if ('outcome' in h) return finish(h.outcome, { error: 'Unauthorized', message: h.reason });
+      const declaredText = req.headers['content-length'];
+      const declared = declaredText === undefined ? undefined : Number(declaredText);
+      const body = await readWebhookBody(req.body as Readable | undefined, Number.isFinite(declared) ? declared : undefined, leases.get(req.raw)!);
+      if ('gone' in body) return reply;
+      if ('outcome' in body) {
+        if (body.outcome === 'busy') budgets.refused('webhooks', 'memory');
+        const error = body.outcome === 'busy' ? 'Service Unavailable' : 'Payload Too Large';
+        const retry: Record<string, string> = body.outcome === 'busy' ? { 'retry-after': String(BUSY_RETRY_AFTER_SECONDS) } : {};
+        return finish(body.outcome, { error, message: body.reason }, { connection: 'close', ...retry });
+      }
+      const raw = body.raw;
+      const signed = signedDelivery(h, body.sha256Hex);
 
       let verified: boolean;
       try {
@@ -417,7 +486,13 @@ export function webhookExtension(options: WebhookExtensionOptions = {}): Extensi
   return async (rt) => {
     const logger = rt.logger.child({ component: 'webhooks' });
     const keySet = new KeySet(options.jwksUrl ?? jwksUrl(rt.config), { minRefetchIntervalMs: options.minRefetchIntervalMs, logger });
-    await rt.app.register(webhookRoutes, { keySet, writer: rt.writer, registry: rt.registry, storeTimeoutMs: options.storeTimeoutMs });
+    await rt.app.register(webhookRoutes, {
+      keySet,
+      writer: rt.writer,
+      registry: rt.registry,
+      storeTimeoutMs: options.storeTimeoutMs,
+      budgets: pushBudgets(rt.app.server, rt.config, rt.registry),
+    });
     logger.info({ path: WEBHOOK_PATH }, 'webhook receiver ready');
   };
 }

@@ -16,6 +16,7 @@ import { openSpool } from '../drain/spool/open-spool.js';
 import { SpoolFullError, type StagedData } from '../drain/spool/spool.js';
 import { FARO_ITEM_COLUMNS } from '../../store/tables/faro-items.js';
 import { mapItems } from './map-items.js';
+import { BUSY_RETRY_AFTER_SECONDS, pushBudgets, remoteAddress } from '../body-budget.js';
 
 export const FARO_PATH = '/v1/faro/collect';
 const REJECT_SOURCE = 'faro';
@@ -84,6 +85,7 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
     const origins = new Set(rt.config.FARO_ALLOWED_ORIGINS);
     const limiter = new RateLimiter(rt.config.FARO_RATE_LIMIT_PER_SECOND);
     const maxBytes = rt.config.FARO_MAX_BODY_BYTES;
+    const budgets = pushBudgets(rt.app.server, rt.config, rt.registry);
 
     const cors = (req: FastifyRequest, reply: FastifyReply) => {
       const origin = req.headers.origin;
@@ -113,6 +115,20 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
           if (wait > 0) {
             return reply.code(429).header('retry-after', String(wait)).send({ error: 'Too Many Requests', message: `over FARO_RATE_LIMIT_PER_SECOND for ${app}; retry after ${wait} s` });
           }
+          // A read slot (FARO_MAX_BODIES_READING, FARO_MAX_BODIES_PER_ADDRESS) and the slow-body guard while it reads.
+          const slot = budgets.slots.faro.acquire(remoteAddress(req.raw));
+          if (typeof slot !== 'function') {
+            budgets.refused('faro', 'busy');
+            const reason = 'refused' in slot ? slot.refused : 'no read slot';
+            return reply.code(503).header('retry-after', String(BUSY_RETRY_AFTER_SECONDS)).header('connection', 'close').send({ error: 'Service Unavailable', message: `${reason}; retry after ${BUSY_RETRY_AFTER_SECONDS} s` });
+          }
+          const unwatch = budgets.guard.watch(req.raw, reply.raw, 'faro');
+          const release = () => {
+            unwatch();
+            slot();
+          };
+          reply.raw.once('finish', release);
+          reply.raw.once('close', release);
           (req as FastifyRequest & { faroApp?: string }).faroApp = app;
         },
       }, async (req, reply) => {
