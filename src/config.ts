@@ -150,9 +150,10 @@ export const ConfigSchema = z.object({
   PUSH_BODY_MIN_BYTES_PER_SECOND: positiveInt.default(1024),
   PUSH_BODY_RATE_WINDOW_MS: positiveInt.default(10_000),
   // Bytes held by bodies whose signature needs the whole body (drain X-Svc-Signature, webhooks), over all of them
-  // and per remote address; beyond, 503 with Retry-After. Per address at least the largest body it must take.
+  // and per remote address; beyond, 503 with Retry-After. One body alone from its address may exceed the per-address
+  // share (up to its body limit), so it bounds several bodies at once, not the largest one.
   PUSH_UNVERIFIED_MAX_BYTES: positiveInt.default(64 * 1024 * 1024),
-  PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS: positiveInt.default(32 * 1024 * 1024),
+  PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS: positiveInt.default(16 * 1024 * 1024),
   // Bodies read at once per endpoint, and per remote address on it (a few hostile connections cannot take
   // every slot). Drain: beyond the total a body waits its turn; beyond its address's share, and on the others
   // beyond either, 503 with Retry-After.

@@ -15,7 +15,7 @@ import type { Extension } from '../runtime.js';
 import type { BatchWriter } from '../store/writer.js';
 import { webhookDeliveries, type WebhookDeliveryRow } from '../store/tables/webhook-deliveries.js';
 import { toDateTime64 } from '../store/values.js';
-import { BUSY_RETRY_AFTER_SECONDS, defaultPushLimits, PushBudgets, pushBudgets, remoteAddress, type BudgetLease } from './body-budget.js';
+import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, defaultPushLimits, PushBudgets, pushBudgets, remoteAddress, type BudgetLease } from './body-budget.js';
 
 export const WEBHOOK_PATH = '/v1/webhooks/queue';
 export const TIMESTAMP_LEEWAY_SECONDS = 300;
@@ -231,39 +231,31 @@ function signedDelivery(h: SignedHeaders, bodySha256Hex: string): SignedDelivery
   };
 }
 
-type BodyRead = { raw: Buffer; sha256Hex: string } | { outcome: 'too_large' | 'busy'; reason: string } | { gone: true };
+type BodyRead = { parts: Buffer[]; length: number; sha256Hex: string } | { outcome: 'too_large' | 'busy'; reason: string } | { gone: true };
 
 /**
- * The body, hashed as it streams in (the signature covers its SHA-256), into one buffer whose size is reserved in
- * `lease` (the budget of unauthenticated bytes) before it is allocated: the declared Content-Length at once, before a
- * byte is read; a chunked body's buffer doubles as it grows. Past MAX_WEBHOOK_BODY_BYTES 413, past the budget 503.
+ * The body, hashed as it streams in (the signature covers its SHA-256) and held as the chunks it arrived in (no
+ * copy: a forged body is refused without ever being joined), their bytes reserved in `lease` (the budget of
+ * unauthenticated bytes): the declared Content-Length at once, before a byte is read; a chunked body chunk by chunk.
+ * Past MAX_WEBHOOK_BODY_BYTES 413, past the budget 503.
  */
 async function readWebhookBody(stream: Readable | undefined, declared: number | undefined, lease: BudgetLease): Promise<BodyRead> {
   const hash = createHash('sha256');
-  let buf = Buffer.alloc(0);
+  const parts: Buffer[] = [];
   let length = 0;
   const tooLarge = { outcome: 'too_large' as const, reason: `the body exceeds ${MAX_WEBHOOK_BODY_BYTES} bytes` };
-  const grow = (need: number): boolean => {
-    if (need <= buf.length) return true;
-    const target = declared !== undefined ? Math.max(need, declared) : Math.min(MAX_WEBHOOK_BODY_BYTES, Math.max(need, buf.length * 2, 64 * 1024));
-    if (!lease.reserve(target - buf.length)) return false;
-    const next = Buffer.allocUnsafe(target);
-    buf.copy(next, 0, 0, length);
-    buf = next;
-    return true;
-  };
-  const overBudget = () => ({ outcome: 'busy' as const, reason: 'too many unauthenticated webhook body bytes are held (PUSH_UNVERIFIED_MAX_BYTES, PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS); retry later' });
+  const overBudget = { outcome: 'busy' as const, reason: 'too many unauthenticated webhook body bytes are held (PUSH_UNVERIFIED_MAX_BYTES, PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS); retry later' };
   if (declared !== undefined && declared > MAX_WEBHOOK_BODY_BYTES) return tooLarge;
-  if (declared !== undefined && declared > 0 && !grow(declared)) return overBudget();
+  if (declared !== undefined && !lease.reserve(declared)) return overBudget;
   if (stream) {
     try {
       // The request stays usable when the body is cut short here, so the answer still reaches the sender.
       for await (const chunk of stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
         if (length + chunk.length > MAX_WEBHOOK_BODY_BYTES) return tooLarge;
-        if (!grow(length + chunk.length)) return overBudget();
-        hash.update(chunk);
-        chunk.copy(buf, length);
+        if (length + chunk.length > lease.held && !lease.reserve(length + chunk.length - lease.held)) return overBudget;
         length += chunk.length;
+        hash.update(chunk);
+        parts.push(chunk);
       }
     } catch (err) {
       const code = (err as { code?: unknown })?.code;
@@ -271,7 +263,7 @@ async function readWebhookBody(stream: Readable | undefined, declared: number | 
       throw err;
     }
   }
-  return { raw: buf.subarray(0, length), sha256Hex: hash.digest('hex') };
+  return { parts, length, sha256Hex: hash.digest('hex') };
 }
 
 export function verifiesWithAny(delivery: Pick<SignedDelivery, 'message' | 'signature'>, keys: readonly KeyObject[]): boolean {
@@ -377,6 +369,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
     const refuse = (outcome: WebhookOutcome, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
       metrics.deliveries.inc({ outcome });
       req.log.warn({ outcome, reason: body.message }, 'webhook refused');
+      closeWithoutReading(reply.raw);
       return reply.code(STATUS[outcome]).headers({ connection: 'close', ...headers }).send(body);
     };
     const h = readSignedHeaders(req.headers, Math.floor(now() / 1000));
@@ -431,9 +424,9 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         if (body.outcome === 'busy') budgets.refused('webhooks', 'memory');
         const error = body.outcome === 'busy' ? 'Service Unavailable' : 'Payload Too Large';
         const retry: Record<string, string> = body.outcome === 'busy' ? { 'retry-after': String(BUSY_RETRY_AFTER_SECONDS) } : {};
+        closeWithoutReading(reply.raw);
         return finish(body.outcome, { error, message: body.reason }, { connection: 'close', ...retry });
       }
-      const raw = body.raw;
       const signed = signedDelivery(h, body.sha256Hex);
 
       let verified: boolean;
@@ -452,6 +445,8 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         return finish('invalid_signature', { error: 'Unauthorized', message: 'X-Svc-Webhook-Signature does not verify with any key of the key set' });
       }
 
+      // Verified: only now is the body joined into one buffer (the row keeps it raw).
+      const raw = Buffer.concat(body.parts, body.length);
       const stored = opts.writer.insert(webhookDeliveries, [deliveryRow(signed, raw, now())]);
       void opts.writer.flush(webhookDeliveries).catch(() => undefined);
       let timer: NodeJS.Timeout | undefined;
