@@ -282,6 +282,16 @@ export class PushBudgets {
       this.refusedTotal.inc({ endpoint, reason: 'slow' }),
     );
     if (registry) {
+      const slots = this.slots;
+      new Gauge({
+        name: 'tallyhouse_push_bodies_reading',
+        help: 'Push bodies holding a read slot, by endpoint (bounded by *_MAX_BODIES_READING).',
+        labelNames: ['endpoint'],
+        registers: [registry],
+        collect() {
+          for (const [endpoint, s] of Object.entries(slots)) this.set({ endpoint }, s.inUse);
+        },
+      });
       const unverified = this.unverified;
       new Gauge({
         name: 'tallyhouse_push_unverified_bytes',

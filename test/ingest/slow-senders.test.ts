@@ -17,6 +17,7 @@ import { DRAIN_PATH } from '../../src/ingest/drain/auth.js';
 import { testConfig } from '../support/store.js';
 
 const SECRET = 'k'.repeat(64);
+const TOKEN = 'drain-token-0123456789';
 const FARO_KEY = 'faro-key-0123456789abcdef';
 const SLOW = 32;
 const SHARE = { drain: 2, webhooks: 16, faro: 4 } as const;
@@ -39,6 +40,7 @@ beforeAll(async () => {
     JOBS_ENABLED: 'false',
     SVC_API_KEY: 'test-api-key-0123456789',
     LOG_DRAIN_SECRET: SECRET,
+    LOG_DRAIN_TOKEN: TOKEN,
     FARO_APP_KEYS: `web=${FARO_KEY}`,
     WEBHOOK_JWKS_URL: jwksUrl,
     // The test's limits: a body must bring 100 bytes per 6 s window; the whole request in 12 s.
@@ -88,12 +90,14 @@ interface SlowSender {
   /** Resolves when the connection ends: the status it was answered with, or 'closed' when none came. */
   ended: Promise<number | 'closed'>;
   open: boolean;
+  endedAt?: number;
 }
 
-/** A raw connection from 127.0.0.1 that sends its headers, then one byte of its 1000-byte body every 5 s. */
-function slowSender(endpoint: Endpoint, i: number): SlowSender {
-  const { path, headers } = slowHeaders(endpoint, i);
-  const socket = connect({ host: '127.0.0.1', port, localAddress: '127.0.0.1' });
+/** A raw connection (from 127.0.0.1 unless told) that sends its headers, then one byte of its 1000-byte body every 5 s. */
+function slowSender(endpoint: Endpoint, i: number, localAddress = '127.0.0.1', extraHeaders: Record<string, string> = {}): SlowSender {
+  const { path, headers: plausible } = slowHeaders(endpoint, i);
+  const headers = { ...plausible, ...extraHeaders };
+  const socket = connect({ host: '127.0.0.1', port, localAddress });
   sockets.push(socket);
   const head = [`POST ${path} HTTP/1.1`, `host: 127.0.0.1:${port}`, 'content-length: 1000', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
   socket.write(head);
@@ -109,6 +113,7 @@ function slowSender(endpoint: Endpoint, i: number): SlowSender {
       socket.on('close', () => {
         clearInterval(timer);
         sender.open = false;
+        sender.endedAt = ++events;
         const status = /^HTTP\/1\.1 (\d{3})/.exec(received);
         resolve(status ? Number(status[1]) : 'closed');
       }),
@@ -118,18 +123,26 @@ function slowSender(endpoint: Endpoint, i: number): SlowSender {
 }
 
 /** A complete request from another address (127.0.0.2): the legitimate sender. */
-function post(path: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; body: any }> {
+function post(path: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; body: any; at: number }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, localAddress: '127.0.0.2', method: 'POST', path, headers: { ...headers, 'content-length': String(body.length) } });
     req.on('response', (res) => {
       let text = '';
       res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined, at: ++events }));
     });
     req.on('error', reject);
     req.end(body);
   });
 }
+
+async function drainBodiesReading(): Promise<number> {
+  const text = await (await fetch(`${service.url}/metrics`)).text();
+  return Number(/^tallyhouse_push_bodies_reading\{endpoint="drain"\} (\d+)$/m.exec(text)?.[1] ?? NaN);
+}
+
+/** Order of events (answers, ends), to say which came first without a clock. */
+let events = 0;
 
 async function until(what: string, check: () => boolean): Promise<void> {
   while (!check()) {
@@ -201,5 +214,24 @@ describe('slow senders on every push endpoint', () => {
     const status = /^HTTP\/1\.1 (\d{3})/.exec(received)?.[1];
     expect(status === undefined || status === '408').toBe(true);
     expect(sent).toBeLessThan(10 * 1024 * 1024);
+  }, 60_000);
+
+  it('slow senders from as many addresses as there are drain slots are dropped for their rate, and the signed batch queued behind them is answered 200', async () => {
+    const slow = ['127.0.0.11', '127.0.0.12', '127.0.0.13', '127.0.0.14'].map((address, i) => slowSender('drain', 100 + i, address));
+    while ((await drainBodiesReading()) < 4) await new Promise((r) => setTimeout(r, 25));
+    const batch = Buffer.from(`${JSON.stringify({ timestamp: '2026-11-21T10:00:01.000Z', level: 'INFO', message: 'queued', svc_app_name: 'acme-app' })}\n`);
+    const res = await post(DRAIN_PATH, { 'content-type': 'application/x-ndjson', 'x-svc-signature': createHmac('sha256', SECRET).update(batch).digest('hex') }, batch);
+    expect([res.status, res.body.accepted]).toEqual([200, 1]);
+    const ends = await Promise.all(slow.map((s) => s.ended));
+    expect(ends.filter((e) => e !== 408 && e !== 'closed')).toEqual([]);
+    // The batch waited for a slot: it was answered only after a slow sender had been dropped.
+    expect(Math.min(...slow.map((s) => s.endedAt!))).toBeLessThan(res.at);
+  }, 60_000);
+
+  it('a wrong drain bearer token and a wrong Faro key are refused (401) while the body is still coming', async () => {
+    const drain = slowSender('drain', 200, '127.0.0.21', { authorization: 'Bearer not-the-token-0123' });
+    const faro = slowSender('faro', 201, '127.0.0.22', { 'x-api-key': 'not-a-faro-key-0123456789' });
+    expect(await drain.ended).toBe(401);
+    expect(await faro.ended).toBe(401);
   }, 60_000);
 });

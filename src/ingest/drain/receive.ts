@@ -7,7 +7,7 @@ import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { BUSY_RETRY_AFTER_SECONDS, remoteAddress, type BudgetLease, type PushBudgets } from '../body-budget.js';
+import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, remoteAddress, type BudgetLease, type PushBudgets } from '../body-budget.js';
 import { toDateTime64 } from '../../store/values.js';
 import { MAX_REJECT_RAW_BYTES, truncateUtf8, type BatchWriter } from '../../store/writer.js';
 import { checkCredentials, DRAIN_OFF_MESSAGE, DRAIN_PATH, type DrainAuth } from './auth.js';
@@ -121,6 +121,7 @@ async function handleDrain(req: FastifyRequest, reply: FastifyReply, opts: Drain
   const release = typeof slot === 'function' ? slot : 'refused' in slot ? slot : await slot;
   if (typeof release !== 'function') {
     opts.budgets.refused('drain', 'busy');
+    closeWithoutReading(reply.raw);
     return busy(release.refused);
   }
   const unwatch = opts.budgets.guard.watch(req.raw, reply.raw, 'drain');

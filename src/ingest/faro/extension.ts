@@ -16,7 +16,7 @@ import { openSpool } from '../drain/spool/open-spool.js';
 import { SpoolFullError, type StagedData } from '../drain/spool/spool.js';
 import { FARO_ITEM_COLUMNS } from '../../store/tables/faro-items.js';
 import { mapItems } from './map-items.js';
-import { BUSY_RETRY_AFTER_SECONDS, pushBudgets, remoteAddress } from '../body-budget.js';
+import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, pushBudgets, remoteAddress } from '../body-budget.js';
 
 export const FARO_PATH = '/v1/faro/collect';
 const REJECT_SOURCE = 'faro';
@@ -110,15 +110,21 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
           cors(req, reply);
           const key = req.headers['x-api-key'];
           const app = appOfKey(keys, Array.isArray(key) ? key[0] : key);
-          if (!app) return reply.code(401).send({ error: 'Unauthorized', message: 'x-api-key is missing or not one of FARO_APP_KEYS' });
+          // Refused before the body is read: the connection closes once answered, nothing of the body is read.
+          if (!app) {
+            closeWithoutReading(reply.raw);
+            return reply.code(401).header('connection', 'close').send({ error: 'Unauthorized', message: 'x-api-key is missing or not one of FARO_APP_KEYS' });
+          }
           const wait = limiter.take(app);
           if (wait > 0) {
-            return reply.code(429).header('retry-after', String(wait)).send({ error: 'Too Many Requests', message: `over FARO_RATE_LIMIT_PER_SECOND for ${app}; retry after ${wait} s` });
+            closeWithoutReading(reply.raw);
+            return reply.code(429).header('connection', 'close').header('retry-after', String(wait)).send({ error: 'Too Many Requests', message: `over FARO_RATE_LIMIT_PER_SECOND for ${app}; retry after ${wait} s` });
           }
           // A read slot (FARO_MAX_BODIES_READING, FARO_MAX_BODIES_PER_ADDRESS) and the slow-body guard while it reads.
           const slot = budgets.slots.faro.acquire(remoteAddress(req.raw));
           if (typeof slot !== 'function') {
             budgets.refused('faro', 'busy');
+            closeWithoutReading(reply.raw);
             const reason = 'refused' in slot ? slot.refused : 'no read slot';
             return reply.code(503).header('retry-after', String(BUSY_RETRY_AFTER_SECONDS)).header('connection', 'close').send({ error: 'Service Unavailable', message: `${reason}; retry after ${BUSY_RETRY_AFTER_SECONDS} s` });
           }
