@@ -155,8 +155,8 @@ export const ConfigSchema = z.object({
   PUSH_UNVERIFIED_MAX_BYTES: positiveInt.default(64 * 1024 * 1024),
   PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS: positiveInt.default(16 * 1024 * 1024),
   // Bodies read at once per endpoint, and per remote address on it (a few hostile connections cannot take
-  // every slot). Drain: beyond the total a body waits its turn; beyond its address's share, and on the others
-  // beyond either, 503 with Retry-After.
+  // every slot). Drain: beyond either a body waits, unread, and a freed slot goes to the first waiter whose address
+  // is under its share (the platform does not retry a failed batch); webhooks and Faro: 503 with Retry-After.
   LOG_DRAIN_MAX_BODIES_READING: positiveInt.default(4),
   LOG_DRAIN_MAX_BODIES_PER_ADDRESS: positiveInt.default(2),
   WEBHOOK_MAX_BODIES_READING: positiveInt.default(32),

@@ -44,14 +44,17 @@ export function closeWithoutReading(res: ServerResponse): void {
 export type SlotRefusal = { refused: string };
 
 /**
- * Bodies read at once on one endpoint: `max` in all, `perAddress` for one remote address (held or waiting), so
- * connections from one address cannot take every slot. `queue`: beyond `max` a body waits for a slot (its bytes
- * unread; the server's request deadline still ends the wait), else it is refused.
+ * Bodies read at once on one endpoint: `max` in all, `perAddress` from one remote address, so connections from one
+ * address cannot take every slot. Without `queue`, a body beyond either is refused (the sender retries). With
+ * `queue` (the drain: the platform does not retry a failed batch), it waits, its bytes unread, and a freed slot goes
+ * to the first waiter whose address is under its share: a legitimate sender is never behind a queue of one hostile
+ * address's connections. A wait ends at the server's request deadline (PUSH_BODY_TIMEOUT_MS, Node's 408), when the
+ * connection closes (`gone`), or with a slot.
  */
 export class ReadSlots {
   private busy = 0;
   private readonly byAddress = new Map<string, number>();
-  private readonly waiting: Array<{ grant: () => void }> = [];
+  private readonly waiting: Array<{ address: string; grant: () => void }> = [];
 
   constructor(
     readonly max: number,
@@ -64,6 +67,10 @@ export class ReadSlots {
     return this.busy;
   }
 
+  get waiters(): number {
+    return this.waiting.length;
+  }
+
   /**
    * A slot for a body from `address`: a release function (call it on every path; twice is harmless), a promise
    * of one when it waits its turn, or a refusal naming the limit. `gone` (the connection closed) leaves the queue.
@@ -72,49 +79,50 @@ export class ReadSlots {
     address: string,
     gone?: { once(event: 'close', fn: () => void): unknown; off(event: 'close', fn: () => void): unknown },
   ): (() => void) | Promise<(() => void) | SlotRefusal> | SlotRefusal {
-    const mine = this.byAddress.get(address) ?? 0;
-    if (mine >= this.perAddress) {
-      return { refused: `${this.perAddress} bodies from this address are being read already (${this.names.perAddress})` };
-    }
-    if (this.busy >= this.max && !this.queue) {
-      return { refused: `${this.max} bodies are being read already (${this.names.max})` };
-    }
-    this.byAddress.set(address, mine + 1);
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      const left = (this.byAddress.get(address) ?? 1) - 1;
-      if (left > 0) this.byAddress.set(address, left);
-      else this.byAddress.delete(address);
-      const next = this.waiting.shift();
-      if (next) next.grant(); // the slot passes on
-      else this.busy--;
-    };
-    if (this.busy < this.max) {
-      this.busy++;
-      return release;
+    if (this.free(address)) return this.take(address);
+    if (!this.queue) {
+      return (this.byAddress.get(address) ?? 0) >= this.perAddress
+        ? { refused: `${this.perAddress} bodies from this address are being read already (${this.names.perAddress})` }
+        : { refused: `${this.max} bodies are being read already (${this.names.max})` };
     }
     return new Promise((resolve) => {
       const onGone = () => {
         const at = this.waiting.indexOf(entry);
         if (at === -1) return; // granted already: the holder releases it
         this.waiting.splice(at, 1);
-        released = true;
-        const left = (this.byAddress.get(address) ?? 1) - 1;
-        if (left > 0) this.byAddress.set(address, left);
-        else this.byAddress.delete(address);
         resolve({ refused: 'the sender closed the connection while waiting' });
       };
       const entry = {
+        address,
         grant: () => {
           gone?.off('close', onGone);
-          resolve(release);
+          resolve(this.take(address));
         },
       };
       this.waiting.push(entry);
       gone?.once('close', onGone);
     });
+  }
+
+  private free(address: string): boolean {
+    return this.busy < this.max && (this.byAddress.get(address) ?? 0) < this.perAddress;
+  }
+
+  private take(address: string): () => void {
+    this.busy++;
+    this.byAddress.set(address, (this.byAddress.get(address) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.busy--;
+      const left = (this.byAddress.get(address) ?? 1) - 1;
+      if (left > 0) this.byAddress.set(address, left);
+      else this.byAddress.delete(address);
+      // The first waiter whose address is under its share gets the slot.
+      const next = this.waiting.findIndex((w) => this.free(w.address));
+      if (next !== -1) this.waiting.splice(next, 1)[0].grant();
+    };
   }
 }
 

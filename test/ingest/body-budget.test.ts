@@ -23,24 +23,40 @@ describe('ReadSlots', () => {
     expect(slots.inUse).toBe(3);
   });
 
-  it('a queueing endpoint: past the total a body waits, in order; its address share counts the waiting; a closed waiter leaves the queue', async () => {
-    const slots = new ReadSlots(2, 2, NAMES, true);
+  it('a queueing endpoint (the drain): beyond either limit a body waits; a freed slot goes to the first waiter whose address is under its share; a closed waiter leaves', async () => {
+    const slots = new ReadSlots(2, 1, NAMES, true);
+    const order: string[] = [];
+    const wait = (address: string, name: string, gone?: EventEmitter) => {
+      const got = slots.acquire(address, gone as never);
+      expect(got).toBeInstanceOf(Promise);
+      return (got as Promise<unknown>).then((r) => {
+        order.push(name);
+        return r as (() => void) | { refused: string };
+      });
+    };
     const a = slots.acquire('10.0.0.1') as () => void;
-    const b = slots.acquire('10.0.0.2') as () => void;
+    const b = wait('10.0.0.1', 'b'); // its address's share is taken
+    const c = slots.acquire('10.0.0.2') as () => void; // another address still gets the second slot
+    expect(typeof c).toBe('function');
+    const d = wait('10.0.0.3', 'd'); // both slots taken
+    const e = wait('10.0.0.1', 'e');
     const gone = new EventEmitter();
-    const waitingC = slots.acquire('10.0.0.3', gone as never) as Promise<unknown>;
-    const waitingD = slots.acquire('10.0.0.3') as Promise<unknown>;
-    expect(waitingC).toBeInstanceOf(Promise);
-    // 10.0.0.3 has two bodies waiting: its share is taken.
-    expect(slots.acquire('10.0.0.3')).toEqual({ refused: '2 bodies from this address are being read already (PER_ADDRESS)' });
+    const f = wait('10.0.0.4', 'f', gone);
+    expect(slots.waiters).toBe(4);
     gone.emit('close');
-    expect(await waitingC).toEqual({ refused: 'the sender closed the connection while waiting' });
+    expect(await f).toEqual({ refused: 'the sender closed the connection while waiting' });
+    c(); // 10.0.0.1 still holds its share: b is skipped, d (10.0.0.3) gets the slot
+    const dSlot = (await d) as () => void;
     a();
-    const d = (await waitingD) as () => void;
-    expect(typeof d).toBe('function');
-    expect(slots.inUse).toBe(2);
-    b();
-    d();
+    const bSlot = (await b) as () => void;
+    expect(order).toEqual(['f', 'd', 'b']);
+    bSlot();
+    const eSlot = (await e) as () => void;
+    expect(order).toEqual(['f', 'd', 'b', 'e']);
+    expect([slots.inUse, slots.waiters]).toEqual([2, 0]);
+    dSlot();
+    eSlot();
+    eSlot();
     expect(slots.inUse).toBe(0);
   });
 });

@@ -7,7 +7,7 @@ import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, remoteAddress, type BudgetLease, type PushBudgets } from '../body-budget.js';
+import { BUSY_RETRY_AFTER_SECONDS, remoteAddress, type BudgetLease, type PushBudgets } from '../body-budget.js';
 import { toDateTime64 } from '../../store/values.js';
 import { MAX_REJECT_RAW_BYTES, truncateUtf8, type BatchWriter } from '../../store/writer.js';
 import { checkCredentials, DRAIN_OFF_MESSAGE, DRAIN_PATH, type DrainAuth } from './auth.js';
@@ -115,15 +115,12 @@ async function handleDrain(req: FastifyRequest, reply: FastifyReply, opts: Drain
   if (spool.isFull()) return spoolFull(spool, true);
 
   // At most so many bodies are read at once, and fewer from one address (a few slow senders cannot take every
-  // slot); beyond the total the rest wait here, their bytes unread (the server's request deadline ends a wait).
+  // slot); the rest wait here, their bytes unread (the server's request deadline ends a wait).
   const address = remoteAddress(req.raw);
   const slot = opts.budgets.slots.drain.acquire(address, req.raw.socket);
   const release = typeof slot === 'function' ? slot : 'refused' in slot ? slot : await slot;
-  if (typeof release !== 'function') {
-    opts.budgets.refused('drain', 'busy');
-    closeWithoutReading(reply.raw);
-    return busy(release.refused);
-  }
+  // The drain's slots queue (the platform does not retry a failed batch): no refusal but a sender that left.
+  if (typeof release !== 'function') return clientGone();
   const unwatch = opts.budgets.guard.watch(req.raw, reply.raw, 'drain');
   const lease = opts.budgets.unverified.lease(address);
   try {
