@@ -151,7 +151,8 @@ export const ConfigSchema = z.object({
   PUSH_BODY_RATE_WINDOW_MS: positiveInt.default(10_000),
   // Bytes held by bodies whose signature needs the whole body (drain X-Svc-Signature, webhooks), over all of them
   // and per remote address; beyond, 503 with Retry-After. One body alone from its address may exceed the per-address
-  // share (up to its body limit), so it bounds several bodies at once, not the largest one.
+  // share (up to its body limit), so it bounds several bodies at once, not the largest one. Webhooks hold at most
+  // half of the total: the rest stays for the drain, whose batches the platform does not retry.
   PUSH_UNVERIFIED_MAX_BYTES: positiveInt.default(64 * 1024 * 1024),
   PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS: positiveInt.default(16 * 1024 * 1024),
   // Bodies read at once per endpoint, and per remote address on it (a few hostile connections cannot take

@@ -144,10 +144,18 @@ export class UnverifiedBytes {
   private readonly byAddress = new Map<string, number>();
   constructor(readonly limitBytes: number, readonly perAddressBytes: number) {}
 
-  lease(address: string): BudgetLease {
+  /** What webhook bodies hold together: at most half the budget, so forged webhooks cannot starve the drain. */
+  webhookBytes = 0;
+
+  /**
+   * A lease for one body from `address`. `webhook`: the body counts against the webhooks' half too; the other
+   * half is the drain's, whose batches the platform does not retry (webhooks it retries).
+   */
+  lease(address: string, opts: { webhook?: boolean } = {}): BudgetLease {
     let held = 0;
     let released = false;
     const budget = this;
+    const webhook = opts.webhook === true;
     return {
       get held() {
         return held;
@@ -157,6 +165,8 @@ export class UnverifiedBytes {
         const mine = budget.byAddress.get(address) ?? 0;
         const alone = mine === held; // nothing else of this address is held
         if (budget.used + bytes > budget.limitBytes || (mine + bytes > budget.perAddressBytes && !alone)) return false;
+        if (webhook && budget.webhookBytes + bytes > Math.floor(budget.limitBytes / 2)) return false;
+        if (webhook) budget.webhookBytes += bytes;
         budget.used += bytes;
         budget.byAddress.set(address, mine + bytes);
         held += bytes;
@@ -166,17 +176,13 @@ export class UnverifiedBytes {
         if (released) return;
         released = true;
         budget.used -= held;
+        if (webhook) budget.webhookBytes -= held;
         const left = (budget.byAddress.get(address) ?? held) - held;
         if (left > 0) budget.byAddress.set(address, left);
         else budget.byAddress.delete(address);
         held = 0;
       },
     };
-  }
-
-  /** Why a reservation failed, for the 503's message. */
-  refusal(): string {
-    return `too many unauthenticated body bytes are held (PUSH_UNVERIFIED_MAX_BYTES ${this.limitBytes}, PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS ${this.perAddressBytes}); retry after ${BUSY_RETRY_AFTER_SECONDS} s`;
   }
 }
 

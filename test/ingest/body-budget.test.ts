@@ -84,4 +84,17 @@ describe('UnverifiedBytes', () => {
     for (const l of [a2, b, c]) l.release();
     expect(budget.used).toBe(0);
   });
+
+  it('webhook bodies hold at most half the budget: the other half stays for the drain, whose batches are not retried', () => {
+    const budget = new UnverifiedBytes(100, 30);
+    const w1 = budget.lease('10.0.0.1', { webhook: true });
+    const w2 = budget.lease('10.0.0.2', { webhook: true });
+    const w3 = budget.lease('10.0.0.3', { webhook: true });
+    expect([w1.reserve(30), w2.reserve(20), w3.reserve(1)]).toEqual([true, true, false]); // 50 of 100: the webhooks' half
+    const drain = budget.lease('10.0.0.9');
+    expect(drain.reserve(50)).toBe(true); // alone from its address: past its share, within the drain's half
+    expect(budget.used).toBe(100);
+    w1.release();
+    expect([budget.webhookBytes, w3.reserve(30)]).toEqual([20, true]);
+  });
 });
