@@ -84,4 +84,15 @@ RENAME TABLE logs TO logs_022;
 
 RENAME TABLE logs_023_copy TO logs;
 
+-- A writer (another instance, a CLI fill, an older version during an upgrade of a server store) may have inserted
+-- into the old table after the copy read it and before the rename: those rows are in `logs_022` only. They are
+-- inserted again (the copies of what the copy already holds collapse, copy_rank being copied with origin and
+-- stored_at), before the old table is dropped. On a cluster this runs on the server connected to (replication
+-- carries it to the others of the shard).
+INSERT INTO logs (timestamp, level, app, app_id, request_id, job_id, endpoint, node, worker, source, isolate_source,
+                  message, attributes, received_at, batch_id, line, origin, stored_at)
+SELECT timestamp, level, app, app_id, request_id, job_id, endpoint, node, worker, source, isolate_source, message,
+       attributes, received_at, batch_id, line, origin, stored_at
+FROM logs_022;
+
 DROP TABLE IF EXISTS logs_022;
