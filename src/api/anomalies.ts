@@ -55,7 +55,7 @@ export interface DetectOptions {
   weeks: number;
   /** Past buckets needed at least to judge one. */
   minWeeks: number;
-  /** |score| that makes a finding, per grain (hourly series have more buckets, so a higher bar). */
+  /** |score| that makes a finding, per grain. */
   threshold: Record<Grain, number>;
   /** The spread is at least this share of |median|. */
   relativeFloor: number;
@@ -68,7 +68,7 @@ export interface DetectOptions {
 export const DEFAULT_DETECT_OPTIONS: DetectOptions = {
   weeks: 4,
   minWeeks: 3,
-  threshold: { day: 5, hour: 6 },
+  threshold: { day: 5, hour: 5 },
   relativeFloor: 0.06,
   absoluteFloor: { cost: 1, volume: 5, error_rate: 0.01, p95_latency: 0.05 },
   minRequests: 20,
@@ -182,7 +182,7 @@ export function detectSeries(
     if (past.length < options.minWeeks) continue;
     const centre = robustCentre(past);
     const spread = flooredSpread(series.measure, centre.median, centre.spread, point?.requests, options);
-    const score = (actual - centre.median) / spread;
+    const score = boundedByCounting(series.measure, (actual - centre.median) / spread, actual, centre.median, point?.requests);
     if (Math.abs(score) < threshold) continue;
     const direction: Direction = score > 0 ? 'up' : 'down';
     if (direction === 'down' && !counted(series.measure)) continue;
@@ -199,6 +199,18 @@ export function detectSeries(
     });
   }
   return findings;
+}
+
+/**
+ * An error rate over few requests is mostly counting noise, and the binomial spread of a rate near 0 is near 0:
+ * the score of a rise is also bounded by how far the error count is beyond what counting explains: the
+ * Anscombe-transformed Poisson count, 2 (sqrt(errors + 3/8) - sqrt(expected errors + 3/8)), near-normal even
+ * for an expected count under 1.
+ */
+export function boundedByCounting(measure: Measure, score: number, actual: number, expected: number, requests: number | undefined): number {
+  if (measure !== 'error_rate' || score <= 0 || !requests) return score;
+  const countScore = 2 * (Math.sqrt(actual * requests + 0.375) - Math.sqrt(Math.max(expected, 0) * requests + 0.375));
+  return Math.min(score, countScore);
 }
 
 /** Every bucket start in [fromMs, toMs) on the series' grid (aligned on its points; hours, or days of 24 h). */

@@ -40,9 +40,9 @@ describe('anomaly baseline (pure)', () => {
   });
 
   it('a quiet hourly series does not alarm on a few requests (absolute floor 5), but does on 40', () => {
-    // history 0 1 0 2: median 0.5, MAD 0.5 -> 0.74; floors 0.03, 5, sqrt(0.5) = 0.71: spread 5. 12: 11.5/5 = 2.3 < 6
+    // history 0 1 0 2: median 0.5, MAD 0.5 -> 0.74; floors 0.03, 5, sqrt(0.5) = 0.71: spread 5. 12: 11.5/5 = 2.3 < 5
     expect(detectSeries(volume, [...weeksBack([0, 1, 0, 2]), { startMs: t0, value: 12 }], t0, t0 + 3_600_000)).toEqual([]);
-    // 40: 39.5 / 5 = 7.9 >= 6
+    // 40: 39.5 / 5 = 7.9 >= 5
     const f = detectSeries(volume, [...weeksBack([0, 1, 0, 2]), { startMs: t0, value: 40 }], t0, t0 + 3_600_000);
     expect(f.map((x) => [x.expected, x.score, x.direction])).toEqual([[0.5, 7.9, 'up']]);
   });
@@ -50,16 +50,22 @@ describe('anomaly baseline (pure)', () => {
   it('an outage: 100 requests in an hour that had 990-1010 is a downward finding', () => {
     // median 1000, MAD 5 -> 7.4; floors 60 (6%), 5, sqrt(1000) = 31.6: spread 60; score -900/60 = -15
     const f = detectSeries(volume, [...weeksBack([1000, 1010, 990, 1000]), { startMs: t0, value: 100 }], t0, t0 + 3_600_000);
-    expect(f.map((x) => [x.score, x.direction, x.expectedLow, x.expectedHigh])).toEqual([[-15, 'down', 640, 1360]]);
+    expect(f.map((x) => [x.score, x.direction, x.expectedLow, x.expectedHigh])).toEqual([[-15, 'down', 700, 1300]]);
   });
 
   it('error rate: 20% of 100 requests against 2% is a finding (binomial floor); 10 requests are not judged; fewer errors never alarm', () => {
-    // median 0.02, MAD 0; floors 0.0012, 0.01, sqrt(0.02 x 0.98 / 100) = 0.014: spread 0.014; score 0.18 / 0.014
+    // median 0.02, MAD 0; floors 0.0012, 0.01, sqrt(0.02 x 0.98 / 100) = 0.014: spread 0.014; rate score 0.18 / 0.014
+    // = 12.9; bounded by the count: 20 errors where 2 were expected, 2 (sqrt(20.375) - sqrt(2.375)) = 5.95 >= 5
     const f = detectSeries(errors, [...weeksBack([0.02, 0.02, 0.02, 0.02], t0, 500), { startMs: t0, value: 0.2, requests: 100 }], t0, t0 + 3_600_000);
     expect(f).toHaveLength(1);
-    expect(f[0].score).toBeCloseTo(0.18 / 0.014, 9);
+    expect(f[0].score).toBeCloseTo(2 * (Math.sqrt(20.375) - Math.sqrt(2.375)), 9);
     expect(detectSeries(errors, [...weeksBack([0.02, 0.02, 0.02, 0.02], t0, 500), { startMs: t0, value: 0.5, requests: 10 }], t0, t0 + 3_600_000)).toEqual([]);
     expect(detectSeries(errors, [...weeksBack([0.2, 0.2, 0.2, 0.2], t0, 500), { startMs: t0, value: 0, requests: 500 }], t0, t0 + 3_600_000)).toEqual([]);
+  });
+
+  it('3 errors in 30 requests against an error-free history is counting noise, not a finding', () => {
+    // rate score: median 0, spread max(0, 0.01, 0) = 0.01: 0.1 / 0.01 = 10; count score 2 (sqrt(3.375) - sqrt(0.375)) = 2.45 < 5
+    expect(detectSeries(errors, [...weeksBack([0, 0, 0, 0], t0, 500), { startMs: t0, value: 0.1, requests: 30 }], t0, t0 + 3_600_000)).toEqual([]);
   });
 
   it('needs 3 weeks of history: a new series, or one with 2 past weeks, is not judged', () => {
