@@ -38,7 +38,7 @@ const cronExpression = z
  * Every scheduled job's schedule can be overridden with JOB_<NAME>_CRON. The names of jobs/index.ts's list, in its
  * order (test/jobs/job-list.test.ts checks); listed here because config must not import the jobs (an import cycle).
  */
-export const JOB_NAMES = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions', 'logs', 'queue'] as const;
+export const JOB_NAMES = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions', 'logs', 'queue', 'anomalies'] as const;
 const jobCronFields = Object.fromEntries(JOB_NAMES.map((n) => [`JOB_${n.toUpperCase()}_CRON`, cronExpression.optional()])) as Record<
   `JOB_${Uppercase<(typeof JOB_NAMES)[number]>}_CRON`,
   z.ZodOptional<typeof cronExpression>
@@ -131,6 +131,12 @@ export const ConfigSchema = z.object({
   REQUESTS_RECOLLECT_HOURS: z.coerce.number().int().min(0).max(24 * 14).default(6),
   PRICES_FILE: optionalString,
   ANALYTICS_TIMEFRAME: z.enum(['minute', 'hour', 'day']).default('hour'),
+  // Anomaly findings posted as signed JSON (issue 32.2): off when unset. The secret signs each body (HMAC-SHA256).
+  NOTIFY_WEBHOOK_URL: url.optional(),
+  NOTIFY_WEBHOOK_SECRET: z.string().min(MIN_HMAC_SECRET_LENGTH, `expected a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters`).optional(),
+  NOTIFY_TIMEOUT_MS: positiveInt.default(10_000), // one delivery attempt: connect, headers and body
+  NOTIFY_MAX_ATTEMPTS: positiveInt.default(5), // attempts per finding and job run (backoff 1 s, 2 s, 4 s, ...); the next run tries again
+  NOTIFY_MAX_AGE_HOURS: positiveInt.default(48), // findings whose bucket starts earlier are not posted (a backfill does not flood the receiver)
 
   // Log drain (issue 7).
   LOG_DRAIN_SECRET: z
@@ -247,6 +253,9 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
       if (!byVariable.has(variable)) byVariable.set(variable, describeIssue(issue));
     }
     throw new ConfigError([...byVariable].map(([variable, expected]) => ({ variable, expected })));
+  }
+  if (result.data.NOTIFY_WEBHOOK_URL && !result.data.NOTIFY_WEBHOOK_SECRET) {
+    throw new ConfigError([{ variable: 'NOTIFY_WEBHOOK_SECRET', expected: `a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters (NOTIFY_WEBHOOK_URL is set: notifications are signed)` }]);
   }
   return Object.freeze(result.data);
 }
