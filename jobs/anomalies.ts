@@ -34,7 +34,7 @@ export const anomaliesJob = defineJob({
           secret: config.NOTIFY_WEBHOOK_SECRET,
           timeoutMs: config.NOTIFY_TIMEOUT_MS,
           maxAttempts: config.NOTIFY_MAX_ATTEMPTS,
-          backoffMs: 1_000,
+          backoffMs: config.NOTIFY_BACKOFF_MS,
           maxAgeHours: config.NOTIFY_MAX_AGE_HOURS,
         },
         { nowMs, log: ctx.log, signal: ctx.signal },

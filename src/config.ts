@@ -135,7 +135,8 @@ export const ConfigSchema = z.object({
   NOTIFY_WEBHOOK_URL: url.optional(),
   NOTIFY_WEBHOOK_SECRET: z.string().min(MIN_HMAC_SECRET_LENGTH, `expected a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters`).optional(),
   NOTIFY_TIMEOUT_MS: positiveInt.default(10_000), // one delivery attempt: connect, headers and body
-  NOTIFY_MAX_ATTEMPTS: positiveInt.default(5), // attempts per finding and job run (backoff 1 s, 2 s, 4 s, ...); the next run tries again
+  NOTIFY_MAX_ATTEMPTS: positiveInt.default(5), // attempts per finding and job run (backoff NOTIFY_BACKOFF_MS, doubled each time); the next run tries again
+  NOTIFY_BACKOFF_MS: positiveInt.default(1_000), // first retry delay, doubled on each further retry, at most 30 s
   NOTIFY_MAX_AGE_HOURS: positiveInt.default(48), // findings whose bucket starts earlier are not posted (a backfill does not flood the receiver)
 
   // Log drain (issue 7).
