@@ -122,6 +122,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { logsRoutes },
     { logStreamRoutes },
     { requestCostRoutes },
+    { anomalyRoutes },
     { businessMetricsExtension },
     { logDrainExtension },
     { webhookExtension },
@@ -136,6 +137,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./api/logs-routes.js'),
     import('./api/log-stream-route.js'),
     import('./api/request-cost-routes.js'),
+    import('./api/anomaly-routes.js'),
     import('./http/business-metrics.js'),
     import('./ingest/drain/extension.js'),
     import('./ingest/webhooks.js'),
@@ -150,7 +152,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
   const jobRunner: JobRunnerHandle = {};
   return [
     businessMetricsExtension(),
-    apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes]),
+    apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, anomalyRoutes]),
     logDrainExtension({ demoSecret: demo.drainSecret }),
     webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
     faroExtension({ demoKey: config.FARO_APP_KEYS ? undefined : demo.faroKey }),
