@@ -4,6 +4,7 @@ import { currentStoreGeneration, gauge } from '../metrics.js';
 import { lastSuccessByJob } from '../store/tables/job-runs.js';
 import { costSinceByApp } from '../store/tables/usage-buckets.js';
 import { latestQueueSizes } from '../store/tables/queue-samples.js';
+import { anomaliesOpen } from './anomaly-gauge.js';
 
 const CACHE_MS = 60_000;
 export const OTHER_APPS = '__other__';
@@ -115,7 +116,7 @@ export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): v
 }
 
 /** Registers the business gauges with the service's registry. */
-export function businessMetricsExtension(gauges: BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize]): Extension {
+export function businessMetricsExtension(gauges: BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize, anomaliesOpen]): Extension {
   return async (rt) => {
     registerBusinessMetrics(rt, gauges);
   };

@@ -6,6 +6,8 @@ import { anomalies, type AnomalyRow } from '../../src/store/tables/anomalies.js'
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { testConfig } from '../support/store.js';
+import { anomaliesOpen } from '../../src/http/anomaly-gauge.js';
+import { toDateTime64 } from '../../src/store/values.js';
 
 let service: Service;
 
@@ -68,5 +70,25 @@ describe('GET /api/v1/anomalies', () => {
     const res = await fetch(`${service.url}/api/v1/anomalies?measure=weather`);
     expect(res.status).toBe(400);
     expect(JSON.stringify(await res.json())).toContain('measure');
+  });
+
+  it('tallyhouse_anomalies_open counts the findings of the last 48 hours per measure, each once, 0 where none', async () => {
+    // Two versions of one recent error-rate finding and a recent tombstoned volume one; the fixtures above are older.
+    const recent = toDateTime64(new Date(Date.now() - 3_600_000));
+    const w = service.writer;
+    const written = w.insert(anomalies, [
+      row({ finding_id: 'r-err', measure: 'error_rate', grain: 'hour', bucket: recent, version: 1 }),
+      row({ finding_id: 'r-err', measure: 'error_rate', grain: 'hour', bucket: recent, version: 2 }),
+      row({ finding_id: 'r-vol', series_id: 'acme/v', measure: 'volume', grain: 'hour', bucket: recent, version: 1 }),
+      row({ finding_id: 'r-vol', series_id: 'acme/v', measure: 'volume', grain: 'hour', bucket: recent, version: 2, is_deleted: 1 }),
+    ]);
+    await w.flush();
+    await written;
+    expect(await anomaliesOpen.read(service)).toEqual([
+      { labels: { kind: 'cost' }, value: 0 },
+      { labels: { kind: 'volume' }, value: 0 },
+      { labels: { kind: 'error_rate' }, value: 1 },
+      { labels: { kind: 'p95_latency' }, value: 0 },
+    ]);
   });
 });
