@@ -24,6 +24,9 @@ export const anomaliesJob = defineJob({
     const timezone = ctx.timezone ?? config.TIMEZONES[0];
     const nowMs = ctx.now().getTime();
     const { fromMs, toMs } = ctx.range ? ctx.range.instants(timezone) : { fromMs: Math.floor(nowMs / HOUR_MS) * HOUR_MS - 2 * DAY_MS, toMs: nowMs };
+    if (config.ANALYTICS_TIMEFRAME !== 'hour') {
+      ctx.log.warn(`anomalies: volume, error rate and latency are judged from hourly analytics; ANALYTICS_TIMEFRAME is ${config.ANALYTICS_TIMEFRAME}, so only cost is judged`);
+    }
     const result = await evaluateAnomalies(ctx, { timezone, fromMs, toMs, nowMs });
     ctx.log.info(result, `anomalies: ${result.findings} finding(s) over ${result.series} series`);
     if (config.NOTIFY_WEBHOOK_URL && config.NOTIFY_WEBHOOK_SECRET) {
