@@ -107,6 +107,8 @@ export const ConfigSchema = z.object({
   // Collectors (their schedules are JOB_<NAME>_CRON, read by jobs/).
   USAGE_APPS: csvList.optional(),
   USAGE_RECOLLECT_DAYS: z.coerce.number().int().min(0).max(62).default(3),
+  // Hours after a day's end during which the platform may still bill into it (src/api/finality.ts).
+  LATE_BILLING_WINDOW_HOURS: z.coerce.number().int().min(0).max(24 * 62).default(48),
   // Run every job once at start-up (then on its schedule); needs JOBS_ENABLED.
   STARTUP_JOBS: bool.default(true),
   JOBS_ENABLED: bool.default(true),

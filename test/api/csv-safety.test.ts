@@ -199,6 +199,7 @@ describe('29.3: no line of any cell of any CSV route starts a formula', () => {
   // Each CSV route, the column holding the stored text and the columns that must stay numbers.
   const ROUTES: Record<string, { query: () => string; text: string; numbers: string[] }> = {
     '/cost': { query: () => 'from=2026-10-01&to=2026-10-02&group_by=app', text: 'app', numbers: ['machine_seconds', 'cost'] },
+    '/cost/changes': { query: () => 'from=2026-10-01&to=2026-10-02&group_by=app', text: 'app', numbers: ['current_cost', 'difference'] },
     '/cost/requests': { query: () => 'from=2026-10-01&to=2026-10-02', text: 'endpoint_id', numbers: ['request_count', 'billable_units'] },
     '/reports/finance': { query: () => 'month=2026-10', text: 'app', numbers: [] },
     '/reports/focus': { query: () => 'month=2026-10', text: 'ResourceName', numbers: ['BilledCost'] },
