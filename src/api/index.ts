@@ -14,6 +14,7 @@ import { CostResponse, FinanceResponse, FocusResponse } from './responses.js';
 import { focusOptions, focusReport, focusTable, FocusNoDataError, FOCUS_COLUMNS } from './focus.js';
 import { costChangeRoutes } from './cost-changes-routes.js';
 import { loadFinality } from './finality-report.js';
+import { budgetRoutes } from './budgets-routes.js';
 
 export const API_PREFIX = '/api/v1';
 
@@ -60,6 +61,7 @@ export function apiExtension(extraRoutes: ApiRoutes[] = []): Extension {
         };
         costRoutes(app, registry, reader);
         costChangeRoutes(app, registry, reader, checkTimezone);
+        budgetRoutes(app, registry, reader, checkTimezone);
         for (const routes of extraRoutes) routes(app, registry, reader);
         // GET /api/v1: where to go from here.
         app.get('/', async () => ({
