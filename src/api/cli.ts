@@ -54,7 +54,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
     return 2;
   }
   return withCommandRuntime(getConfig(), async (rt) => {
-    const report = await financeReport(rt.store, values.month!, timezone);
+    const report = await financeReport(rt.store, values.month!, timezone, new Date(), { windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
     const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES });
     if (!problem && !rt.config.TIMEZONES.includes(timezone)) {
       io.err(`tallyhouse report finance: warning: ${timezone} is not in TIMEZONES, so scheduled runs do not keep its usage up to date\n`);

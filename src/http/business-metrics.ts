@@ -7,6 +7,7 @@ import { latestQueueSizes } from '../store/tables/queue-samples.js';
 import { openFindingsByMeasure } from '../store/tables/anomalies.js';
 import { MEASURES } from '../api/anomalies.js';
 import { toDateTime64 } from '../store/values.js';
+import { budgetsReport, configuredBudgets } from '../api/budgets-report.js';
 
 const CACHE_MS = 60_000;
 export const OTHER_APPS = '__other__';
@@ -98,6 +99,38 @@ export const anomaliesOpen: BusinessGauge = {
   },
 };
 
+/** Each budget's figures (src/api/budgets.ts), for the budget alerts: amount, spent, forecast and its interval. */
+export const budgetFiguresGauge: BusinessGauge = {
+  name: 'tallyhouse_budget',
+  help: 'Budgets (BUDGETS, BUDGETS_FILE, APP_BUDGETS) this month in the first TIMEZONES zone: figure = amount | spent | forecast | forecast_low | forecast_high, in the currency of the label.',
+  labelNames: ['scope', 'name', 'currency', 'figure'],
+  async read(rt) {
+    const budgets = configuredBudgets(rt.config);
+    if (budgets.length === 0) return [];
+    const report = await budgetsReport(rt.store, budgets, { timezone: rt.config.TIMEZONES[0] });
+    return report.budgets.flatMap((b) => {
+      const labels = { scope: b.scope, name: b.name, currency: b.currency };
+      const figures: Array<[string, string | null]> = [['amount', b.amount], ['spent', b.spent], ['forecast', b.forecast], ['forecast_low', b.interval.low], ['forecast_high', b.interval.high]];
+      return figures.filter(([, v]) => v !== null).map(([figure, v]) => ({ labels: { ...labels, figure }, value: Number(v) }));
+    });
+  },
+};
+
+const STATUS_VALUE = { ok: 0, at_risk: 1, over: 2 } as const;
+
+/** Each budget's status as a number: 0 ok, 1 at_risk, 2 over (the alert rules TallyhouseBudgetAtRisk and TallyhouseBudgetOver). */
+export const budgetStatusGauge: BusinessGauge = {
+  name: 'tallyhouse_budget_status',
+  help: 'Budget status this month: 0 ok, 1 at_risk (the forecast interval reaches the amount), 2 over (spent passed it).',
+  labelNames: ['scope', 'name', 'currency'],
+  async read(rt) {
+    const budgets = configuredBudgets(rt.config);
+    if (budgets.length === 0) return [];
+    const report = await budgetsReport(rt.store, budgets, { timezone: rt.config.TIMEZONES[0] });
+    return report.budgets.map((b) => ({ labels: { scope: b.scope, name: b.name, currency: b.currency }, value: STATUS_VALUE[b.status] }));
+  },
+};
+
 /**
  * Registers gauges whose values come from the store, read in the registry's collect callback at most once a
  * minute (a scrape every few seconds costs one query a minute), or sooner when a job committed new data. A failing read keeps the last values and counts
@@ -137,7 +170,7 @@ export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): v
 }
 
 /** Registers the business gauges with the service's registry. */
-export function businessMetricsExtension(gauges: BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize, anomaliesOpen]): Extension {
+export function businessMetricsExtension(gauges: BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize, budgetFiguresGauge, budgetStatusGauge, anomaliesOpen]): Extension {
   return async (rt) => {
     registerBusinessMetrics(rt, gauges);
   };
