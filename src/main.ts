@@ -122,6 +122,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { logsRoutes },
     { logStreamRoutes },
     { requestCostRoutes },
+    { anomalyRoutes },
     { businessMetricsExtension },
     { logDrainExtension },
     { webhookExtension },
@@ -139,6 +140,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./api/logs-routes.js'),
     import('./api/log-stream-route.js'),
     import('./api/request-cost-routes.js'),
+    import('./api/anomaly-routes.js'),
     import('./http/business-metrics.js'),
     import('./ingest/drain/extension.js'),
     import('./ingest/webhooks.js'),
@@ -156,7 +158,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
   const jobRunner: JobRunnerHandle = {};
   return [
     businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare]),
-    apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes]),
+    apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes, anomalyRoutes]),
     logDrainExtension({ demoSecret: demo.drainSecret }),
     webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
     faroExtension({ demoKey: config.FARO_APP_KEYS ? undefined : demo.faroKey }),

@@ -54,6 +54,8 @@ const COMMON = {
   ProviderName: 'Svc',
   PublisherName: 'Svc',
   SkuPriceDetails: null,
+  // The fake store answers the finality queries with no rows: no day has had its agreeing re-collection yet.
+  x_Final: 'false',
 };
 const SERVERLESS_SERVICE = { ServiceCategory: 'Compute', ServiceSubcategory: 'Serverless Compute', ServiceName: 'Serverless', SkuMeter: 'Machine Time', x_Product: 'serverless' };
 const MODEL_SERVICE = {
@@ -137,7 +139,8 @@ describe('FOCUS rows, worked by hand', () => {
     const { store, asked } = fakeStore(SERVERLESS, MODELS);
     const rows = await focusReport(store, '2026-04', OPTS);
     expect(rows).toEqual(EXPECTED);
-    expect(asked.map((a) => a.params)).toEqual([{ from: '2026-04-01', to: '2026-05-01' }, { from: '2026-04-01', to: '2026-05-01' }]);
+    const charges = asked.filter((a) => a.sql === focusServerlessCharges.sql || a.sql === focusModelCharges.sql);
+    expect(charges.map((a) => a.params)).toEqual([{ from: '2026-04-01', to: '2026-05-01' }, { from: '2026-04-01', to: '2026-05-01' }]);
     expect(checkFocusCsv(toCsv(focusTable(rows)))).toEqual([]);
   });
 
