@@ -6,6 +6,7 @@ import type { Store } from '../store/client.js';
 import { costByGroups } from '../store/tables/usage-buckets.js';
 import { modelCostByGroups } from '../store/tables/model-usage.js';
 import { budgetFigures, type Budget, type BudgetFigures, type DailyCost } from './budgets.js';
+import { loadFinality } from './finality-report.js';
 
 export function configuredBudgets(config: Pick<Config, 'BUDGETS' | 'BUDGETS_FILE' | 'APP_BUDGETS' | 'BUDGET_CURRENCY'>): Budget[] {
   const listed = [...config.BUDGETS, ...config.BUDGETS_FILE].map((b) => ({ scope: b.scope, name: b.name, amount: b.amount, currency: b.currency ?? config.BUDGET_CURRENCY }));
@@ -19,14 +20,15 @@ export interface BudgetsReport {
   month: string;
   timezone: string;
   today: string;
-  budgets: BudgetFigures[];
+  /** spent_final: every day of the month so far is final for the budget's product (src/api/finality.ts). */
+  budgets: Array<BudgetFigures & { spent_final: boolean }>;
 }
 
 /** Every configured budget's figures for `month` (default: the current one) as of `today` (default: now), in `timezone`. */
 export async function budgetsReport(
   store: Pick<Store, 'client'>,
   budgets: Budget[],
-  q: { timezone: string; month?: string; today?: string },
+  q: { timezone: string; month?: string; today?: string; windowHours?: number },
 ): Promise<BudgetsReport> {
   const today = q.today ?? DateTime.now().setZone(q.timezone).toISODate()!;
   const month = q.month ?? today.slice(0, 7);
@@ -53,10 +55,17 @@ export async function budgetsReport(
     for (const r of await costByGroups(store, { ...range, groupBy: ['day'], apps: [] })) put(`product|serverless|${r.currency}`, String(r.day), r.cost);
     for (const r of await modelCostByGroups(store, { ...range, groupBy: ['day'], endpoints: [] })) put(`product|model_api|${r.currency}`, String(r.day), r.cost);
   }
+  const upTo = today < to ? DateTime.fromISO(today, { zone: 'UTC' }).plus({ days: 1 }).toISODate()! : to;
+  const finalOf = async (product: 'serverless' | 'model_api') =>
+    upTo <= from ? false : (await loadFinality(store, { product, timezone: q.timezone, from, to: upTo, windowHours: q.windowHours ?? 48 })).final;
+  const final = { serverless: await finalOf('serverless'), model_api: await finalOf('model_api') };
   return {
     month,
     timezone: q.timezone,
     today,
-    budgets: budgets.map((b) => budgetFigures({ budget: b, month, today, costs: daily.get(`${b.scope}|${b.name}|${b.currency}`) ?? [] })),
+    budgets: budgets.map((b) => ({
+      ...budgetFigures({ budget: b, month, today, costs: daily.get(`${b.scope}|${b.name}|${b.currency}`) ?? [] }),
+      spent_final: final[b.scope === 'app' || (b.scope === 'product' && b.name === 'serverless') ? 'serverless' : 'model_api'],
+    })),
   };
 }

@@ -26,11 +26,12 @@ export const BudgetsResponse = z.object({
         level: z.number().describe('0.9: forecast -/+ 1.645 x s x sqrt(r + r^2 / d)'),
       }),
       status: z.enum(['ok', 'at_risk', 'over']).describe('over: spent passed the amount; at_risk: the interval reaches it'),
+      spent_final: z.boolean().describe("spent can no longer change: every day of the month so far is final for the budget's product"),
     }),
   ),
 });
 
-const COLUMNS = ['scope', 'name', 'currency', 'amount', 'spent', 'forecast', 'forecast_low', 'forecast_high', 'status', 'days_elapsed', 'days_in_month'];
+const COLUMNS = ['scope', 'name', 'currency', 'amount', 'spent', 'forecast', 'forecast_low', 'forecast_high', 'status', 'days_elapsed', 'days_in_month', 'spent_final'];
 
 /** GET /budgets: each configured budget's spend, month-end forecast with interval, and status (src/api/budgets.ts). */
 export function budgetRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime, checkTimezone: (rt: Runtime, tz: string) => Promise<void>): void {
@@ -52,7 +53,7 @@ export function budgetRoutes(app: FastifyInstance, registry: RouteRegistry, rt: 
       const timezone = q.timezone ?? rt.config.TIMEZONES[0];
       await checkTimezone(rt, timezone);
       if (q.month && q.today && q.today < `${q.month}-01`) throw badParameter('today', `expected a day on or after ${q.month}-01`);
-      const report = await budgetsReport(rt.store, configuredBudgets(rt.config), { timezone, month: q.month, today: q.today });
+      const report = await budgetsReport(rt.store, configuredBudgets(rt.config), { timezone, month: q.month, today: q.today, windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
       const table = {
         columns: COLUMNS,
         rows: report.budgets.map((b) => ({
@@ -67,6 +68,7 @@ export function budgetRoutes(app: FastifyInstance, registry: RouteRegistry, rt: 
           status: b.status,
           days_elapsed: b.days_elapsed,
           days_in_month: b.days_in_month,
+          spent_final: b.spent_final,
         })),
       };
       return sendTable(reply, request, q.format, table, () => report, `budgets-${report.month}.csv`);

@@ -178,6 +178,7 @@ async function changesCommand(args: string[]): Promise<number> {
       baselineTo: `${nextMonth(baseline, 1)}-01`,
       product: product as 'all' | 'serverless' | 'model_api',
       groupBy,
+      windowHours: rt.config.LATE_BILLING_WINDOW_HOURS,
     });
     if (report.groups.length === 0) {
       io.err(`tallyhouse report changes: no cost collected in ${baseline} or ${month} (${timezone}); collect it with \`tallyhouse collect usage --from ... --to ...\` and \`collect models\`\n`);

@@ -2,7 +2,7 @@
 // of the world and the time, so the truth (which reads the same world) knows them and reruns answer the same
 // bytes. The truth endpoint lists them (`GET /_sim/truth?kind=scenario`).
 //
-// Kinds (times are ISO 8601 UTC, `to` exclusive and optional):
+// Kinds (times are ISO 8601, or now/today with an offset such as today-10d; `to` exclusive and optional):
 //   volume       { target, from, to?, factor }       request/call volume of an endpoint or app (or '*') x factor
 //   price        { endpoint, from, unit_price }      a model endpoint's unit price (decimal, its currency) from `from`
 //   runaway_key  { api_key_id, endpoint?, from, to?, factor }
@@ -43,6 +43,8 @@ interface Compiled {
   priceNanos: number;
   errorRate: number;
   apiKeyId: string;
+  from: TimeSpec;
+  to: TimeSpec | null;
 }
 
 export interface Scenario {
@@ -57,10 +59,25 @@ export class ScenarioError extends Error {}
 
 const KINDS = ['volume', 'price', 'runaway_key', 'errors', 'latency', 'new_endpoint', 'holiday'] as const;
 
-function time(v: unknown, what: string): number {
+/** A time of the file: ISO 8601, or relative to the world's now: `now-3d`, `today-10d` (UTC midnight), `now+6h`. */
+type TimeSpec = { ms: number } | { anchor: 'now' | 'today'; offsetMs: number };
+
+const RELATIVE = /^(now|today)(?:([+-])(\d+)([dh]))?$/;
+
+function time(v: unknown, what: string): TimeSpec {
+  const m = typeof v === 'string' ? RELATIVE.exec(v) : null;
+  if (m) {
+    const n = m[3] === undefined ? 0 : Number(m[3]) * (m[4] === 'd' ? 86_400_000 : 3_600_000);
+    return { anchor: m[1] as 'now' | 'today', offsetMs: m[2] === '-' ? -n : n };
+  }
   const ms = typeof v === 'string' ? Date.parse(v) : NaN;
-  if (!Number.isFinite(ms)) throw new ScenarioError(`scenario: ${what}: expected an ISO 8601 time`);
-  return ms;
+  if (!Number.isFinite(ms)) throw new ScenarioError(`scenario: ${what}: expected an ISO 8601 time, or now/today with an offset such as today-10d or now-6h`);
+  return { ms };
+}
+
+function resolve(t: TimeSpec, nowMs: number): number {
+  if ('ms' in t) return t.ms;
+  return (t.anchor === 'today' ? Math.floor(nowMs / 86_400_000) * 86_400_000 : nowMs) + t.offsetMs;
 }
 
 /** Decimal text to integer nanos, exactly (at most 9 decimals). */
@@ -77,9 +94,12 @@ export function parseScenario(value: unknown): Scenario {
   const compiled = v.events.map((e, i): Compiled => {
     const at = `events[${i}]`;
     if (!e || !KINDS.includes(e.kind)) throw new ScenarioError(`scenario: ${at}.kind: expected one of ${KINDS.join(', ')}`);
-    const fromMs = time(e.from, `${at}.from`);
-    const toMs = e.to === undefined ? Infinity : time(e.to, `${at}.to`);
-    if (toMs <= fromMs) throw new ScenarioError(`scenario: ${at}.to: expected a time after from`);
+    const from = time(e.from, `${at}.from`);
+    const to = e.to === undefined ? null : time(e.to, `${at}.to`);
+    // Relative times are placed when the scenario meets its world (attachScenario); absolute ones are checked now.
+    if (to && 'ms' in to && 'ms' in from && to.ms <= from.ms) throw new ScenarioError(`scenario: ${at}.to: expected a time after from`);
+    const fromMs = 'ms' in from ? from.ms : NaN;
+    const toMs = to === null ? Infinity : 'ms' in to ? to.ms : NaN;
     const factor = e.factor ?? (e.kind === 'holiday' ? 0.2 : 1);
     if (!(typeof factor === 'number' && factor >= 0 && factor <= 1000)) throw new ScenarioError(`scenario: ${at}.factor: expected a number from 0 to 1000`);
     const target = e.kind === 'holiday' ? '*' : e.endpoint ?? e.target ?? (e.kind === 'runaway_key' ? '*' : '');
@@ -91,7 +111,7 @@ export function parseScenario(value: unknown): Scenario {
     if (e.kind === 'errors' && !(errorRate >= 0 && errorRate <= 1)) throw new ScenarioError(`scenario: ${at}.error_rate: expected a number from 0 to 1`);
     if (e.kind === 'runaway_key' && !(typeof e.api_key_id === 'string' && e.api_key_id)) throw new ScenarioError(`scenario: ${at}.api_key_id: required for runaway_key`);
     if (e.kind === 'runaway_key' && factor < 1) throw new ScenarioError(`scenario: ${at}.factor: a runaway key adds calls (factor >= 1)`);
-    return { kind: e.kind, target, fromMs, toMs, factor, priceNanos, errorRate, apiKeyId: e.api_key_id ?? '' };
+    return { kind: e.kind, target, fromMs, toMs, factor, priceNanos, errorRate, apiKeyId: e.api_key_id ?? '', from, to };
   });
   return { name: typeof v.name === 'string' ? v.name : 'scenario', events: v.events.map((e) => ({ ...e })), compiled };
 }
@@ -115,7 +135,14 @@ export function readScenarioFile(path: string): Scenario {
 const scenarios = new WeakMap<World, Scenario>();
 
 /** Binds a scenario to a world before anything is generated from it. */
-export function attachScenario(world: World, scenario: Scenario, apiKeyIds: string[]): void {
+export function attachScenario(world: World, given: Scenario, apiKeyIds: string[]): void {
+  // This world's own copy: relative times resolve against its now, and one parsed scenario may serve several worlds.
+  const scenario: Scenario = { ...given, compiled: given.compiled.map((c) => ({ ...c })) };
+  for (const [i, c] of scenario.compiled.entries()) {
+    c.fromMs = resolve(c.from, world.initialNowMs);
+    c.toMs = c.to === null ? Infinity : resolve(c.to, world.initialNowMs);
+    if (c.toMs <= c.fromMs) throw new ScenarioError(`scenario: events[${i}].to: expected a time after from`);
+  }
   for (const [i, c] of scenario.compiled.entries()) {
     if (c.kind === 'runaway_key' && !apiKeyIds.includes(c.apiKeyId)) throw new ScenarioError(`scenario: events[${i}].api_key_id: expected one of ${apiKeyIds.join(', ')}`);
   }
@@ -197,7 +224,16 @@ export function latencyFactor(world: World, ep: Endpoint, hour: number): number 
 }
 
 /** What the truth endpoint lists: the scenario's name and its events as given. */
-export function scenarioTruth(world: World): { name: string | null; events: ScenarioEventInput[] } {
+export function scenarioTruth(world: World): { name: string | null; events: Array<ScenarioEventInput & { from_resolved: string; to_resolved: string | null }> } {
   const s = scenarios.get(world);
-  return { name: s?.name ?? null, events: s ? s.events.map((e) => ({ ...e })) : [] };
+  return {
+    name: s?.name ?? null,
+    events: s
+      ? s.events.map((e, i) => ({
+          ...e,
+          from_resolved: new Date(s.compiled[i].fromMs).toISOString(),
+          to_resolved: Number.isFinite(s.compiled[i].toMs) ? new Date(s.compiled[i].toMs).toISOString() : null,
+        }))
+      : [],
+  };
 }

@@ -74,7 +74,9 @@ async function flags() {
   const focus = parseCsv(focusText, { columns: true }) as Array<Record<string, string>>;
   const focusFinal = (day: string) => [...new Set(focus.filter((r) => r.ChargePeriodStart.startsWith(day)).map((r) => r.x_Final))];
   const finance = (await (await api('/reports/finance?month=2026-11&timezone=UTC')).json()) as { month_final: boolean; provisional_days: string[]; rows: Array<{ final: boolean }> };
-  return { cost, focusFinal, finance };
+  const changes = (await (await api('/cost/changes?from=2026-11-20&to=2026-11-21&baseline_from=2026-11-19&baseline_to=2026-11-20')).json()) as { final: { baseline: boolean; current: boolean } };
+  const changesLater = (await (await api('/cost/changes?from=2026-11-21&to=2026-11-22&baseline_from=2026-11-20&baseline_to=2026-11-21')).json()) as { final: { baseline: boolean; current: boolean } };
+  return { cost, focusFinal, finance, changes, changesLater };
 }
 
 describe('final flags over collections (issue 32, acceptance 5)', () => {
@@ -84,6 +86,7 @@ describe('final flags over collections (issue 32, acceptance 5)', () => {
     expect(before.cost.rows.map((r) => [r.day, r.final])).toEqual([['2026-11-19', false], ['2026-11-20', false], ['2026-11-21', false]]);
     expect(before.cost.final).toBe(false);
     expect(before.focusFinal('2026-11-20')).toEqual(['false']);
+    expect(before.changes.final).toMatchObject({ baseline: false, current: false });
 
     // 2026-11-20's window (24 h) ends 2026-11-22T00:00Z; 2026-11-21's ends 2026-11-23T00:00Z.
     sim.clock.set('2026-11-22T06:00:00Z');
@@ -93,6 +96,9 @@ describe('final flags over collections (issue 32, acceptance 5)', () => {
     expect(after.cost.provisional_days).toEqual(['2026-11-21']);
     expect(after.focusFinal('2026-11-20')).toEqual(['true']);
     expect(after.focusFinal('2026-11-21')).toEqual(['false']);
+    // /cost/changes says which period can still move (both products collected: product=all).
+    expect(after.changes.final).toMatchObject({ baseline: true, current: true });
+    expect(after.changesLater.final).toMatchObject({ baseline: true, current: false });
     // November is not over: the finance report's month and rows stay provisional.
     expect(after.finance.month_final).toBe(false);
     expect(after.finance.rows.length).toBeGreaterThan(0);

@@ -78,4 +78,23 @@ describe('sim --scenario', () => {
     const demo = parseScenario(JSON.parse(readFileSync(new URL('../../src/sim/scenarios/demo.json', import.meta.url), 'utf8')));
     expect(demo.events.length).toBeGreaterThanOrEqual(5);
   });
+
+  it('places relative times against the world\'s now (today = its UTC midnight), and lists them resolved', async () => {
+    const relative = parseScenario({ events: [{ kind: 'price', endpoint: 'svc-ai/flux-pro', from: 'today-2d', unit_price: '0.08' }, { kind: 'holiday', from: 'now-30h', to: 'now-6h' }] });
+    const s = await startSim({ ...world, scenario: relative });
+    try {
+      const res = await fetch(`${s.url}/_sim/truth?kind=scenario`, { headers: { authorization: `Key ${s.keys.admin}` } });
+      const body = (await res.json()) as { events: Array<{ from_resolved: string; to_resolved: string | null }> };
+      // now is 2026-11-21T12:00Z: today-2d = 2026-11-19T00:00Z; now-30h = 11-20T06:00Z; now-6h = 11-21T06:00Z.
+      expect(body.events.map((e) => [e.from_resolved, e.to_resolved])).toEqual([
+        ['2026-11-19T00:00:00.000Z', null],
+        ['2026-11-20T06:00:00.000Z', '2026-11-21T06:00:00.000Z'],
+      ]);
+      const flux = s.truth.modelUsage({ from: '2026-11-18', to: '2026-11-21', timezone: 'UTC', timeframe: 'day' }).filter((r) => r.endpoint_id === 'svc-ai/flux-pro');
+      expect(new Set(flux.filter((r) => r.bucket!.startsWith('2026-11-18')).map((r) => r.unit_price_nanos))).toEqual(new Set([50_000_000]));
+      expect(new Set(flux.filter((r) => r.bucket!.startsWith('2026-11-19')).map((r) => r.unit_price_nanos))).toEqual(new Set([80_000_000]));
+    } finally {
+      await s.close();
+    }
+  });
 });
