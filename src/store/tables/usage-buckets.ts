@@ -210,3 +210,10 @@ export const usageDaysWithPrices = namedQuery(
     percent_discount: z.string().nullable(),
   }),
 );
+
+/** The currencies collected usage is billed in (the MCP server's currencies resource). */
+export const collectedCurrencies = namedQuery(
+  'collected_currencies',
+  `SELECT DISTINCT currency FROM usage_buckets WHERE currency != '' ORDER BY currency LIMIT 100`,
+  z.object({ currency: z.string() }),
+);

@@ -1,0 +1,298 @@
+// Issue 33: the MCP server, driven by the SDK's own Client over both transports (POST /mcp, and `tallyhouse mcp` on
+// stdio, which bridges to this service because it holds DATA_DIR). Oracles: the simulator's truth for the cost
+// figures, the query API's own answer for the same question, and hand-built rows for the request trace.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DateTime } from 'luxon';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { startSim, type Sim } from '../../src/sim/index.js';
+import { startService, type Service } from '../../src/service.js';
+import { apiExtension } from '../../src/api/index.js';
+import { analyticsRoutes } from '../../src/api/analytics-routes.js';
+import { logsRoutes } from '../../src/api/logs-routes.js';
+import { sessionRoutes } from '../../src/api/session-routes.js';
+import { requestCostRoutes } from '../../src/api/request-cost-routes.js';
+import { adminExtension } from '../../src/http/admin.js';
+import { mcpExtension } from '../../src/mcp/extension.js';
+import { createLogger } from '../../src/log.js';
+import { createRegistry } from '../../src/metrics.js';
+import { decimalToScaled } from '../../src/store/values.js';
+import { runJob } from '../support/jobs.js';
+import { processDataDir, testConfig } from '../support/store.js';
+import { BIN } from '../support/process.js';
+import { nonEmpty } from '../support/truth.js';
+
+const TOKEN = 'mcp-test-token-0123456789abcdef';
+const NOW = '2026-11-21T12:00:00Z';
+let sim: Sim;
+let service: Service;
+const clients: Record<'http' | 'stdio', Client> = {} as never;
+let stdioStderr = '';
+
+async function api(path: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${service.url}/api/v1${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  return { status: res.status, body: await res.json() };
+}
+
+const insert = (table: string, values: unknown[]) => service.store.client.insert({ table, values, format: 'JSONEachRow' });
+const nanos = (v: unknown) => decimalToScaled(String(v), 9);
+
+// The hand-built request a front-end session mentions: 1,250 billable units at 0.002 USD = 2.5 USD, status 503.
+const TRACE_AT = DateTime.utc().minus({ hours: 1 }).startOf('minute');
+const at = (ms: number) => TRACE_AT.plus({ milliseconds: ms }).toFormat('yyyy-MM-dd HH:mm:ss.SSS');
+const TRACE_ID = 'req-trace-0001';
+
+async function connect(kind: 'http' | 'stdio'): Promise<Client> {
+  const client = new Client({ name: 'tallyhouse-test', version: '1' });
+  if (kind === 'http') {
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${service.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
+  } else {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, 'mcp'],
+      env: { ...(process.env as Record<string, string>), NODE_ENV: 'test', DATA_DIR: processDataDir(), API_TOKENS: TOKEN, TIMEZONES: 'UTC', CLI_LOG_LEVEL: 'warn' },
+      stderr: 'pipe',
+    });
+    transport.stderr?.on('data', (d: Buffer) => (stdioStderr += d.toString()));
+    await client.connect(transport);
+  }
+  return client;
+}
+
+beforeAll(async () => {
+  sim = await startSim({ seed: 33, now: NOW, days: 25, apps: 4 });
+  service = await startService(testConfig({ PORT: '0', API_TOKENS: TOKEN, TIMEZONES: 'UTC', MCP_MAX_ROWS: '200' }), {
+    logger: createLogger('silent'),
+    registry: createRegistry({ defaultMetrics: false }),
+    extensions: [
+      apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes, sessionRoutes]),
+      mcpExtension('test'),
+      adminExtension({ commands: {}, reportFatal: () => 1 }),
+    ],
+  });
+  for (const [job, args] of [
+    ['apps', {}],
+    ['usage', { from: '2026-11-01', to: '2026-11-22', timezone: 'UTC' }],
+    ['analytics', { from: '2026-11-19', to: '2026-11-21' }],
+    ['runners', { from: '2026-11-19', to: '2026-11-21' }],
+  ] as const) {
+    const run = await runJob(service, sim, job, args);
+    expect(run.status, `${job}: ${run.error}`).toBe('ok');
+  }
+  await insert('unit_prices', [{ endpoint_id: 'acme/api', effective_from: '2020-01-01 00:00:00.000', unit_price: '0.002', currency: 'USD', source: 'test', version: 1, loaded_at: '2020-01-01 00:00:00.000' }]);
+  await insert('requests', [{ request_id: TRACE_ID, endpoint_id: 'acme/api', ended_at: at(5_000), status_code: 503, duration: 1.5, billable_units: '1250', raw: '', version: 1, collected_at: at(5_000) }]);
+  const item = (session_id: string, ms: number, request_id: string, kind = 'event') => ({
+    received_at: at(ms), timestamp: at(ms), kind, app: 'shop-web', app_namespace: '', release: '', app_version: '', environment: 'production', session_id,
+    user_id: '', page_url: '/checkout', level: '', message: kind === 'exception' ? 'Error: payment failed' : 'fetch', domain: '', values: {}, attributes: {},
+    trace_id: '', span_id: '', request_id, raw: '{}',
+  });
+  await insert('faro_items', [item('sess-trace', 0, TRACE_ID), item('sess-trace', 6_000, '', 'exception'), item('sess-other', 1_000, 'req-elsewhere')]);
+  await insert(
+    'logs',
+    ['accepted payment', 'calling bank', 'bank timed out'].map((message, i) => ({
+      timestamp: at(1_000 + i), level: i === 2 ? 'ERROR' : 'INFO', app: 'acme/api', app_id: 'app_1', request_id: TRACE_ID, job_id: '', endpoint: 'acme/api', node: '', worker: '',
+      source: 'stdout', isolate_source: '', message, attributes: {}, received_at: at(1_000 + i), batch_id: '00000000-0000-4000-8000-000000000033', line: i, origin: 'drain',
+    })),
+  );
+  clients.http = await connect('http');
+  clients.stdio = await connect('stdio');
+}, 180_000);
+
+afterAll(async () => {
+  await clients.stdio?.close();
+  await clients.http?.close();
+  await service?.close();
+  await sim?.close();
+});
+
+type Result = { isError?: boolean; structuredContent?: any; content: Array<{ type: string; text?: string }> };
+async function callBoth(name: string, args: Record<string, unknown>): Promise<Result> {
+  const [http, stdio] = (await Promise.all([clients.http.callTool({ name, arguments: args }), clients.stdio.callTool({ name, arguments: args })])) as Result[];
+  expect(stdio, `stdio and http answer ${name} alike`).toEqual(http);
+  return http;
+}
+
+const TOOLS = ['cost_breakdown', 'finance_report', 'session', 'request_trace', 'search_logs', 'latency_errors', 'runner_history', 'pipeline_health'];
+
+describe('issue 33: tools listed with their schemas (SDK client, both transports)', () => {
+  it('lists every tool with an input schema naming its arguments and an output schema', async () => {
+    for (const client of [clients.http, clients.stdio]) {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual([...TOOLS].sort());
+      const cost = tools.find((t) => t.name === 'cost_breakdown')!;
+      expect(Object.keys(cost.inputSchema.properties ?? {})).toEqual(['from', 'to', 'timezone', 'product', 'group_by', 'app', 'endpoint', 'search']);
+      expect(cost.inputSchema.required).toEqual(['from', 'to']);
+      expect(Object.keys(cost.outputSchema?.properties ?? {})).toContain('rows');
+      expect(tools.every((t) => t.annotations?.readOnlyHint === true)).toBe(true);
+    }
+  });
+
+  it('lists the resources and prompts, and reads the timezones and currencies', async () => {
+    const resources = (await clients.stdio.listResources()).resources.map((r) => r.uri).sort();
+    expect(resources).toEqual(['tallyhouse://currencies', 'tallyhouse://dashboards', 'tallyhouse://openapi.json', 'tallyhouse://timezones']);
+    const tz = await clients.http.readResource({ uri: 'tallyhouse://timezones' });
+    expect(JSON.parse(String((tz.contents[0] as { text: string }).text))).toEqual({ timezones: ['UTC'] });
+    const currencies = JSON.parse(String(((await clients.http.readResource({ uri: 'tallyhouse://currencies' })).contents[0] as { text: string }).text));
+    expect(currencies.currencies).toEqual([...new Set([...sim.truth.usage({ from: '2026-11-01', to: '2026-11-22', timeframe: 'day' }).map((r) => r.currency), 'USD'])].sort());
+    const openapi = JSON.parse(String(((await clients.stdio.readResource({ uri: 'tallyhouse://openapi.json' })).contents[0] as { text: string }).text));
+    expect(openapi).toEqual((await api('/openapi.json')).body);
+    const dashboards = JSON.parse(String(((await clients.http.readResource({ uri: 'tallyhouse://dashboards' })).contents[0] as { text: string }).text));
+    expect(dashboards.dashboards.map((d: { uid: string }) => d.uid)).toContain('tallyhouse-cost');
+    expect((await clients.http.listPrompts()).prompts.map((p) => p.name).sort()).toEqual(['explain_month_bill', 'investigate_request']);
+    const prompt = await clients.stdio.getPrompt({ name: 'investigate_request', arguments: { request_id: TRACE_ID } });
+    expect(JSON.stringify(prompt.messages)).toContain(TRACE_ID);
+  });
+});
+
+describe('issue 33: every figure equals the query API and the simulator', () => {
+  it('cost_breakdown by app equals GET /cost and the truth to the nano-dollar', async () => {
+    const res = await callBoth('cost_breakdown', { from: '2026-11-01', to: '2026-11-22', group_by: ['app'] });
+    expect(res.isError).toBeFalsy();
+    const viaApi = await api('/cost?from=2026-11-01&to=2026-11-22&group_by=app&format=json');
+    expect(res.structuredContent).toEqual(viaApi.body);
+    const truth = new Map<string, bigint>();
+    for (const r of nonEmpty(sim.truth.usage({ from: '2026-11-01', to: '2026-11-22', timezone: 'UTC', timeframe: 'day' }), 'November usage')) {
+      truth.set(r.app, (truth.get(r.app) ?? 0n) + BigInt(r.cost_total_nanos));
+    }
+    const got = new Map<string, bigint>(res.structuredContent.rows.map((r: { app: string; cost: string }) => [r.app, nanos(r.cost)]));
+    expect([...got].filter(([, v]) => v !== 0n).sort()).toEqual([...truth].filter(([, v]) => v !== 0n).sort());
+    expect(res.content[0].text).toMatch(/^serverless cost 2026-11-01\.\.2026-11-22 \(UTC\): /);
+  });
+
+  it('finance_report equals GET /reports/finance, totals equal the truth', async () => {
+    const res = await callBoth('finance_report', { month: '2026-11' });
+    expect(res.isError, res.content[0].text).toBeFalsy();
+    expect(res.structuredContent).toEqual((await api('/reports/finance?month=2026-11&timezone=UTC')).body);
+    let truth = 0n;
+    for (const r of sim.truth.usage({ from: '2026-11-01', to: '2026-11-22', timezone: 'UTC', timeframe: 'day' })) truth += BigInt(r.cost_total_nanos);
+    expect(truth).toBeGreaterThan(0n);
+    expect(nanos(res.structuredContent.totals[0].total)).toBe(truth);
+  });
+
+  it('latency_errors and runner_history equal GET /latency, /errors and /runners', async () => {
+    const endpoint = sim.truth.apps().find((a) => a.owned_by_caller && a.endpoints.length > 0)!.endpoints[0];
+    const args = { from: '2026-11-19', to: '2026-11-21', timeframe: 'hour', endpoint_id: [endpoint] };
+    const res = await callBoth('latency_errors', args);
+    expect(res.isError, res.content[0].text).toBeFalsy();
+    const q = `from=2026-11-19&to=2026-11-21&timeframe=hour&endpoint_id=${encodeURIComponent(endpoint)}&format=json`;
+    const [latency, errors, runners] = await Promise.all([api(`/latency?${q}`), api(`/errors?${q}`), api(`/runners?${q}`)]);
+    expect(nonEmpty(res.structuredContent.latency, 'latency rows')).toEqual(latency.body.rows);
+    expect(nonEmpty(res.structuredContent.errors, 'error rows')).toEqual(errors.body.rows);
+    const r = await callBoth('runner_history', args);
+    expect(r.isError, r.content[0].text).toBeFalsy();
+    expect(nonEmpty(r.structuredContent.rows, 'runner rows')).toEqual(runners.body.rows);
+  });
+
+  it('search_logs and session equal GET /logs and GET /sessions/{id}', async () => {
+    const from = TRACE_AT.toISO()!;
+    const to = TRACE_AT.plus({ minutes: 1 }).toISO()!;
+    const res = await callBoth('search_logs', { request_id: TRACE_ID, from, to, limit: 2 });
+    const viaApi = await api(`/logs?request_id=${TRACE_ID}&from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}&limit=2`);
+    expect(res.structuredContent.lines).toEqual(viaApi.body.lines);
+    expect(res.structuredContent.lines.map((l: { message: string }) => l.message)).toEqual(['bank timed out', 'calling bank']);
+    expect(res.structuredContent.has_more).toBe(true);
+    const session = await callBoth('session', { session_id: 'sess-trace' });
+    expect(session.structuredContent).toEqual((await api('/sessions/sess-trace')).body);
+  });
+
+  it('pipeline_health: the last run of every job the test ran, and the rest never ran', async () => {
+    const res = await callBoth('pipeline_health', {});
+    expect(res.isError, res.content[0].text).toBeFalsy();
+    const byJob = new Map(res.structuredContent.jobs.map((j: { job: string }) => [j.job, j]));
+    for (const job of ['apps', 'usage', 'analytics', 'runners']) expect((byJob.get(job) as any).last_run.status, job).toBe('ok');
+    expect((byJob.get('logs') as any).last_run).toBeNull();
+    expect(res.structuredContent.drain.state).toBe('not running in this process');
+  });
+});
+
+describe('issue 33.3: request_trace follows a request from the Faro session to the bill', () => {
+  it('returns the session that mentions it, its status, cost (1,250 units at 0.002 USD) and its log lines', async () => {
+    const res = await callBoth('request_trace', { request_id: TRACE_ID, from: TRACE_AT.toISO(), to: TRACE_AT.plus({ minutes: 1 }).toISO() });
+    expect(res.isError, res.content[0].text).toBeFalsy();
+    const s = res.structuredContent;
+    expect(s.session_id).toBe('sess-trace');
+    expect([s.request.status_code, s.request.outcome, s.request.duration, s.request.currency]).toEqual([503, 'error', 1.5, 'USD']);
+    expect(nanos(s.request.billable_units)).toBe(1250n * 10n ** 9n);
+    expect(nanos(s.request.cost)).toBe(2_500_000_000n);
+    expect(s.log_lines.map((l: { message: string }) => l.message)).toEqual(['bank timed out', 'calling bank', 'accepted payment']);
+    expect(res.content[0].text).toContain('session sess-trace');
+  });
+
+  it('a request no session mentions: no session, said so, and its (absent) log lines', async () => {
+    const res = await callBoth('request_trace', { request_id: 'req-nowhere' });
+    expect(res.structuredContent.session_id).toBeNull();
+    expect(res.structuredContent.log_lines).toEqual([]);
+    expect(res.content[0].text).toMatch(/no stored Faro session mentions it/);
+  });
+});
+
+describe('issue 33.2: bad arguments, limits, tokens, Host and Origin', () => {
+  it('a bad argument is a tool error naming it (the tool schema, and the route behind it)', async () => {
+    const bad = await callBoth('cost_breakdown', { from: '2026-11-01', to: 'yesterday' });
+    expect(bad.isError).toBe(true);
+    expect(bad.content[0].text).toMatch(/\bto\b/);
+    expect(bad.content[0].text).toMatch(/expected a date YYYY-MM-DD/);
+    const group = await callBoth('cost_breakdown', { from: '2026-11-01', to: '2026-11-22', group_by: ['password'] });
+    expect(group.isError).toBe(true);
+    expect(group.content[0].text).toMatch(/^invalid argument group_by: /);
+    const tz = await callBoth('finance_report', { month: '2026-11', timezone: 'Mars/Olympus' });
+    expect(tz.isError).toBe(true);
+    expect(tz.content[0].text).toMatch(/^invalid argument timezone: /);
+    const month = await callBoth('finance_report', { month: '2026-13' });
+    expect([month.isError, /month/.test(month.content[0].text!)]).toEqual([true, true]);
+  });
+
+  it('over the row cap (MCP_MAX_ROWS=200) a tool error, never a partial figure', async () => {
+    // Hourly buckets over two days: more rows than 200 (counted through the API first).
+    const q = 'from=2026-11-19&to=2026-11-21&timeframe=hour&format=json';
+    const rows = (await api(`/latency?${q}`)).body.rows.length + (await api(`/errors?${q}`)).body.rows.length;
+    expect(rows).toBeGreaterThan(200);
+    const res = await callBoth('latency_errors', { from: '2026-11-19', to: '2026-11-21', timeframe: 'hour' });
+    expect(res.isError).toBe(true);
+    expect(res.structuredContent).toBeUndefined();
+    expect(res.content[0].text).toContain(`the answer has ${rows} rows, over the 200`);
+    const logs = await callBoth('search_logs', { limit: 500 });
+    expect([logs.isError, /MCP_MAX_ROWS/.test(logs.content[0].text!)]).toEqual([true, true]);
+  });
+
+  it('over the API range limit: an error naming the limit', async () => {
+    const res = await callBoth('cost_breakdown', { from: '2001-01-01', to: '2026-11-22' });
+    expect(res.isError).toBe(true);
+    expect(res.content[0].text).toMatch(/API_MAX_RANGE_DAYS/);
+  });
+
+  const post = (headers: Record<string, string>) =>
+    fetch(`${service.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+
+  it('a missing or wrong token is 401; the right one lists the tools', async () => {
+    expect((await post({})).status).toBe(401);
+    expect((await post({ authorization: 'Bearer not-the-token-0123456789' })).status).toBe(401);
+    const ok = await post({ authorization: `Bearer ${TOKEN}` });
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as any).result.tools).toHaveLength(TOOLS.length);
+  });
+
+  it('a foreign Origin is 403, the service own Origin is served; a foreign Host is 421', async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    expect((await post({ ...auth, origin: 'https://attacker.example' })).status).toBe(403);
+    expect((await post({ ...auth, origin: 'http://localhost:1' })).status).toBe(403);
+    expect((await post({ ...auth, origin: new URL(service.url).origin })).status).toBe(200);
+    const { request } = await import('undici');
+    const foreign = await request(`${service.url}/mcp`, {
+      method: 'POST',
+      headers: { ...auth, host: 'attacker.example', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    expect(foreign.statusCode).toBe(421);
+    await foreign.body.dump();
+  });
+
+  it('stdout of `tallyhouse mcp` carried JSON-RPC only (the client parsed every line); its log went to stderr', () => {
+    expect(stdioStderr).toContain('answering through the service at');
+  });
+});
