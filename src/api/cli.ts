@@ -9,11 +9,13 @@ import { financeProblem, financeReport, financeTable } from './finance.js';
 import { focusOptions, focusReport, focusTable, FocusNoDataError } from './focus.js';
 import { toCsv } from './http.js';
 import { efficiencyCommand, EFFICIENCY_USAGE } from './efficiency-cli.js';
+import { CHANGE_GROUP_NAMES, costChangesReport, costChangesTable } from './cost-changes-report.js';
 
 const USAGE =
   'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
   '       tallyhouse report focus --month YYYY-MM [--out file.csv]   (FOCUS 1.2, UTC days, both product lines)\n' +
-  `       ${EFFICIENCY_USAGE}`;
+  `       ${EFFICIENCY_USAGE}` +
+  '       tallyhouse report changes --month YYYY-MM [--baseline YYYY-MM] [--group-by ...]   (why the bill changed)\n';
 
 /** `tallyhouse report finance|focus ...`: a report from the store, as CSV (default) or JSON. */
 export async function reportCommand(argv: string[]): Promise<number> {
@@ -21,6 +23,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
   const [kind, ...rest] = argv;
   if (kind === 'focus') return focusCommand(rest);
   if (kind === 'efficiency') return efficiencyCommand(rest);
+  if (kind === 'changes') return changesCommand(rest);
   if (kind !== 'finance') {
     io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}` : 'which report?'}\n\nUsage: ${USAGE}`);
     return 2;
@@ -108,6 +111,83 @@ async function focusCommand(args: string[]): Promise<number> {
     if (values.out) {
       await io.writeFile(values.out, text);
       io.err(`FOCUS ${values.month}: ${rows.length} rows -> ${values.out}\n`);
+    } else {
+      io.out(text);
+    }
+    return 0;
+  });
+}
+
+const CHANGES_USAGE =
+  'tallyhouse report changes --month YYYY-MM [--baseline YYYY-MM] [--group-by app,endpoint] [--product all|serverless|model_api]\n' +
+  '                          [--timezone ZONE] [--top N] [--out file.csv] [--format csv|json]\n';
+
+function nextMonth(month: string, n: number): string {
+  const d = new Date(Date.UTC(Number(month.slice(0, 4)), Number(month.slice(5, 7)) - 1 + n, 1));
+  return d.toISOString().slice(0, 7);
+}
+
+/** `tallyhouse report changes --month YYYY-MM [--baseline YYYY-MM]`: why the bill changed (src/api/cost-changes.ts). */
+async function changesCommand(args: string[]): Promise<number> {
+  const io = commandIO();
+  let values: { month?: string; baseline?: string; 'group-by'?: string; product?: string; timezone?: string; top?: string; out?: string; format?: string };
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        month: { type: 'string' }, baseline: { type: 'string' }, 'group-by': { type: 'string' }, product: { type: 'string' },
+        timezone: { type: 'string' }, top: { type: 'string' }, out: { type: 'string' }, format: { type: 'string' },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    io.err(`tallyhouse report changes: ${(err as Error).message}\n\nUsage: ${CHANGES_USAGE}`);
+    return 2;
+  }
+  const problems: string[] = [];
+  const monthRe = /^\d{4}-(0[1-9]|1[0-2])$/;
+  if (!values.month || !monthRe.test(values.month)) problems.push('--month: expected YYYY-MM');
+  if (values.baseline !== undefined && !monthRe.test(values.baseline)) problems.push('--baseline: expected YYYY-MM');
+  const timezone = values.timezone ?? 'UTC';
+  if (!IANAZone.isValidZone(timezone)) problems.push(`--timezone: unknown IANA time zone ${JSON.stringify(timezone)}`);
+  const product = values.product ?? 'all';
+  if (product !== 'all' && product !== 'serverless' && product !== 'model_api') problems.push('--product: expected all, serverless or model_api');
+  const groupBy = (values['group-by'] ?? 'app,endpoint').split(',').map((s) => s.trim()).filter(Boolean);
+  const wrong = groupBy.filter((g) => !CHANGE_GROUP_NAMES.includes(g));
+  if (wrong.length > 0) problems.push(`--group-by: ${wrong.join(', ')} not one of ${CHANGE_GROUP_NAMES.join(', ')}`);
+  const top = values.top === undefined ? undefined : Number(values.top);
+  if (top !== undefined && !(Number.isInteger(top) && top >= 1)) problems.push('--top: expected a whole number >= 1');
+  const format = values.format ?? (values.out?.endsWith('.json') ? 'json' : 'csv');
+  if (format !== 'csv' && format !== 'json') problems.push('--format: expected csv or json');
+  if (problems.length > 0) {
+    io.err(`tallyhouse report changes: ${problems.join('; ')}\n\nUsage: ${CHANGES_USAGE}`);
+    return 2;
+  }
+  if (values.out && !existsSync(dirname(resolve(values.out)))) {
+    io.err(`tallyhouse report changes: --out: the directory ${dirname(resolve(values.out))} does not exist\n\nUsage: ${CHANGES_USAGE}`);
+    return 2;
+  }
+  const month = values.month!;
+  const baseline = values.baseline ?? nextMonth(month, -1);
+  return withCommandRuntime(getConfig(), async (rt) => {
+    const report = await costChangesReport(rt.store, {
+      timezone,
+      from: `${month}-01`,
+      to: `${nextMonth(month, 1)}-01`,
+      baselineFrom: `${baseline}-01`,
+      baselineTo: `${nextMonth(baseline, 1)}-01`,
+      product: product as 'all' | 'serverless' | 'model_api',
+      groupBy,
+    });
+    if (report.groups.length === 0) {
+      io.err(`tallyhouse report changes: no cost collected in ${baseline} or ${month} (${timezone}); collect it with \`tallyhouse collect usage --from ... --to ...\` and \`collect models\`\n`);
+      return 1;
+    }
+    const shown = top === undefined ? report : { ...report, groups: report.groups.slice(0, top) };
+    const text = format === 'json' ? `${JSON.stringify(shown, null, 2)}\n` : toCsv(costChangesTable(report, top));
+    if (values.out) {
+      await io.writeFile(values.out, text);
+      io.err(`cost changes ${baseline} -> ${month} (${timezone}): ${shown.groups.length} groups -> ${values.out}\n`);
     } else {
       io.out(text);
     }

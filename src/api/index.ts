@@ -12,6 +12,7 @@ import { readOnlyStore } from '../store/client.js';
 import { RouteRegistry } from './routes.js';
 import { CostResponse, FinanceResponse, FocusResponse } from './responses.js';
 import { focusOptions, focusReport, focusTable, FocusNoDataError, FOCUS_COLUMNS } from './focus.js';
+import { costChangeRoutes } from './cost-changes-routes.js';
 
 export const API_PREFIX = '/api/v1';
 
@@ -57,6 +58,7 @@ export function apiExtension(extraRoutes: ApiRoutes[] = []): Extension {
           }),
         };
         costRoutes(app, registry, reader);
+        costChangeRoutes(app, registry, reader, checkTimezone);
         for (const routes of extraRoutes) routes(app, registry, reader);
         // GET /api/v1: where to go from here.
         app.get('/', async () => ({

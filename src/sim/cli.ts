@@ -9,11 +9,13 @@ import { createTruth } from './truth.js';
 import { formatNanos, RawJson, toJson } from './money.js';
 import { RETRYABLE_FAULTS, ALL_FAULTS, type FaultKind } from './faults.js';
 import { isValidZone, TIMEFRAMES, type Timeframe } from './time.js';
+import { readScenarioFile, ScenarioError, scenarioTruth, type Scenario } from './scenario.js';
 
 const SERVE_USAGE = `usage: tallyhouse sim [--port N] [--host H] [--seed N] [--now ISO] [--days N] [--apps N]
                       [--requests-per-hour N] [--fault-rate P] [--fault-kinds k1,k2] [--slow-ms N]
                       [--api-key K] [--admin-key K] [--webhook-url U] [--drain-url U] [--drain-secret S]
                       [--drain-malformed-rate P] [--realtime]
+                      [--scenario FILE]   (injected events, JSON: see src/sim/README.md, "Scenarios")
        tallyhouse sim truth --from DATE --to DATE [--timezone TZ] [--kind usage|requests]
                       [--group-by app,environment,machine_type,surge,day | endpoint,day] [--timeframe T]
                       [--seed N] [--now ISO] [--days N] [--apps N] [--requests-per-hour N]`;
@@ -24,6 +26,7 @@ const WORLD_OPTIONS = {
   days: { type: 'string' },
   apps: { type: 'string' },
   'requests-per-hour': { type: 'string' },
+  scenario: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -45,7 +48,17 @@ function worldOptions(values: Record<string, string | boolean | undefined>) {
     days: num('days', values.days as string | undefined, 35, 1),
     apps: num('apps', values.apps as string | undefined, 60, 1),
     requestsPerHour: num('requests-per-hour', values['requests-per-hour'] as string | undefined, 20),
+    scenario: scenarioOption(values.scenario as string | undefined),
   };
+}
+
+function scenarioOption(path: string | undefined): Scenario | undefined {
+  if (path === undefined) return undefined;
+  try {
+    return readScenarioFile(path);
+  } catch (err) {
+    throw new UsageError(`--scenario: ${(err as Error).message}`);
+  }
 }
 
 export async function simCommand(argv: string[]): Promise<number> {
@@ -53,7 +66,7 @@ export async function simCommand(argv: string[]): Promise<number> {
     if (argv[0] === 'truth') return truthCommand(argv.slice(1));
     return await serveCommand(argv);
   } catch (err) {
-    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (err instanceof UsageError || err instanceof ScenarioError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`${(err as Error).message}\n${SERVE_USAGE}\n`);
       return 2;
     }
@@ -121,6 +134,7 @@ async function serveCommand(argv: string[]): Promise<number> {
       `  LOG_DRAIN_SECRET=${sim.drain.secret}`,
       `  virtual now: ${sim.clock.now().toISOString()} (POST ${sim.url}/_sim/clock with the admin key to move it)`,
       `  apps: ${sim.world.apps.filter((a) => a.ownedByCaller).length} owned, seed ${sim.world.seed}`,
+      ...(scenarioTruth(sim.world).name ? [`  scenario: ${scenarioTruth(sim.world).name}, ${scenarioTruth(sim.world).events.length} events (GET ${sim.url}/_sim/truth?kind=scenario)`] : []),
       '',
     ].join('\n'),
   );

@@ -12,6 +12,7 @@ import { Drain, type DrainPushOptions, type DrainPushResult } from './drain.js';
 import { createTruth, type Truth } from './truth.js';
 import { FrontEnd, type FrontEndTarget } from './frontend.js';
 import { createLogger, type Logger } from '../log.js';
+import type { Scenario } from './scenario.js';
 
 export type { FaultKind } from './faults.js';
 export type { Truth, UsageTruthRow, RequestDayTruth, RequestTruth, AppTruth, EventTruth, RevisionTruth, EfficiencyTruthRow } from './truth.js';
@@ -32,6 +33,8 @@ export const DEFAULT_REQUEST_LOG_LIMIT = 100_000;
 export interface SimOptions {
   /** Default 1. */
   seed?: number;
+  /** Injected events (src/sim/scenario.ts), listed by the truth endpoint (kind=scenario). */
+  scenario?: Scenario;
   /** Default 2026-11-21T12:00:00Z. */
   now?: string | Date;
   /** History before now, days (default 35). */
@@ -136,6 +139,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     requestsPerHour: opts.requestsPerHour ?? 20,
     realtime: opts.realtime ?? false,
     cacheLimits: opts.cacheLimits,
+    scenario: opts.scenario,
   });
   const keys = {
     api: opts.apiKey ?? `sim_api_${randomBytes(16).toString('hex')}`,

@@ -7,6 +7,7 @@ import type { Req, RequestModel } from './requests.js';
 import { bucketize, DAY_MS, HOUR_MS, type Buckets, type Timeframe } from './time.js';
 import { formatNanos, percentToMilli, RawJson, rowCost } from './money.js';
 import { hashString, unit as unitOf } from './prng.js';
+import { priceOverrideNanos, runawayKeyOf } from './scenario.js';
 
 /** How the caller authenticated a call: an API key (with its label), or a login. */
 export interface ModelKey {
@@ -80,6 +81,8 @@ function priceChangesUntil(world: World, tMs: number): number {
 /** The price per unit of a model at a time, in nanos of its currency. */
 export function modelPriceAt(world: World, ep: Endpoint, tMs: number): number {
   const p = pricingOf(ep);
+  const scenarioPrice = priceOverrideNanos(world, ep, tMs);
+  if (scenarioPrice !== null) return scenarioPrice;
   return p.basePriceNanos + (p.monthlyStepNanos === 0 ? 0 : p.monthlyStepNanos * priceChangesUntil(world, tMs));
 }
 
@@ -109,7 +112,8 @@ export interface ModelCharge {
 export function chargeOf(world: World, req: Req): ModelCharge | null {
   if (!req.endpoint.isModel || req.statusClass !== 'success') return null;
   const pricing = pricingOf(req.endpoint);
-  const key = keyOfCall(req);
+  const runaway = runawayKeyOf(world, req);
+  const key = (runaway !== null && MODEL_KEYS.find((k) => k.apiKeyId === runaway)) || keyOfCall(req);
   const quantity = (req.billableMilli / 1000) * pricing.unitsPerOutput;
   const unitPriceNanos = modelPriceAt(world, req.endpoint, req.endedMs);
   const cost = rowCost(quantity, unitPriceNanos, key.percentDiscountMilli);

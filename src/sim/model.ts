@@ -5,6 +5,8 @@ import { RunnerModel } from './runners.js';
 import { RequestModel } from './requests.js';
 import { ActivityModel } from './activity.js';
 import { SimCaches, type CacheLimits } from './caches.js';
+import { attachScenario, type Scenario } from './scenario.js';
+import { MODEL_KEYS } from './model-billing.js';
 
 export type ClockListener = (fromMs: number, toMs: number) => void;
 
@@ -54,8 +56,9 @@ export class SimModel {
   /** Everything generated that is kept, all of it bounded. */
   readonly caches: SimCaches;
 
-  constructor(opts: WorldOptions & { realtime?: boolean; cacheLimits?: CacheLimits }) {
+  constructor(opts: WorldOptions & { realtime?: boolean; cacheLimits?: CacheLimits; scenario?: Scenario }) {
     this.world = buildWorld(opts);
+    if (opts.scenario) attachScenario(this.world, opts.scenario, MODEL_KEYS.flatMap((k) => (k.apiKeyId ? [k.apiKeyId] : [])));
     this.caches = new SimCaches(opts.cacheLimits);
     this.runners = new RunnerModel(this.world, this.caches);
     this.requests = new RequestModel(this.world, this.runners, this.caches);

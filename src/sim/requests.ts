@@ -10,6 +10,7 @@ import { Rng, hash4, hex, mix, uuidFrom } from './prng.js';
 import { formatMilli } from './money.js';
 import type { LRUCache } from 'lru-cache';
 import type { SimCaches } from './caches.js';
+import { errorRateAt, latencyFactor } from './scenario.js';
 
 export type StatusClass = 'success' | 'user_error' | 'error';
 
@@ -171,7 +172,8 @@ export class RequestModel {
     const appRunners = app ? this.runners.of(app) : null;
     const segs = appRunners && k > 0 ? appRunners.busySegments(hour) : [];
     const hStart = hour * HOUR_MS;
-    const errorRate = app ? app.errorRate : 0.03;
+    const errorRate = errorRateAt(world, ep, hour, app ? app.errorRate : 0.03);
+    const slower = latencyFactor(world, ep, hour);
     const units = app ? app.billing === 'units' : true;
     const epJson = '"' + ep.id + '"';
 
@@ -215,7 +217,7 @@ export class RequestModel {
           if (x < 0) { statusCode = code; errorType = type; break; }
         }
       }
-      let durationMs = Math.round(ep.medianDurationMs * Math.exp(0.6 * r.normal()));
+      let durationMs = Math.round(ep.medianDurationMs * slower * Math.exp(0.6 * r.normal()));
       durationMs = Math.min(MAX_DURATION_MS, Math.max(5, durationMs));
       if (errorType === 'request_timeout') durationMs = Math.min(MAX_DURATION_MS, (app?.requestTimeoutSeconds ?? 60) * 1000);
       const noRunner = ep.isModel || errorType === 'runner_scheduling_failure' || errorType === 'startup_timeout';

@@ -8,6 +8,7 @@ import { HOUR_MS, DAY_MS } from './time.js';
 import type { LRUCache } from 'lru-cache';
 import { Rng, hash3, hash4, hash5, mix, unit, uuidFrom, hex } from './prng.js';
 import type { SimCaches } from './caches.js';
+import { volumeFactor } from './scenario.js';
 
 export type RunnerState =
   | 'PENDING' | 'DOCKER_PULL' | 'SETUP' | 'running' | 'IDLE' | 'draining' | 'CRASH_BACKOFF' | 'TERMINATED' | 'DEAD';
@@ -85,7 +86,7 @@ export function requestCount(world: World, ep: Endpoint, hour: number): number {
     const hod = (((hour + app.phaseHours) % 24) + 24) % 24;
     mean = world.requestsPerHour * ep.weight * app.trafficScale * diurnal(hod);
   }
-  return new Rng(hash3(world.seed, ep.index, hour)).poisson(mean);
+  return new Rng(hash3(world.seed, ep.index, hour)).poisson(mean * volumeFactor(world, ep, hour));
 }
 
 /**

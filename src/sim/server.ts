@@ -14,6 +14,7 @@ import { toJson } from './money.js';
 import { TIMEFRAMES, type Timeframe } from './time.js';
 import type { Logger } from '../log.js';
 import { LogStreams } from './log-stream.js';
+import { scenarioTruth } from './scenario.js';
 
 type Scope = 'none' | 'api' | 'admin';
 
@@ -178,7 +179,8 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
         case 'revisions': need(['owner', owner], ['name', name]); value = deps.truth.revisions(owner, name); break;
         case 'webhooks': value = deps.truth.webhooksSent(); break;
         case 'drain': value = deps.truth.drainSent(); break;
-        default: throw bad(`kind: expected usage, usage_summary, requests, request_list, analytics, models_analytics, runner_history, runner_states, apps, events, revisions, webhooks or drain`);
+        case 'scenario': value = scenarioTruth(model.world); break;
+        default: throw bad(`kind: expected usage, usage_summary, requests, request_list, analytics, models_analytics, runner_history, runner_states, apps, events, revisions, webhooks, drain or scenario`);
       }
     } catch (err) {
       if (err instanceof ApiError) throw err;

@@ -56,6 +56,7 @@ describe('the OpenAPI document', () => {
       ['/api/v1/cost', 'getCost'],
       ['/api/v1/reports/finance', 'getFinanceReport'],
       ['/api/v1/reports/focus', 'getFocusReport'],
+      ['/api/v1/cost/changes', 'getCostChanges'],
       ['/api/v1/cost/requests', 'getRequestCost'],
       ['/api/v1/latency', 'getLatency'],
       ['/api/v1/errors', 'getErrors'],

@@ -276,3 +276,47 @@ export const focusModelCharges = namedQuery(
     cost: z.string(),
   }),
 );
+
+/** Group-by keys of change attribution (model API): the non-time keys of MODEL_COST_GROUPS. */
+export const MODEL_CHANGE_GROUPS = { endpoint: MODEL_COST_GROUPS.endpoint, api_key: MODEL_COST_GROUPS.api_key, unit: MODEL_COST_GROUPS.unit } as const;
+export type ModelChangeGroup = keyof typeof MODEL_CHANGE_GROUPS;
+
+const ModelChangeLineRow = z.looseObject({
+  endpoint_id: z.string(),
+  unit: z.string(),
+  currency: z.string(),
+  quantity: z.string(),
+  subtotal: z.string(),
+  discount: z.string(),
+});
+
+/**
+ * Daily model usage of a range of local days summed per priced item (endpoint and unit) within the chosen
+ * groups, per currency: the lines change attribution compares. discount is subtotal - cost_total.
+ */
+export async function modelCostChangeLines(
+  store: Pick<Store, 'client'>,
+  q: { timezone: string; from: string; to: string; groupBy: ModelChangeGroup[]; endpoints: string[] },
+) {
+  const groups = q.groupBy.map((g) => {
+    if (!(g in MODEL_CHANGE_GROUPS)) throw new Error(`unknown model change group ${JSON.stringify(g)}`);
+    return `toString(${MODEL_CHANGE_GROUPS[g]}) AS g_${g}`;
+  });
+  const sql = `
+    SELECT ${[...groups, 'endpoint_id', 'unit', 'currency'].join(', ')},
+           toString(sum(quantity)) AS quantity,
+           toString(sum(ifNull(cost_subtotal, cost_total))) AS subtotal,
+           toString(sum(ifNull(cost_subtotal, cost_total) - cost_total)) AS discount
+    FROM model_usage_buckets FINAL
+    WHERE timezone = {timezone:String} AND timeframe = 'day'
+      AND bucket_date >= {from:Date} AND bucket_date < {to:Date}
+      AND (length({endpoints:Array(String)}) = 0 OR has({endpoints:Array(String)}, endpoint_id))
+    GROUP BY ALL
+    ORDER BY endpoint_id, unit, currency`;
+  const rs = await store.client.query({
+    query: sql,
+    query_params: { timezone: q.timezone, from: q.from, to: q.to, endpoints: q.endpoints },
+    format: 'JSONEachRow',
+  });
+  return z.array(ModelChangeLineRow).parse(await rs.json());
+}

@@ -217,3 +217,49 @@ export const collectedCurrencies = namedQuery(
   `SELECT DISTINCT currency FROM usage_buckets WHERE currency != '' ORDER BY currency LIMIT 100`,
   z.object({ currency: z.string() }),
 );
+
+/** Group-by keys of change attribution (serverless): the non-time keys of COST_GROUPS. */
+export const CHANGE_GROUPS = { app: 'app', environment: 'environment', machine_type: 'machine_type', surge: 'is_surge' } as const;
+export type ChangeGroup = keyof typeof CHANGE_GROUPS;
+
+const ChangeLineRow = z.looseObject({
+  app: z.string(),
+  machine_type: z.string(),
+  is_surge: z.boolean(),
+  currency: z.string(),
+  quantity: z.string(),
+  subtotal: z.string(),
+  discount: z.string(),
+});
+
+/**
+ * Daily usage of a range of local days summed per priced item (app, machine type, surge: one unit price each)
+ * within the chosen groups, per currency: the lines change attribution (src/api/cost-changes.ts) compares.
+ * discount is subtotal - cost_total, so subtotal - discount is always the billed total.
+ */
+export async function costChangeLines(
+  store: Pick<Store, 'client'>,
+  q: { timezone: string; from: string; to: string; groupBy: ChangeGroup[]; apps: string[] },
+) {
+  const groups = q.groupBy.map((g) => {
+    if (!(g in CHANGE_GROUPS)) throw new Error(`unknown change group ${JSON.stringify(g)}`);
+    return g === 'surge' ? 'toString(is_surge) AS g_surge' : `toString(${CHANGE_GROUPS[g]}) AS g_${g}`;
+  });
+  const sql = `
+    SELECT ${[...groups, 'app', 'machine_type', 'is_surge', 'currency'].join(', ')},
+           toString(sum(quantity)) AS quantity,
+           toString(sum(ifNull(cost_subtotal, cost_total))) AS subtotal,
+           toString(sum(ifNull(cost_subtotal, cost_total) - cost_total)) AS discount
+    FROM usage_buckets FINAL
+    WHERE timezone = {timezone:String} AND timeframe = 'day'
+      AND bucket_date >= {from:Date} AND bucket_date < {to:Date}
+      AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))
+    GROUP BY ALL
+    ORDER BY app, machine_type, is_surge, currency`;
+  const rs = await store.client.query({
+    query: sql,
+    query_params: { timezone: q.timezone, from: q.from, to: q.to, apps: q.apps },
+    format: 'JSONEachRow',
+  });
+  return z.array(ChangeLineRow).parse(await rs.json());
+}
