@@ -38,7 +38,7 @@ const cronExpression = z
  * Every scheduled job's schedule can be overridden with JOB_<NAME>_CRON. The names of jobs/index.ts's list, in its
  * order (test/jobs/job-list.test.ts checks); listed here because config must not import the jobs (an import cycle).
  */
-export const JOB_NAMES = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions', 'logs', 'queue', 'runner-metrics'] as const;
+export const JOB_NAMES = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions', 'logs', 'queue', 'runner-metrics', 'anomalies'] as const;
 /** A job name as it appears in an environment variable: upper case, `-` as `_` (JOB_RUNNER_METRICS_CRON). */
 type EnvName<N extends string> = N extends `${infer A}-${infer B}` ? `${A}_${EnvName<B>}` : N;
 const jobCronFields = Object.fromEntries(JOB_NAMES.map((n) => [`JOB_${n.toUpperCase().replace(/-/g, '_')}_CRON`, cronExpression.optional()])) as Record<
@@ -133,6 +133,13 @@ export const ConfigSchema = z.object({
   REQUESTS_RECOLLECT_HOURS: z.coerce.number().int().min(0).max(24 * 14).default(6),
   PRICES_FILE: optionalString,
   ANALYTICS_TIMEFRAME: z.enum(['minute', 'hour', 'day']).default('hour'),
+  // Anomaly findings posted as signed JSON (issue 32.2): off when unset. The secret signs each body (HMAC-SHA256).
+  NOTIFY_WEBHOOK_URL: url.optional(),
+  NOTIFY_WEBHOOK_SECRET: z.string().min(MIN_HMAC_SECRET_LENGTH, `expected a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters`).optional(),
+  NOTIFY_TIMEOUT_MS: positiveInt.default(10_000), // one delivery attempt: connect, headers and body
+  NOTIFY_MAX_ATTEMPTS: positiveInt.default(5), // attempts per finding and job run (backoff NOTIFY_BACKOFF_MS, doubled each time); the next run tries again
+  NOTIFY_BACKOFF_MS: positiveInt.default(1_000), // first retry delay, doubled on each further retry, at most 30 s
+  NOTIFY_MAX_AGE_HOURS: positiveInt.default(48), // findings whose bucket starts earlier are not posted (a backfill does not flood the receiver)
 
   // Log drain (issue 7).
   LOG_DRAIN_SECRET: z
@@ -253,6 +260,9 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
       if (!byVariable.has(variable)) byVariable.set(variable, describeIssue(issue));
     }
     throw new ConfigError([...byVariable].map(([variable, expected]) => ({ variable, expected })));
+  }
+  if (result.data.NOTIFY_WEBHOOK_URL && !result.data.NOTIFY_WEBHOOK_SECRET) {
+    throw new ConfigError([{ variable: 'NOTIFY_WEBHOOK_SECRET', expected: `a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters (NOTIFY_WEBHOOK_URL is set: notifications are signed)` }]);
   }
   return Object.freeze(result.data);
 }

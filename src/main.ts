@@ -127,6 +127,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { logsRoutes },
     { logStreamRoutes },
     { requestCostRoutes },
+    { anomalyRoutes },
     { businessMetricsExtension },
     { logDrainExtension },
     { webhookExtension },
@@ -138,6 +139,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { idleCostShare },
     { DEFAULT_BUSINESS_GAUGES },
     { mcpExtension },
+    { anomaliesOpen },
   ] = await Promise.all([
     import('./jobs/extension.js'),
     import('./api/index.js'),
@@ -145,6 +147,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./api/logs-routes.js'),
     import('./api/log-stream-route.js'),
     import('./api/request-cost-routes.js'),
+    import('./api/anomaly-routes.js'),
     import('./http/business-metrics.js'),
     import('./ingest/drain/extension.js'),
     import('./ingest/webhooks.js'),
@@ -156,14 +159,15 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./api/efficiency-gauges.js'),
     import('./http/business-metrics.js'),
     import('./mcp/extension.js'),
+    import('./http/anomaly-gauge.js'),
   ]);
   // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
   // the receiver fetches from the simulator.
   const demo: DemoWiring = isDemoMode(config) ? { drainSecret: randomBytes(32).toString('hex'), faroKey: randomBytes(24).toString('hex') } : {};
   const jobRunner: JobRunnerHandle = {};
   return [
-    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare]),
-    apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes]),
+    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare, anomaliesOpen]),
+    apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes, anomalyRoutes]),
     mcpExtension(packageVersion()),
     logDrainExtension({ demoSecret: demo.drainSecret }),
     webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),

@@ -1,6 +1,7 @@
 // The dashboard "Tallyhouse / Cost" (dashboards/cost.json).
 import type { DashboardSpec } from '../lib/spec.js';
 import { FROM_TIME, sq, timeFilter, TO_TIME, unlessAll } from '../lib/sql.js';
+import { COST_ANOMALIES } from './anomaly-annotations.js';
 
 // Money panels name the selected currency in their titles (Grafana interpolates variables there, not in units):
 // amounts are plain numbers with 2 decimals, never labelled with a currency they may not be in.
@@ -20,6 +21,7 @@ export const cost: DashboardSpec = {
   description:
     'Cost of both product lines, net of discounts: serverless usage (usage collector, surge included) and model APIs (models collector), per local day of the selected timezone. Amounts are in the selected currency; the app filter applies to serverless panels.',
   time: { from: 'now-30d', to: 'now' },
+  annotations: [COST_ANOMALIES],
   variables: [
     {
       name: 'timezone',

@@ -2,6 +2,7 @@
 import type { DashboardSpec } from '../lib/spec.js';
 import { appOf, sq, timeFilter, timeInterval } from '../lib/sql.js';
 import { ANALYTICS_WHERE, analyticsVariables, APP_SCOPE_FILTER, DEPLOYMENTS, ENDPOINT_FILTER } from './shared.js';
+import { ERROR_ANOMALIES } from './anomaly-annotations.js';
 
 export const errors: DashboardSpec = {
   file: 'errors.json',
@@ -10,7 +11,7 @@ export const errors: DashboardSpec = {
   description: 'Error-type trends from the analytics collector, status codes from the requests collector, and failed queue webhooks.',
   time: { from: 'now-24h', to: 'now' },
   variables: analyticsVariables(),
-  annotations: [DEPLOYMENTS],
+  annotations: [DEPLOYMENTS, ERROR_ANOMALIES],
   rows: [
     [
       {

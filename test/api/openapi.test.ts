@@ -15,6 +15,7 @@ import { logsRoutes } from '../../src/api/logs-routes.js';
 import { logStreamRoutes } from '../../src/api/log-stream-route.js';
 import { requestCostRoutes } from '../../src/api/request-cost-routes.js';
 import { efficiencyRoutes } from '../../src/api/efficiency-routes.js';
+import { anomalyRoutes } from '../../src/api/anomaly-routes.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { testConfig } from '../support/store.js';
@@ -28,7 +29,7 @@ beforeAll(async () => {
   service = await startService(testConfig({ PORT: '0' }), {
     logger: createLogger('silent'),
     registry: createRegistry({ defaultMetrics: false }),
-    extensions: [apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes])],
+    extensions: [apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes, anomalyRoutes])],
   });
   doc = (await (await fetch(`${service.url}/api/v1/openapi.json`)).json()) as Doc;
 });
@@ -68,6 +69,7 @@ describe('the OpenAPI document', () => {
       ['/api/v1/efficiency', 'getEfficiency'],
       ['/api/v1/efficiency/hourly', 'getEfficiencyHourly'],
       ['/api/v1/recommendations', 'getRecommendations'],
+      ['/api/v1/anomalies', 'getAnomalies'],
     ]);
     expect(doc.servers).toEqual([{ url: service.url, description: 'this Tallyhouse service' }]);
     const finance = doc.paths['/api/v1/reports/finance'].get.responses['200'].content!['application/json'].schema;

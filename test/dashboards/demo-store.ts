@@ -11,6 +11,8 @@ import { commandLineTarget } from '../../src/collectors/scrape.js';
 import { Scraper } from '../../src/collectors/scraper.js';
 import { allJobs } from '../../jobs/index.js';
 import { testConfig } from '../support/store.js';
+import { anomalies } from '../../src/store/tables/anomalies.js';
+import { toDateTime64 } from '../../src/store/values.js';
 import { runJob, simClient } from '../support/jobs.js';
 
 const DRAIN_SECRET = 'd'.repeat(64);
@@ -97,6 +99,17 @@ export async function openDemoStore(): Promise<DemoStore> {
       }
     }
     if ((await scraper.scrape(down)).up) throw new Error('the scrape of a closed port should fail');
+    // The anomalies job judges against four weeks of history, more than this world's 7 days: two findings as it
+    // writes them (a cost day and an error-rate hour of a simulated app), for the Cost and Errors annotations.
+    const endpoint = sim.truth.apps().find((a) => a.owned_by_caller)!.endpoint_id;
+    const finding = { expected: 1, expected_low: 0, expected_high: 2, score: 9, direction: 'up', version: 1, is_deleted: 0, evaluated_at: toDateTime64(now) };
+    const bucket = toDateTime64(new Date(Math.floor(now.getTime() / 3_600_000) * 3_600_000 - 3 * 3_600_000));
+    const seeded = service.writer.insert(anomalies, [
+      { ...finding, series_kind: 'app', series_id: endpoint, measure: 'cost', grain: 'day', unit: 'USD', bucket, finding_id: 'demo-cost', actual: 20, summary: `cost of app ${endpoint}: 20 USD, expected 1 (0-2), up, score 9.0`, explanation: 'volume effect +19 USD' },
+      { ...finding, series_kind: 'endpoint', series_id: endpoint, measure: 'error_rate', grain: 'hour', unit: 'ratio', bucket, finding_id: 'demo-errors', expected: 0.01, expected_high: 0.05, actual: 0.4, summary: `error rate of endpoint ${endpoint}: 0.4, expected 0.01 (0-0.05), up, score 9.0`, explanation: '' },
+    ]);
+    await service.writer.flush();
+    await seeded;
     await service.writer.flush();
   } catch (err) {
     await sim.close();

@@ -100,6 +100,9 @@ export const ERROR_METRICS = [
 /** Outcomes and error-type counts per endpoint and bucket (GET /errors). */
 export const errorsByBucket = byBucket('analytics_errors_by_bucket', BucketKeys.extend(metricsOut(ERROR_METRICS)));
 
+/** What the anomalies job judges per endpoint and bucket: requests, 5xx and the p95 duration (seconds). */
+export const anomalyInputsByBucket = byBucket('analytics_anomaly_inputs_by_bucket', BucketKeys.extend(metricsOut(['request_count', 'error_count', 'p95_duration'] as const)));
+
 /**
  * Outcome and error-type counts summed over a range per endpoint (counts add up; percentiles do not, so none
  * are offered here). `app` rows already include their routes: do not add them to their route rows.

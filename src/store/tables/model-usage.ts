@@ -83,6 +83,23 @@ export const modelEndpointsWithUsage = namedQuery(
   z.object({ endpoint_id: z.string() }),
 );
 
+/**
+ * The anomalies job's model cost lines: per endpoint, caller (API key id, else login, else ''), unit, day bucket
+ * (UTC instant) and currency, the quantity, subtotal, discount and net cost (FINAL, live rows).
+ */
+export const dailyModelCostLines = namedQuery(
+  'daily_model_cost_lines',
+  `SELECT endpoint_id, if(api_key_id != '', api_key_id, login_username) AS caller, unit, toString(bucket) AS bucket_utc, currency,
+          toString(sum(quantity)) AS quantity, toString(sum(ifNull(cost_subtotal, cost_total))) AS subtotal,
+          toString(sum(ifNull(cost_discount, 0))) AS discount, toString(sum(cost_total)) AS cost
+   FROM model_usage_buckets FINAL
+   WHERE timezone = {timezone:String} AND timeframe = 'day' AND is_deleted = 0
+     AND bucket >= parseDateTime64BestEffort({from:String}, 3, 'UTC') AND bucket < parseDateTime64BestEffort({to:String}, 3, 'UTC')
+   GROUP BY endpoint_id, caller, unit, bucket, currency
+   ORDER BY endpoint_id, bucket`,
+  z.object({ endpoint_id: z.string(), caller: z.string(), unit: z.string(), bucket_utc: z.string(), currency: z.string(), quantity: z.string(), subtotal: z.string(), discount: z.string(), cost: z.string() }),
+);
+
 const MonthlyModelRow = z.object({
   endpoint_id: z.string(),
   unit: z.string(),

@@ -133,6 +133,24 @@ export const collectedTimezones = namedQuery(
   z.object({ timezone: z.string() }),
 );
 
+/**
+ * The anomalies job's cost lines: per app, day bucket (UTC instant), machine type and surge, and currency, the
+ * quantity, subtotal, discount and net cost of the day (FINAL, live rows). The change attribution explains a
+ * cost finding from them.
+ */
+export const dailyAppCostLines = namedQuery(
+  'daily_app_cost_lines',
+  `SELECT app, toString(bucket) AS bucket_utc, machine_type, is_surge, currency,
+          toString(sum(quantity)) AS quantity, toString(sum(ifNull(cost_subtotal, cost_total))) AS subtotal,
+          toString(sum(ifNull(cost_discount, 0))) AS discount, toString(sum(cost_total)) AS cost
+   FROM usage_buckets FINAL
+   WHERE timezone = {timezone:String} AND timeframe = 'day' AND is_deleted = 0
+     AND bucket >= parseDateTime64BestEffort({from:String}, 3, 'UTC') AND bucket < parseDateTime64BestEffort({to:String}, 3, 'UTC')
+   GROUP BY app, bucket, machine_type, is_surge, currency
+   ORDER BY app, bucket`,
+  z.object({ app: z.string(), bucket_utc: z.string(), machine_type: z.string(), is_surge: z.union([z.boolean(), z.number()]).transform(Boolean), currency: z.string(), quantity: z.string(), subtotal: z.string(), discount: z.string(), cost: z.string() }),
+);
+
 /** The finance report's daily sums: per app, machine type and currency over a range of local days. */
 export const monthlyCostByAppMachine = namedQuery(
   'monthly_cost_by_app_machine',

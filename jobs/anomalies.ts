@@ -1,0 +1,45 @@
+import { defineJob } from '../src/jobs/job.js';
+import { evaluateAnomalies } from '../src/collectors/anomalies.js';
+import { notifyFindings } from '../src/collectors/notify-webhook.js';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/**
+ * Anomaly detection (issue 32.2): judges the buckets of the last two days (a scheduled run) or of --from/--to (a
+ * re-evaluation) of every app, endpoint, model endpoint and API key against the same weekday and hour of the four
+ * weeks before (src/api/anomalies.ts), in the first TIMEZONES zone, and stores the findings (a re-evaluation replaces
+ * them); then, with NOTIFY_WEBHOOK_URL, posts each finding not yet delivered. Reads only the store: runs after the
+ * collectors on the hour.
+ */
+export const anomaliesJob = defineJob({
+  name: 'anomalies',
+  description: 'anomaly findings per app, endpoint, model endpoint and API key (cost, volume, error rate, p95 latency), and their notifications',
+  defaultCron: '20 * * * *',
+  scope: 'api',
+  label: 'the anomalies job',
+  range: 'times',
+  async run(ctx) {
+    const config = ctx.runtime.config;
+    const timezone = ctx.timezone ?? config.TIMEZONES[0];
+    const nowMs = ctx.now().getTime();
+    const { fromMs, toMs } = ctx.range ? ctx.range.instants(timezone) : { fromMs: Math.floor(nowMs / HOUR_MS) * HOUR_MS - 2 * DAY_MS, toMs: nowMs };
+    const result = await evaluateAnomalies(ctx, { timezone, fromMs, toMs, nowMs });
+    ctx.log.info(result, `anomalies: ${result.findings} finding(s) over ${result.series} series`);
+    if (config.NOTIFY_WEBHOOK_URL && config.NOTIFY_WEBHOOK_SECRET) {
+      const sent = await notifyFindings(
+        ctx.runtime,
+        {
+          url: config.NOTIFY_WEBHOOK_URL,
+          secret: config.NOTIFY_WEBHOOK_SECRET,
+          timeoutMs: config.NOTIFY_TIMEOUT_MS,
+          maxAttempts: config.NOTIFY_MAX_ATTEMPTS,
+          backoffMs: config.NOTIFY_BACKOFF_MS,
+          maxAgeHours: config.NOTIFY_MAX_AGE_HOURS,
+        },
+        { nowMs, log: ctx.log, signal: ctx.signal },
+      );
+      ctx.log.info(sent, `anomaly notifications: ${sent.sent} sent, ${sent.failed} not delivered`);
+    }
+  },
+});
