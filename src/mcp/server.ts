@@ -137,6 +137,61 @@ export function createMcpServer(opts: McpOptions): McpServer {
   );
 
   server.registerTool(
+    'cost_changes',
+    {
+      title: 'Why the bill changed',
+      description:
+        'Per group and currency: the cost of a baseline and a current period and the difference split into volume, price, discount, new and gone (GET /api/v1/cost/changes; the parts add up to the difference exactly). Top movers first; totals per currency cover every group.',
+      inputSchema: {
+        from: date('current period: first local day, inclusive'),
+        to: date('current period: last local day, exclusive'),
+        baseline_from: date('baseline: first local day (default: the period of the same length just before from)').optional(),
+        baseline_to: date('baseline: last local day, exclusive (default: from)').optional(),
+        timezone: z.string().max(64).default('UTC'),
+        product: z.enum(['all', 'serverless', 'model_api']).default('all'),
+        group_by: z.array(z.string().max(40)).max(8).default([]).describe('serverless: app, environment, machine_type, surge; model_api: endpoint, api_key, unit (default app,endpoint)'),
+        limit: z.number().int().min(1).max(1000).default(20).describe('the top movers answered (totals always cover every group)'),
+      },
+      outputSchema: open({ from: z.string(), to: z.string(), baseline_from: z.string(), baseline_to: z.string(), groups: Rows, totals: Rows }),
+      annotations: readOnly,
+    },
+    (a) =>
+      run(async () => {
+        capRows(opts, 'groups', a.limit, 'ask for fewer top movers (limit)');
+        const body = await ask(opts, '/cost/changes', { ...a, group_by: a.group_by.length ? a.group_by.join(',') : undefined });
+        const totals = body.totals as Array<Record<string, unknown>>;
+        const moved = totals.map((t) => `${t.difference} ${t.currency} (volume ${t.volume}, price ${t.price}, discount ${t.discount}, new ${t.new}, gone ${t.gone})`).join('; ');
+        return answer(body, `cost ${body.baseline_from}..${body.baseline_to} -> ${a.from}..${a.to}: ${moved || 'no cost in either period'}`);
+      }),
+  );
+
+  server.registerTool(
+    'anomalies',
+    {
+      title: 'Anomalies',
+      description:
+        "The anomalies job's current findings (GET /api/v1/anomalies): per app, endpoint, model endpoint or API key, a bucket far from the same weekday (and hour) of the four weeks before, with expected range, actual, score and, for cost, the change attribution. Newest first.",
+      inputSchema: {
+        from: date('first UTC day, inclusive (default: 7 days before to)').optional(),
+        to: date('last UTC day, exclusive (default: tomorrow)').optional(),
+        series_kind: z.enum(['app', 'endpoint', 'model_endpoint', 'api_key']).optional(),
+        measure: z.enum(['cost', 'volume', 'error_rate', 'p95_latency']).optional(),
+        series_id: z.string().max(200).optional(),
+      },
+      outputSchema: open({ from: z.string(), to: z.string(), rows: Rows }),
+      annotations: readOnly,
+    },
+    (a) =>
+      run(async () => {
+        // One more than the cap is asked for: more findings than an answer holds is an error, never a cut list.
+        const body = await ask(opts, '/anomalies', { ...a, limit: opts.maxRows + 1 });
+        const rows = body.rows as Array<Record<string, unknown>>;
+        capRows(opts, 'findings', rows.length, 'narrow by series_kind, measure, series_id or a shorter range');
+        return answer(body, `${rows.length} finding(s) ${body.from}..${body.to}${rows[0] ? `; newest: ${rows[0].summary}` : ''}`);
+      }),
+  );
+
+  server.registerTool(
     'finance_report',
     {
       title: 'Finance report',

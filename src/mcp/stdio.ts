@@ -77,13 +77,14 @@ export async function mcpCommand(version: string): Promise<number> {
 
 /** The query API's route groups, as `serve` registers them (src/main.ts, serviceExtensions). */
 async function queryRoutes() {
-  const [{ requestCostRoutes }, { analyticsRoutes }, { logStreamRoutes }, { logsRoutes }, { sessionRoutes }, { efficiencyRoutes }] = await Promise.all([
+  const [{ requestCostRoutes }, { analyticsRoutes }, { logStreamRoutes }, { logsRoutes }, { sessionRoutes }, { efficiencyRoutes }, { anomalyRoutes }] = await Promise.all([
     import('../api/request-cost-routes.js'),
     import('../api/analytics-routes.js'),
     import('../api/log-stream-route.js'),
     import('../api/logs-routes.js'),
     import('../api/session-routes.js'),
     import('../api/efficiency-routes.js'),
+    import('../api/anomaly-routes.js'),
   ]);
-  return [requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes];
+  return [requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes, anomalyRoutes];
 }

@@ -13,6 +13,7 @@ import { analyticsRoutes } from '../../src/api/analytics-routes.js';
 import { logsRoutes } from '../../src/api/logs-routes.js';
 import { sessionRoutes } from '../../src/api/session-routes.js';
 import { requestCostRoutes } from '../../src/api/request-cost-routes.js';
+import { anomalyRoutes } from '../../src/api/anomaly-routes.js';
 import { adminExtension } from '../../src/http/admin.js';
 import { mcpExtension } from '../../src/mcp/extension.js';
 import { createLogger } from '../../src/log.js';
@@ -66,7 +67,7 @@ beforeAll(async () => {
     logger: createLogger('silent'),
     registry: createRegistry({ defaultMetrics: false }),
     extensions: [
-      apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes, sessionRoutes]),
+      apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes, sessionRoutes, anomalyRoutes]),
       mcpExtension('test'),
       adminExtension({ commands: {}, reportFatal: () => 1 }),
     ],
@@ -95,6 +96,17 @@ beforeAll(async () => {
       source: 'stdout', isolate_source: '', message, attributes: {}, received_at: at(1_000 + i), batch_id: '00000000-0000-4000-8000-000000000033', line: i, origin: 'drain',
     })),
   );
+  // Two anomaly findings, the cost one stored twice (the newer version answers), as the anomalies job writes them.
+  const finding = (over: Record<string, unknown>) => ({
+    series_kind: 'app', series_id: 'acme/flux', measure: 'cost', grain: 'day', unit: 'USD', bucket: '2026-11-19 00:00:00.000', finding_id: 'f-cost',
+    expected: 100, expected_low: 70, expected_high: 130, actual: 150, score: 8.5, direction: 'up', summary: 'cost of app acme/flux on 2026-11-19: 150 USD',
+    explanation: 'price effect +50 USD on acme/flux', version: 1, is_deleted: 0, evaluated_at: '2026-11-20 06:00:00.000', ...over,
+  });
+  await insert('anomalies', [
+    finding({ actual: 140 }),
+    finding({ version: 2 }),
+    finding({ finding_id: 'f-err', series_kind: 'endpoint', series_id: 'acme/api', measure: 'error_rate', grain: 'hour', unit: 'ratio', bucket: '2026-11-20 14:00:00.000', expected: 0.01, expected_low: 0, expected_high: 0.08, actual: 0.3, score: 6.1, summary: 'error rate of acme/api', explanation: '' }),
+  ]);
   clients.http = await connect('http');
   clients.stdio = await connect('stdio');
 }, 180_000);
@@ -113,7 +125,7 @@ async function callBoth(name: string, args: Record<string, unknown>): Promise<Re
   return http;
 }
 
-const TOOLS = ['cost_breakdown', 'finance_report', 'session', 'request_trace', 'search_logs', 'latency_errors', 'runner_history', 'pipeline_health'];
+const TOOLS = ['cost_breakdown', 'cost_changes', 'anomalies', 'finance_report', 'session', 'request_trace', 'search_logs', 'latency_errors', 'runner_history', 'pipeline_health'];
 
 describe('issue 33: tools listed with their schemas (SDK client, both transports)', () => {
   it('lists every tool with an input schema naming its arguments and an output schema', async () => {
@@ -158,6 +170,37 @@ describe('issue 33: every figure equals the query API and the simulator', () => 
     const got = new Map<string, bigint>(res.structuredContent.rows.map((r: { app: string; cost: string }) => [r.app, nanos(r.cost)]));
     expect([...got].filter(([, v]) => v !== 0n).sort()).toEqual([...truth].filter(([, v]) => v !== 0n).sort());
     expect(res.content[0].text).toMatch(/^serverless cost 2026-11-01\.\.2026-11-22 \(UTC\): /);
+  });
+
+  it('cost_changes equals GET /cost/changes; the difference per currency equals the truth of both periods', async () => {
+    const res = await callBoth('cost_changes', { from: '2026-11-11', to: '2026-11-21', group_by: ['app'] });
+    expect(res.isError, res.content[0].text).toBeFalsy();
+    expect(res.structuredContent).toEqual((await api('/cost/changes?from=2026-11-11&to=2026-11-21&group_by=app&limit=20')).body);
+    expect([res.structuredContent.baseline_from, res.structuredContent.baseline_to]).toEqual(['2026-11-01', '2026-11-11']);
+    const period = (from: string, to: string) => {
+      const m = new Map<string, bigint>();
+      for (const r of sim.truth.usage({ from, to, timezone: 'UTC', timeframe: 'day' })) m.set(r.currency, (m.get(r.currency) ?? 0n) + BigInt(r.cost_total_nanos));
+      return m;
+    };
+    const [before, after] = [period('2026-11-01', '2026-11-11'), period('2026-11-11', '2026-11-21')];
+    const totals = nonEmpty(res.structuredContent.totals as Array<{ currency: string; baseline: string; current: string; difference: string }>, 'change totals');
+    for (const t of totals) {
+      expect([nanos(t.baseline), nanos(t.current)], t.currency).toEqual([before.get(t.currency) ?? 0n, after.get(t.currency) ?? 0n]);
+      expect(nanos(t.difference)).toBe((after.get(t.currency) ?? 0n) - (before.get(t.currency) ?? 0n));
+    }
+    const bad = await callBoth('cost_changes', { from: '2026-11-11', to: '2026-11-21', group_by: ['weather'] });
+    expect([bad.isError, bad.content[0].text?.startsWith('invalid argument group_by: ')]).toEqual([true, true]);
+  });
+
+  it('anomalies equals GET /anomalies: the newer version of a re-evaluated finding, once', async () => {
+    const res = await callBoth('anomalies', { from: '2026-11-18', to: '2026-11-21' });
+    expect(res.isError, res.content[0].text).toBeFalsy();
+    expect(res.structuredContent).toEqual((await api('/anomalies?from=2026-11-18&to=2026-11-21&limit=201')).body);
+    expect(res.structuredContent.rows.map((r: { finding_id: string; actual: number }) => [r.finding_id, r.actual])).toEqual([['f-err', 0.3], ['f-cost', 150]]);
+    const cost = await callBoth('anomalies', { from: '2026-11-18', to: '2026-11-21', measure: 'cost' });
+    expect(cost.structuredContent.rows.map((r: { explanation: string }) => r.explanation)).toEqual(['price effect +50 USD on acme/flux']);
+    const bad = await callBoth('anomalies', { measure: 'weather' });
+    expect([bad.isError, /measure/.test(bad.content[0].text!)]).toEqual([true, true]);
   });
 
   it('finance_report equals GET /reports/finance, totals equal the truth', async () => {
