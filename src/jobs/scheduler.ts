@@ -20,6 +20,8 @@ export interface JobRunResult {
   retries: number;
   error: string;
   durationMs: number;
+  /** What the run noted (JobContext.note), joined with '; '; empty or absent when nothing. */
+  note?: string;
 }
 
 export interface SchedulerOptions {
@@ -224,6 +226,7 @@ export class Scheduler {
     log.debug({ trigger }, 'job started');
     let status: 'ok' | 'failed' = 'ok';
     let error = '';
+    const notes: string[] = [];
     try {
       const { range, timezone, options } = args ?? parseJobArgs(job);
       await job.run(
@@ -245,6 +248,9 @@ export class Scheduler {
           addRows: (n) => {
             rows += n;
           },
+          note: (text) => {
+            if (!notes.includes(text)) notes.push(text);
+          },
           progress,
           range,
           timezone,
@@ -260,6 +266,7 @@ export class Scheduler {
     }
     endTimer();
     const result: JobRunResult = { runId, job: job.name, status, rows, retries, error, durationMs: Date.now() - startedAt };
+    if (notes.length > 0) result.note = notes.join('; ');
     this.metrics.runs.inc({ job: job.name, status });
     if (status === 'ok') {
       this.metrics.lastSuccess.set({ job: job.name }, Date.now() / 1000);
@@ -285,6 +292,7 @@ export class Scheduler {
       rows: result.rows,
       retries: result.retries,
       error: result.error,
+      note: result.note ?? '',
     };
     const written = this.opts.runtime.writer.insert(jobRuns, [row]);
     await this.opts.runtime.writer.flush(jobRuns);
