@@ -240,12 +240,21 @@ describe('issue 33: every figure equals the query API and the simulator', () => 
   });
 
   it('pipeline_health: the last run of every job the test ran, and the rest never ran', async () => {
-    const res = await callBoth('pipeline_health', {});
-    expect(res.isError, res.content[0].text).toBeFalsy();
-    const byJob = new Map(res.structuredContent.jobs.map((j: { job: string }) => [j.job, j]));
-    for (const job of ['apps', 'usage', 'analytics', 'runners']) expect((byJob.get(job) as any).last_run.status, job).toBe('ok');
-    expect((byJob.get('logs') as any).last_run).toBeNull();
-    expect(res.structuredContent.drain.state).toBe('not running in this process');
+    // Not callBoth: lag_seconds is read at the moment of each call.
+    for (const client of [clients.http, clients.stdio]) {
+      const res = (await client.callTool({ name: 'pipeline_health', arguments: {} })) as Result;
+      expect(res.isError, res.content[0].text).toBeFalsy();
+      const byJob = new Map<string, any>(res.structuredContent.jobs.map((j: { job: string }) => [j.job, j]));
+      for (const job of ['apps', 'usage', 'analytics', 'runners']) {
+        const j = byJob.get(job);
+        expect(j.last_run.status, job).toBe('ok');
+        // The last success is the last run's end (the store's DateTime64 text, in UTC), and the lag counts from it.
+        expect(j.last_success_at).toBe(`${j.last_run.finished_at.replace(' ', 'T')}Z`);
+        expect(j.lag_seconds).toBeGreaterThanOrEqual(0);
+      }
+      expect([byJob.get('logs').last_run, byJob.get('logs').last_success_at]).toEqual([null, null]);
+      expect(res.structuredContent.drain.state).toBe('not running in this process');
+    }
   });
 });
 
