@@ -8,6 +8,8 @@ import type { FastifyInstance } from 'fastify';
 import { JOB_NAMES } from '../config.js';
 import type { Runtime } from '../runtime.js';
 import { readOnlyStore } from '../store/client.js';
+import { DateTime } from 'luxon';
+import { requestDetails } from '../api/session-routes.js';
 import { sessionsMentioningRequest } from '../store/tables/faro-items.js';
 import { lastSuccessByJob, recentRuns } from '../store/tables/job-runs.js';
 import { collectedCurrencies } from '../store/tables/usage-buckets.js';
@@ -82,6 +84,13 @@ export function mcpOptions(app: FastifyInstance, rt: Runtime, version: string): 
     timezones: rt.config.TIMEZONES,
     dashboards: list,
     version,
+    requestDetail: async (requestId, window) => {
+      const [detail] = await requestDetails({ ...rt, store }, [requestId], {
+        from: DateTime.fromISO(window.from, { zone: 'utc' }).minus({ days: 1 }),
+        to: DateTime.fromISO(window.to, { zone: 'utc' }).plus({ days: 1 }),
+      });
+      return detail;
+    },
     sessionsMentioning: async (requestId) => (await sessionsMentioningRequest(store, { request_id: requestId, limit: 10 })).map((r) => r.session_id),
     currencies: async () => [...new Set([...(await collectedCurrencies(store, {})).map((r) => r.currency), rt.config.BUDGET_CURRENCY])].sort(),
     pipelineHealth: async (): Promise<PipelineHealth> => {

@@ -29,6 +29,11 @@ export interface McpOptions {
   currencies: () => Promise<string[]>;
   dashboards: ReadonlyArray<{ uid: string; title: string; file: string }>;
   pipelineHealth: () => Promise<PipelineHealth>;
+  /**
+   * One request's status, duration, billable units, cost and oldest log lines, as GET /sessions/{id} reports each
+   * request it mentions (the same function), looked up among requests that ended in [from, to).
+   */
+  requestDetail: (requestId: string, window: { from: string; to: string }) => Promise<Record<string, unknown>>;
   /** The Faro sessions whose items mention a request id, earliest first (a few at most). */
   sessionsMentioning: (requestId: string) => Promise<string[]>;
   version: string;
@@ -239,14 +244,14 @@ export function createMcpServer(opts: McpOptions): McpServer {
     {
       title: 'Trace one request',
       description:
-        'One platform request by id: the Faro session that mentions it, its status, duration, billable units and cost (as GET /api/v1/sessions/{id} reports them), and its log lines (GET /api/v1/logs?request_id=, newest first).',
+        'One platform request by id: the Faro session that mentions it, its status, duration, billable units and cost (as GET /api/v1/sessions/{id} reports them; without a session, looked up among requests that ended in the searched range, a day either side), and its log lines (GET /api/v1/logs?request_id=, newest first).',
       inputSchema: {
         request_id: z.string().min(1).max(200),
         from: instant('start of the log search, inclusive (default: 24 hours before to)').optional(),
         to: instant('end of the log search, exclusive (default: now)').optional(),
         log_limit: z.number().int().min(1).max(1000).default(100).describe('log lines at most'),
       },
-      outputSchema: open({ request_id: z.string(), session_id: z.string().nullable(), request: z.record(z.string(), z.unknown()).nullable(), log_lines: Rows, log_lines_more: z.boolean() }),
+      outputSchema: open({ request_id: z.string(), session_id: z.string().nullable(), request: z.record(z.string(), z.unknown()), log_lines: Rows, log_lines_more: z.boolean() }),
       annotations: readOnly,
     },
     (a) =>
@@ -255,8 +260,12 @@ export function createMcpServer(opts: McpOptions): McpServer {
         const sessionIds = await opts.sessionsMentioning(a.request_id);
         const sessionId = sessionIds[0] ?? null;
         const session = sessionId ? await ask(opts, `/sessions/${encodeURIComponent(sessionId)}`) : null;
-        const request = (session?.requests as Array<Record<string, unknown>> | undefined)?.find((r) => r.request_id === a.request_id) ?? null;
         const logs = await ask(opts, '/logs', { request_id: a.request_id, from: a.from, to: a.to, limit: a.log_limit });
+        // The session's own entry when it has one; else (no session, or beyond the requests a session answers with)
+        // the same lookup over the searched range, a day either side (a request ends near where it is looked for).
+        let request = (session?.requests as Array<Record<string, unknown>> | undefined)?.find((r) => r.request_id === a.request_id) ?? null;
+        const window = { from: String(logs.from), to: String(logs.to) };
+        if (!request) request = await opts.requestDetail(a.request_id, window);
         const lines = logs.lines as Array<Record<string, unknown>>;
         const structured = {
           request_id: a.request_id,
@@ -266,12 +275,10 @@ export function createMcpServer(opts: McpOptions): McpServer {
           log_lines: lines,
           log_lines_more: Boolean(logs.has_more),
         };
-        const what = request
+        const what = request.found
           ? `status ${request.status_code ?? 'unknown'}, ${request.billable_units ?? '?'} billable units, cost ${request.cost ?? 'not priced'} ${request.currency ?? ''}`.trim()
-          : sessionId
-            ? 'mentioned by the session but not found among collected requests'
-            : 'no stored Faro session mentions it (status and cost are reported through the session that mentions a request)';
-        return answer(structured, `request ${a.request_id}: ${what}; session ${sessionId ?? 'none'}; ${lines.length} log line(s)`);
+          : `not found among the requests collected that ended between ${window.from} and ${window.to} (a day either side)`;
+        return answer(structured, `request ${a.request_id}: ${what}; session ${sessionId ?? 'none (no stored Faro session mentions it)'}; ${lines.length} log line(s)`);
       }),
   );
 

@@ -82,7 +82,11 @@ beforeAll(async () => {
     expect(run.status, `${job}: ${run.error}`).toBe('ok');
   }
   await insert('unit_prices', [{ endpoint_id: 'acme/api', effective_from: '2020-01-01 00:00:00.000', unit_price: '0.002', currency: 'USD', source: 'test', version: 1, loaded_at: '2020-01-01 00:00:00.000' }]);
-  await insert('requests', [{ request_id: TRACE_ID, endpoint_id: 'acme/api', ended_at: at(5_000), status_code: 503, duration: 1.5, billable_units: '1250', raw: '', version: 1, collected_at: at(5_000) }]);
+  await insert('requests', [
+    { request_id: TRACE_ID, endpoint_id: 'acme/api', ended_at: at(5_000), status_code: 503, duration: 1.5, billable_units: '1250', raw: '', version: 1, collected_at: at(5_000) },
+    // A request no session mentions: 400 units at 0.002 USD = 0.8 USD.
+    { request_id: 'req-lonely', endpoint_id: 'acme/api', ended_at: at(9_000), status_code: 200, duration: 0.25, billable_units: '400', raw: '', version: 1, collected_at: at(9_000) },
+  ]);
   const item = (session_id: string, ms: number, request_id: string, kind = 'event') => ({
     received_at: at(ms), timestamp: at(ms), kind, app: 'shop-web', app_namespace: '', release: '', app_version: '', environment: 'production', session_id,
     user_id: '', page_url: '/checkout', level: '', message: kind === 'exception' ? 'Error: payment failed' : 'fetch', domain: '', values: {}, attributes: {},
@@ -271,11 +275,20 @@ describe('issue 33.3: request_trace follows a request from the Faro session to t
     expect(res.content[0].text).toContain('session sess-trace');
   });
 
-  it('a request no session mentions: no session, said so, and its (absent) log lines', async () => {
-    const res = await callBoth('request_trace', { request_id: 'req-nowhere' });
-    expect(res.structuredContent.session_id).toBeNull();
-    expect(res.structuredContent.log_lines).toEqual([]);
+  it('a request no session mentions: no session, said so, and its status and cost from the same lookup', async () => {
+    // An explicit range: the default ends now, which differs between the two transports' calls.
+    const range = { from: TRACE_AT.minus({ hours: 1 }).toISO(), to: TRACE_AT.plus({ hours: 1 }).toISO() };
+    const res = await callBoth('request_trace', { request_id: 'req-lonely', ...range });
+    expect(res.isError, res.content[0].text).toBeFalsy();
+    const s = res.structuredContent;
+    expect(s.session_id).toBeNull();
+    expect([s.request.found, s.request.status_code, s.request.outcome, s.request.duration]).toEqual([true, 200, 'success', 0.25]);
+    expect([nanos(s.request.billable_units), nanos(s.request.cost), s.request.currency]).toEqual([400n * 10n ** 9n, 800_000_000n, 'USD']);
+    expect(s.log_lines).toEqual([]);
     expect(res.content[0].text).toMatch(/no stored Faro session mentions it/);
+    const nowhere = await callBoth('request_trace', { request_id: 'req-nowhere', ...range });
+    expect([nowhere.structuredContent.session_id, nowhere.structuredContent.request.found]).toEqual([null, false]);
+    expect(nowhere.content[0].text).toMatch(/not found among the requests collected/);
   });
 });
 
