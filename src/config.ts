@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { readFileSync } from 'node:fs';
 import { IANAZone } from 'luxon';
 import cron from 'node-cron';
 
@@ -38,6 +39,25 @@ const cronExpression = z
  * Every scheduled job's schedule can be overridden with JOB_<NAME>_CRON. The names of jobs/index.ts's list, in its
  * order (test/jobs/job-list.test.ts checks); listed here because config must not import the jobs (an import cycle).
  */
+const BudgetEntry = z.strictObject({
+  scope: z.enum(['app', 'endpoint', 'api_key', 'product']),
+  name: z.string().min(1),
+  amount: z.union([z.number().nonnegative(), z.string().regex(/^\d+(\.\d+)?$/)]).transform(String),
+  currency: z.string().regex(/^[A-Z]{3}$/).optional(),
+});
+export type BudgetEntry = z.output<typeof BudgetEntry>;
+const BUDGETS_EXPECTED =
+  'a JSON list of {"scope": "app|endpoint|api_key|product", "name": "...", "amount": 1500, "currency": "USD"} (currency optional: BUDGET_CURRENCY)';
+
+function parseBudgetList(text: string): BudgetEntry[] | null {
+  try {
+    const parsed = z.array(BudgetEntry).safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
 export const JOB_NAMES = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions', 'logs', 'queue', 'runner-metrics', 'anomalies'] as const;
 /** A job name as it appears in an environment variable: upper case, `-` as `_` (JOB_RUNNER_METRICS_CRON). */
 type EnvName<N extends string> = N extends `${infer A}-${infer B}` ? `${A}_${EnvName<B>}` : N;
@@ -109,6 +129,8 @@ export const ConfigSchema = z.object({
   // Collectors (their schedules are JOB_<NAME>_CRON, read by jobs/).
   USAGE_APPS: csvList.optional(),
   USAGE_RECOLLECT_DAYS: z.coerce.number().int().min(0).max(62).default(3),
+  // Hours after a day's end during which the platform may still bill into it (src/api/finality.ts).
+  LATE_BILLING_WINDOW_HOURS: z.coerce.number().int().min(0).max(24 * 62).default(48),
   // Run every job once at start-up (then on its schedule); needs JOBS_ENABLED.
   STARTUP_JOBS: bool.default(true),
   JOBS_ENABLED: bool.default(true),
@@ -183,6 +205,35 @@ export const ConfigSchema = z.object({
       return z.NEVER;
     }),
   BUDGET_CURRENCY: z.string().regex(/^[A-Z]{3}$/, 'expected a currency code like USD').default('USD'),
+  // Monthly budgets with forecasts (GET /api/v1/budgets): a JSON list in BUDGETS, or in the file BUDGETS_FILE;
+  // APP_BUDGETS folds in as app budgets in BUDGET_CURRENCY.
+  BUDGETS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return [];
+      const parsed = parseBudgetList(v);
+      if (parsed) return parsed;
+      ctx.addIssue({ code: 'custom', message: BUDGETS_EXPECTED });
+      return z.NEVER;
+    }),
+  BUDGETS_FILE: z
+    .string()
+    .optional()
+    .transform((path, ctx) => {
+      if (path === undefined) return [];
+      let text: string;
+      try {
+        text = readFileSync(path, 'utf8');
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `expected a readable file (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})` });
+        return z.NEVER;
+      }
+      const parsed = parseBudgetList(text);
+      if (parsed) return parsed;
+      ctx.addIssue({ code: 'custom', message: `expected the file to hold ${BUDGETS_EXPECTED}` });
+      return z.NEVER;
+    }),
 
   // Query API.
   // Per-query limits of the query API (it reads as a read-only user would) and the longest range a route answers.

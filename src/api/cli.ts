@@ -57,7 +57,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
     return 2;
   }
   return withCommandRuntime(getConfig(), async (rt) => {
-    const report = await financeReport(rt.store, values.month!, timezone);
+    const report = await financeReport(rt.store, values.month!, timezone, new Date(), { windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
     const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES });
     if (!problem && !rt.config.TIMEZONES.includes(timezone)) {
       io.err(`tallyhouse report finance: warning: ${timezone} is not in TIMEZONES, so scheduled runs do not keep its usage up to date\n`);
@@ -178,6 +178,7 @@ async function changesCommand(args: string[]): Promise<number> {
       baselineTo: `${nextMonth(baseline, 1)}-01`,
       product: product as 'all' | 'serverless' | 'model_api',
       groupBy,
+      windowHours: rt.config.LATE_BILLING_WINDOW_HOURS,
     });
     if (report.groups.length === 0) {
       io.err(`tallyhouse report changes: no cost collected in ${baseline} or ${month} (${timezone}); collect it with \`tallyhouse collect usage --from ... --to ...\` and \`collect models\`\n`);

@@ -6,6 +6,7 @@ import { CHANGE_GROUPS, costChangeLines, type ChangeGroup } from '../store/table
 import { MODEL_CHANGE_GROUPS, modelCostChangeLines, type ModelChangeGroup } from '../store/tables/model-usage.js';
 import { attributeChanges, type CostChanges, type CostLine } from './cost-changes.js';
 import type { Table } from './http.js';
+import { loadFinality, loadFinalityBoth } from './finality-report.js';
 
 export const CHANGE_GROUP_NAMES = [...Object.keys(CHANGE_GROUPS), ...Object.keys(MODEL_CHANGE_GROUPS)] as [string, ...string[]];
 export type ChangeProduct = 'all' | 'serverless' | 'model_api';
@@ -25,6 +26,8 @@ export interface CostChangesQuery {
 }
 
 export interface CostChangesReport extends CostChanges {
+  /** Whether each period's figures can still change (src/api/finality.ts); the days that can. */
+  final: { baseline: boolean; current: boolean; provisional_days: string[] };
   timezone: string;
   from: string;
   to: string;
@@ -69,10 +72,16 @@ async function linesOf(store: Pick<Store, 'client'>, q: CostChangesQuery, from: 
   return lines;
 }
 
-export async function costChangesReport(store: Pick<Store, 'client'>, q: CostChangesQuery): Promise<CostChangesReport> {
+export async function costChangesReport(store: Pick<Store, 'client'>, q: CostChangesQuery & { windowHours: number }): Promise<CostChangesReport> {
   const baseline = await linesOf(store, q, q.baselineFrom, q.baselineTo);
   const current = await linesOf(store, q, q.from, q.to);
+  const finality = async (from: string, to: string) =>
+    q.product === 'all'
+      ? loadFinalityBoth(store, { timezone: q.timezone, from, to, windowHours: q.windowHours })
+      : loadFinality(store, { product: q.product, timezone: q.timezone, from, to, windowHours: q.windowHours });
+  const [fb, fc] = [await finality(q.baselineFrom, q.baselineTo), await finality(q.from, q.to)];
   return {
+    final: { baseline: fb.final, current: fc.final, provisional_days: [...new Set([...fb.provisional_days, ...fc.provisional_days])].sort() },
     timezone: q.timezone,
     from: q.from,
     to: q.to,
@@ -88,7 +97,8 @@ const PART_COLUMNS = ['baseline_cost', 'current_cost', 'difference', 'volume', '
 
 /** The report as one table: a row per group (ranked), then a total row per currency. */
 export function costChangesTable(report: CostChangesReport, limit?: number): Table {
-  const columns = ['row_type', 'rank', 'product', ...report.group_by, 'currency', 'status', ...PART_COLUMNS];
+  const columns = ['row_type', 'rank', 'product', ...report.group_by, 'currency', 'status', ...PART_COLUMNS, 'final'];
+  const final = report.final.baseline && report.final.current;
   const groups = limit === undefined ? report.groups : report.groups.slice(0, limit);
   const rows: Array<Record<string, string | number | boolean | null>> = groups.map((g, i) => ({
     row_type: 'group',
@@ -105,6 +115,7 @@ export function costChangesTable(report: CostChangesReport, limit?: number): Tab
     discount: g.discount,
     new: g.new,
     gone: g.gone,
+    final,
   }));
   for (const t of report.totals) {
     rows.push({
@@ -122,6 +133,7 @@ export function costChangesTable(report: CostChangesReport, limit?: number): Tab
       discount: t.discount,
       new: t.new,
       gone: t.gone,
+      final,
     });
   }
   return { columns, rows };

@@ -30,6 +30,9 @@ export const CostChangesResponse = z.object({
   baseline_to: z.string().describe('exclusive'),
   product: z.enum(['all', 'serverless', 'model_api']),
   group_by: z.array(z.string()),
+  final: z
+    .object({ baseline: z.boolean(), current: z.boolean(), provisional_days: z.array(z.string()) })
+    .describe('whether each period can still change: every day final (late-billing window passed, a re-collection after it agreed)'),
   groups: z
     .array(
       z.object({
@@ -107,6 +110,7 @@ export function costChangeRoutes(app: FastifyInstance, registry: RouteRegistry, 
         baselineTo,
         product: q.product,
         groupBy,
+        windowHours: rt.config.LATE_BILLING_WINDOW_HOURS,
       });
       const answer = q.limit === undefined ? report : { ...report, groups: report.groups.slice(0, q.limit) };
       return sendTable(reply, request, q.format, costChangesTable(report, q.limit), () => answer, `cost-changes-${q.from}-${q.to}.csv`);

@@ -5,6 +5,7 @@ import { summaryRangeOfMonth, summaryTotalsByAppMachine } from '../store/tables/
 import { modelSummaryRangeOfMonth, modelSummaryTotals, monthlyModelCost } from '../store/tables/model-usage.js';
 import { addDecimals, decimalToScaled, scaledToDecimal } from '../store/values.js';
 import type { Table } from './http.js';
+import { loadFinality } from './finality-report.js';
 
 const SCALE = 12; // Decimal(38, 12) money columns: exact sums in BigInt at this scale
 const TOLERANCE = decimalToScaled('0.01', SCALE);
@@ -42,9 +43,11 @@ export interface FinanceRow {
   quantity: string;
   /** Model rows: the API key's label (or the login) that made the calls. */
   api_key: string;
+  /** The row can no longer change: every day of the month is final for its product (src/api/finality.ts). */
+  final: boolean;
 }
 
-type Line = Omit<FinanceRow, 'row_type' | 'platform_summary_total' | 'difference' | 'flagged' | 'month_complete'>;
+type Line = Omit<FinanceRow, 'row_type' | 'platform_summary_total' | 'difference' | 'flagged' | 'month_complete' | 'final'>;
 
 interface ReconciliationRow {
   product: Product;
@@ -65,6 +68,10 @@ export interface FinanceReport {
   timezone: string;
   /** False while the month is not over in `timezone` (a partial month). */
   month_complete: boolean;
+  /** Every day of the month is final for both products: no figure of the report can change any more. */
+  month_final: boolean;
+  /** Days of the month that can still change (either product). */
+  provisional_days: string[];
   range: { from: string; to: string };
   rows: FinanceRow[];
   /** Per product and currency. */
@@ -101,6 +108,7 @@ export const FINANCE_COLUMNS: Array<keyof FinanceRow> = [
   'unit',
   'quantity',
   'api_key',
+  'final',
 ];
 
 const abs = (v: bigint) => (v < 0n ? -v : v);
@@ -222,7 +230,7 @@ function sumRow(rowType: 'subtotal' | 'total', product: Product | '', currency: 
     unit: single((l) => l.unit),
     quantity: single((l) => l.unit) ? addDecimals(items.map((i) => i.quantity), SCALE) : '',
     api_key: '',
-  } satisfies Omit<FinanceRow, 'month_complete'>;
+  } satisfies Omit<FinanceRow, 'month_complete' | 'final'>;
 }
 
 /**
@@ -230,7 +238,13 @@ function sumRow(rowType: 'subtotal' | 'total', product: Product | '', currency: 
  * endpoint, unit and key; a subtotal per product and currency and a total per currency; each product reconciled
  * with the platform's own summary for the month. Every figure is an exact decimal (no float arithmetic).
  */
-export async function financeReport(store: Pick<Store, 'client'>, month: string, timezone: string, now: Date = new Date()): Promise<FinanceReport> {
+export async function financeReport(
+  store: Pick<Store, 'client'>,
+  month: string,
+  timezone: string,
+  now: Date = new Date(),
+  opts: { windowHours?: number } = {},
+): Promise<FinanceReport> {
   const start = DateTime.fromFormat(month, 'yyyy-MM', { zone: timezone });
   if (!start.isValid) throw new Error(`month must be YYYY-MM, got ${JSON.stringify(month)}`);
   const from = start.toISODate()!;
@@ -239,7 +253,17 @@ export async function financeReport(store: Pick<Store, 'client'>, month: string,
   const products = [await serverlessData(store, timezone, from, to), await modelData(store, timezone, from, to)];
 
   const recon = new Map(products.map((p) => [p.product, reconcile(p)]));
-  const mark = <R extends Omit<FinanceRow, 'month_complete'>>(r: R): FinanceRow => ({ ...r, month_complete: monthComplete });
+  const windowHours = opts.windowHours ?? 48;
+  const finality = {
+    serverless: await loadFinality(store, { product: 'serverless', timezone, from, to, windowHours, now }),
+    model_api: await loadFinality(store, { product: 'model_api', timezone, from, to, windowHours, now }),
+  };
+  const monthFinal = monthComplete && finality.serverless.final && finality.model_api.final;
+  const mark = <R extends Omit<FinanceRow, 'month_complete' | 'final'>>(r: R): FinanceRow => ({
+    ...r,
+    month_complete: monthComplete,
+    final: monthComplete && (r.product === '' ? monthFinal : finality[r.product].final),
+  });
   const rows: FinanceRow[] = [];
   const productTotals: FinanceRow[] = [];
   for (const p of products) {
@@ -267,6 +291,8 @@ export async function financeReport(store: Pick<Store, 'client'>, month: string,
     month,
     timezone,
     month_complete: monthComplete,
+    month_final: monthFinal,
+    provisional_days: [...new Set([...finality.serverless.provisional_days, ...finality.model_api.provisional_days])].sort(),
     range: { from, to },
     rows,
     product_totals: productTotals,

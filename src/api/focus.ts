@@ -10,6 +10,7 @@ import { focusModelCharges } from '../store/tables/model-usage.js';
 import { decimalToScaled, scaledToDecimal } from '../store/values.js';
 import type { Table } from './http.js';
 import type { Config } from '../config.js';
+import { loadFinality } from './finality-report.js';
 
 /** The FOCUS columns Tallyhouse fills (Mandatory, and the Conditional/Recommended ones that apply), then ours. */
 export const FOCUS_COLUMNS = [
@@ -56,6 +57,7 @@ export const FOCUS_COLUMNS = [
   'x_LoginUsername',
   'x_PercentDiscount',
   'x_UnitPriceDerived',
+  'x_Final',
 ] as const;
 export type FocusColumn = (typeof FOCUS_COLUMNS)[number];
 export type FocusRow = Record<FocusColumn, string | null>;
@@ -66,13 +68,18 @@ export interface FocusOptions {
   billingAccountName: string;
   /** ProviderName, PublisherName, InvoiceIssuerName. */
   providerName: string;
+  /** LATE_BILLING_WINDOW_HOURS, for x_Final (src/api/finality.ts); 48 when not given. */
+  lateBillingWindowHours?: number;
 }
 
-export function focusOptions(config: Pick<Config, 'FOCUS_BILLING_ACCOUNT_ID' | 'FOCUS_BILLING_ACCOUNT_NAME' | 'FOCUS_PROVIDER_NAME'>): FocusOptions {
+export function focusOptions(
+  config: Pick<Config, 'FOCUS_BILLING_ACCOUNT_ID' | 'FOCUS_BILLING_ACCOUNT_NAME' | 'FOCUS_PROVIDER_NAME'> & Partial<Pick<Config, 'LATE_BILLING_WINDOW_HOURS'>>,
+): FocusOptions {
   return {
     billingAccountId: config.FOCUS_BILLING_ACCOUNT_ID,
     billingAccountName: config.FOCUS_BILLING_ACCOUNT_NAME ?? config.FOCUS_BILLING_ACCOUNT_ID,
     providerName: config.FOCUS_PROVIDER_NAME,
+    lateBillingWindowHours: config.LATE_BILLING_WINDOW_HOURS,
   };
 }
 
@@ -128,6 +135,13 @@ export async function focusReport(store: Pick<Store, 'client'>, month: string, o
   const range = { from: start.toISODate()!, to: end.toISODate()! };
   const [serverless, models] = await Promise.all([focusServerlessCharges(store, range), focusModelCharges(store, range)]);
   if (serverless.length === 0 && models.length === 0) throw new FocusNoDataError(month);
+  // x_Final: whether the row's day can still change for its product (late-billing window passed, re-collection agreed).
+  const windowHours = opts.lateBillingWindowHours ?? 48;
+  const finalDays = {
+    serverless: new Map((await loadFinality(store, { product: 'serverless', timezone: 'UTC', ...range, windowHours })).days.map((d) => [d.day, d.final])),
+    model_api: new Map((await loadFinality(store, { product: 'model_api', timezone: 'UTC', ...range, windowHours })).days.map((d) => [d.day, d.final])),
+  };
+  const finalText = (product: 'serverless' | 'model_api', day: string) => (finalDays[product].get(day) ? 'true' : 'false');
 
   const common = (day: string, currency: string) => {
     const chargeStart = DateTime.fromISO(day, { zone: 'utc' });
@@ -192,6 +206,7 @@ export async function focusReport(store: Pick<Store, 'client'>, month: string, o
       x_LoginUsername: null,
       x_PercentDiscount: r.percent_discount,
       x_UnitPriceDerived: 'false',
+      x_Final: finalText('serverless', r.day),
     });
   }
   for (const r of models) {
@@ -223,6 +238,7 @@ export async function focusReport(store: Pick<Store, 'client'>, month: string, o
       x_LoginUsername: r.login_username || null,
       x_PercentDiscount: legacy ? null : r.percent_discount,
       x_UnitPriceDerived: legacy ? 'true' : 'false',
+      x_Final: finalText('model_api', r.day),
     });
   }
   return rows;

@@ -13,6 +13,8 @@ import { RouteRegistry } from './routes.js';
 import { CostResponse, FinanceResponse, FocusResponse } from './responses.js';
 import { focusOptions, focusReport, focusTable, FocusNoDataError, FOCUS_COLUMNS } from './focus.js';
 import { costChangeRoutes } from './cost-changes-routes.js';
+import { loadFinality } from './finality-report.js';
+import { budgetRoutes } from './budgets-routes.js';
 
 export const API_PREFIX = '/api/v1';
 
@@ -59,6 +61,7 @@ export function apiExtension(extraRoutes: ApiRoutes[] = []): Extension {
         };
         costRoutes(app, registry, reader);
         costChangeRoutes(app, registry, reader, checkTimezone);
+        budgetRoutes(app, registry, reader, checkTimezone);
         for (const routes of extraRoutes) routes(app, registry, reader);
         // GET /api/v1: where to go from here.
         app.get('/', async () => ({
@@ -155,10 +158,17 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
         q.product === 'model_api'
           ? await modelCostByGroups(rt.store, { timezone: q.timezone, from: q.from, to: q.to, groupBy: groupBy as ModelCostGroup[], endpoints: q.endpoint, search: q.search })
           : await costByGroups(rt.store, { timezone: q.timezone, from: q.from, to: q.to, groupBy: groupBy as CostGroup[], apps: q.app, search: q.search });
-      const columns = [...groupBy, 'currency', ...(q.product === 'model_api' ? MODEL_MONEY_COLUMNS : MONEY_COLUMNS)];
+      // Whether each figure can still change (src/api/finality.ts): per day when grouped by day, else the range's.
+      const finality = await loadFinality(rt.store, { product: q.product, timezone: q.timezone, from: q.from, to: q.to, windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
+      const finalByDay = new Map(finality.days.map((d) => [d.day, d.final]));
+      const columns = [...groupBy, 'currency', ...(q.product === 'model_api' ? MODEL_MONEY_COLUMNS : MONEY_COLUMNS), 'final'];
       const table = {
         columns,
-        rows: rows.map((r) => Object.fromEntries(columns.map((c) => [c, (r as Record<string, string | number | boolean>)[c] ?? null]))),
+        rows: rows.map((r) => {
+          const row = r as Record<string, string | number | boolean>;
+          const final = groupBy.includes('day') ? finalByDay.get(String(row.day)) ?? false : finality.final;
+          return Object.fromEntries(columns.map((c) => [c, c === 'final' ? final : row[c] ?? null]));
+        }),
       };
       return sendTable(reply, request, q.format, table, () => ({
         timezone: q.timezone,
@@ -166,6 +176,8 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
         to: q.to,
         product: q.product,
         group_by: groupBy,
+        final: finality.final,
+        provisional_days: finality.provisional_days,
         rows: table.rows,
       }), 'cost.csv');
     },
@@ -186,7 +198,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
     csv: true,
     handler: async (q, request, reply) => {
       if (!IANAZone.isValidZone(q.timezone)) throw badParameter('timezone', 'expected an IANA time zone');
-      const report = await financeReport(rt.store, q.month, q.timezone);
+      const report = await financeReport(rt.store, q.month, q.timezone, new Date(), { windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
       const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES });
       if (problem?.kind === 'future') throw badParameter('month', problem.message);
       if (problem) throw new ApiError(404, 'no_data', problem.message);

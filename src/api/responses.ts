@@ -29,10 +29,13 @@ export const CostResponse = z.object({
   to: z.string().describe('last local day, exclusive'),
   product: z.enum(['serverless', 'model_api']),
   group_by: z.array(z.string()),
+  final: z.boolean().describe('every day of the range is final: its late-billing window has passed and a re-collection after it agreed'),
+  provisional_days: z.array(z.string()).describe('the days whose cost can still change'),
   rows: z.array(
     z
       .object({
         currency: z.string().describe('ISO 4217; rows of different currencies are never summed'),
+        final: z.boolean().describe("the row's figures can no longer change (its day, or every day of the range)"),
         machine_seconds: z.string().optional().describe('serverless: machine-seconds, exact decimal text'),
         surge_machine_seconds: z.string().optional().describe('serverless: machine-seconds at surge prices, exact decimal text'),
         quantity: z.string().optional().describe('model_api: units of the row (image, megapixel, second, ...), exact decimal text'),
@@ -66,12 +69,15 @@ const FinanceRow = z.object({
   unit: z.string().describe('second for serverless; the model unit (image, megapixel, ...)'),
   quantity: z.string().describe('in unit, exact decimal text'),
   api_key: z.string().describe("model rows: the API key's label or the login"),
+  final: z.boolean().describe('the row can no longer change: the month is over and every day of it is final for its product (late-billing window passed, a re-collection after it agreed)'),
 });
 
 export const FinanceResponse = z.object({
   month: z.string(),
   timezone: z.string(),
   month_complete: z.boolean(),
+  month_final: z.boolean().describe('every figure of the report is final'),
+  provisional_days: z.array(z.string()).describe('days of the month whose cost can still change'),
   range: z.object({ from: z.string(), to: z.string() }),
   rows: z.array(FinanceRow),
   product_totals: z.array(FinanceRow).describe('per product and currency'),

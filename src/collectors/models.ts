@@ -32,6 +32,7 @@ import {
 import { addDecimals, isoToDateTime64, nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../store/values.js';
 import { collectorRejects, commitRows, describeZodIssue, tableWrite } from './common.js';
 import { whenServed, type OptionalResult } from './optional-endpoint.js';
+import { dayCollectionWrite } from './day-collections.js';
 import { readSeriesAndSummary, type UsageRange } from './usage.js';
 
 const USAGE_EXPAND = 'auth_method,auth_method_structured';
@@ -179,7 +180,14 @@ export async function collectModelUsageChunk(ctx: JobContext, range: UsageRange 
   const malformed = rejects.rows.length;
   const { refused } = await commitRows(
     ctx,
-    [tableWrite(modelUsageBuckets, [...buckets, ...bucketTombstones]), tableWrite(modelUsageSummaries, [...summaries, ...summaryTombstones])],
+    [
+      tableWrite(modelUsageBuckets, [...buckets, ...bucketTombstones]),
+      tableWrite(modelUsageSummaries, [...summaries, ...summaryTombstones]),
+      // What this collection read of each day (all endpoints, every row read): the evidence a day is final.
+      ...(range.endpoints || malformed > 0 || bucketsWithRejects.size > 0 || unreadableBucket
+        ? []
+        : [dayCollectionWrite('model_api', range, buckets.map((r) => ({ day: r.bucket_date, costTotal: String(r.cost_total), line: [rowKeyText(r), r.quantity, r.cost_total].join('|') })), ctx.now())]),
+    ],
     rejects,
     { timezone, from: range.from, to: range.to },
   );

@@ -6,6 +6,7 @@ import { chunk, platformPaths, SeriesPage, UsageRow } from '../platform/index.js
 import { liveUsageBucketKeys, USAGE_SCALES, usageBuckets, type UsageBucketRow } from '../store/tables/usage-buckets.js';
 import { liveUsageSummaryKeys, usageSummaries, type UsageSummaryRow } from '../store/tables/usage-summaries.js';
 import { nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../store/values.js';
+import { dayCollectionWrite } from './day-collections.js';
 import { collectorRejects, commitRows, tableWrite, describeZodIssue, type CollectorRejects } from './common.js';
 
 export interface UsageRange {
@@ -136,11 +137,15 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
     }));
 
   const malformed = rejects.rows.length;
+  // What this collection read of each day, when it read every row (the evidence a day is final: src/api/finality.ts).
+  const readWhole = malformed === 0 && bucketsWithRejects.size === 0 && !unreadableBucket;
+  const dayRows = buckets.map((r) => ({ day: r.bucket_date, costTotal: r.cost_total, line: [r.app, r.environment, r.machine_type, r.is_surge, r.currency, r.quantity, r.cost_total].join('|') }));
   const { refused } = await commitRows(
     ctx,
     [
       tableWrite(usageBuckets, [...buckets, ...bucketTombstones]),
       tableWrite(usageSummaries, [...summaries, ...summaryTombstones]),
+      dayCollectionWrite('serverless', range, readWhole ? dayRows : [], ctx.now()),
     ],
     rejects,
     { timezone, from: range.from, to: range.to },
@@ -281,3 +286,4 @@ export async function readSeriesAndSummary<T>(
   }
   return out;
 }
+

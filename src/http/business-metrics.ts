@@ -4,6 +4,7 @@ import { currentStoreGeneration, gauge } from '../metrics.js';
 import { lastSuccessByJob } from '../store/tables/job-runs.js';
 import { costSinceByApp } from '../store/tables/usage-buckets.js';
 import { latestQueueSizes } from '../store/tables/queue-samples.js';
+import { budgetsReport, configuredBudgets } from '../api/budgets-report.js';
 
 const CACHE_MS = 60_000;
 export const OTHER_APPS = '__other__';
@@ -76,6 +77,38 @@ export const appBudgets: BusinessGauge = {
   },
 };
 
+/** Each budget's figures (src/api/budgets.ts), for the budget alerts: amount, spent, forecast and its interval. */
+export const budgetFiguresGauge: BusinessGauge = {
+  name: 'tallyhouse_budget',
+  help: 'Budgets (BUDGETS, BUDGETS_FILE, APP_BUDGETS) this month in the first TIMEZONES zone: figure = amount | spent | forecast | forecast_low | forecast_high, in the currency of the label.',
+  labelNames: ['scope', 'name', 'currency', 'figure'],
+  async read(rt) {
+    const budgets = configuredBudgets(rt.config);
+    if (budgets.length === 0) return [];
+    const report = await budgetsReport(rt.store, budgets, { timezone: rt.config.TIMEZONES[0] });
+    return report.budgets.flatMap((b) => {
+      const labels = { scope: b.scope, name: b.name, currency: b.currency };
+      const figures: Array<[string, string | null]> = [['amount', b.amount], ['spent', b.spent], ['forecast', b.forecast], ['forecast_low', b.interval.low], ['forecast_high', b.interval.high]];
+      return figures.filter(([, v]) => v !== null).map(([figure, v]) => ({ labels: { ...labels, figure }, value: Number(v) }));
+    });
+  },
+};
+
+const STATUS_VALUE = { ok: 0, at_risk: 1, over: 2 } as const;
+
+/** Each budget's status as a number: 0 ok, 1 at_risk, 2 over (the alert rules TallyhouseBudgetAtRisk and TallyhouseBudgetOver). */
+export const budgetStatusGauge: BusinessGauge = {
+  name: 'tallyhouse_budget_status',
+  help: 'Budget status this month: 0 ok, 1 at_risk (the forecast interval reaches the amount), 2 over (spent passed it).',
+  labelNames: ['scope', 'name', 'currency'],
+  async read(rt) {
+    const budgets = configuredBudgets(rt.config);
+    if (budgets.length === 0) return [];
+    const report = await budgetsReport(rt.store, budgets, { timezone: rt.config.TIMEZONES[0] });
+    return report.budgets.map((b) => ({ labels: { scope: b.scope, name: b.name, currency: b.currency }, value: STATUS_VALUE[b.status] }));
+  },
+};
+
 /**
  * Registers gauges whose values come from the store, read in the registry's collect callback at most once a
  * minute (a scrape every few seconds costs one query a minute), or sooner when a job committed new data. A failing read keeps the last values and counts
@@ -116,7 +149,7 @@ export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): v
 
 /** Registers the business gauges with the service's registry. */
 /** The gauges every service registers (main.ts adds those of other areas, e.g. the idle share of spend). */
-export const DEFAULT_BUSINESS_GAUGES: readonly BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize];
+export const DEFAULT_BUSINESS_GAUGES: readonly BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize, budgetFiguresGauge, budgetStatusGauge];
 
 export function businessMetricsExtension(gauges: BusinessGauge[] = [...DEFAULT_BUSINESS_GAUGES]): Extension {
   return async (rt) => {

@@ -129,7 +129,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
         endpoint: ids('model_api: only these model endpoints'),
         search: z.string().max(200).optional().describe('case-insensitive substring of the app or endpoint'),
       },
-      outputSchema: { timezone: z.string(), from: z.string(), to: z.string(), product: z.string(), group_by: z.array(z.string()), rows: Rows },
+      outputSchema: open({ timezone: z.string(), from: z.string(), to: z.string(), product: z.string(), group_by: z.array(z.string()), rows: Rows }),
       annotations: readOnly,
     },
     (a) =>

@@ -153,7 +153,9 @@ describe('29.3: no line of any cell of any CSV route starts a formula', () => {
   beforeAll(async () => {
     const { analyticsRoutes } = await import('../../src/api/analytics-routes.js');
     const { requestCostRoutes } = await import('../../src/api/request-cost-routes.js');
-    service = await startService(testConfig({ PORT: '0', API_TOKENS: TOKEN }), {
+    // A budget per hostile app name: GET /budgets names them in its CSV.
+    const APP_BUDGETS = JSON.stringify(Object.fromEntries(LINE_BREAK_VALUES.map((app) => [app, 100])));
+    service = await startService(testConfig({ PORT: '0', API_TOKENS: TOKEN, APP_BUDGETS }), {
       logger: createLogger('silent'),
       registry: createRegistry({ defaultMetrics: false }),
       extensions: [apiExtension([requestCostRoutes, analyticsRoutes, logsRoutes])],
@@ -199,6 +201,8 @@ describe('29.3: no line of any cell of any CSV route starts a formula', () => {
   // Each CSV route, the column holding the stored text and the columns that must stay numbers.
   const ROUTES: Record<string, { query: () => string; text: string; numbers: string[] }> = {
     '/cost': { query: () => 'from=2026-10-01&to=2026-10-02&group_by=app', text: 'app', numbers: ['machine_seconds', 'cost'] },
+    '/cost/changes': { query: () => 'from=2026-10-01&to=2026-10-02&group_by=app', text: 'app', numbers: ['current_cost', 'difference'] },
+    '/budgets': { query: () => 'month=2026-10&today=2026-10-02', text: 'name', numbers: ['amount', 'spent'] },
     '/cost/requests': { query: () => 'from=2026-10-01&to=2026-10-02', text: 'endpoint_id', numbers: ['request_count', 'billable_units'] },
     '/reports/finance': { query: () => 'month=2026-10', text: 'app', numbers: [] },
     '/reports/focus': { query: () => 'month=2026-10', text: 'ResourceName', numbers: ['BilledCost'] },

@@ -43,6 +43,8 @@ function fakeStore(serverless: unknown[], models: unknown[]) {
 }
 
 const COMMON = {
+  // No day's collections are in the fake store: no day is final (src/api/finality.ts).
+  x_Final: 'false',
   BillingAccountId: 'acct-1',
   BillingAccountName: 'Acme Corp',
   BillingPeriodStart: '2026-04-01T00:00:00Z',
@@ -137,7 +139,13 @@ describe('FOCUS rows, worked by hand', () => {
     const { store, asked } = fakeStore(SERVERLESS, MODELS);
     const rows = await focusReport(store, '2026-04', OPTS);
     expect(rows).toEqual(EXPECTED);
-    expect(asked.map((a) => a.params)).toEqual([{ from: '2026-04-01', to: '2026-05-01' }, { from: '2026-04-01', to: '2026-05-01' }]);
+    expect(asked.map((a) => a.params)).toEqual([
+      { from: '2026-04-01', to: '2026-05-01' },
+      { from: '2026-04-01', to: '2026-05-01' },
+      // x_Final: each product's day collections of the month, in UTC.
+      { from: '2026-04-01', to: '2026-05-01', product: 'serverless', timezone: 'UTC' },
+      { from: '2026-04-01', to: '2026-05-01', product: 'model_api', timezone: 'UTC' },
+    ]);
     expect(checkFocusCsv(toCsv(focusTable(rows)))).toEqual([]);
   });
 

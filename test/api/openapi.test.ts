@@ -58,6 +58,7 @@ describe('the OpenAPI document', () => {
       ['/api/v1/reports/finance', 'getFinanceReport'],
       ['/api/v1/reports/focus', 'getFocusReport'],
       ['/api/v1/cost/changes', 'getCostChanges'],
+      ['/api/v1/budgets', 'getBudgets'],
       ['/api/v1/cost/requests', 'getRequestCost'],
       ['/api/v1/latency', 'getLatency'],
       ['/api/v1/errors', 'getErrors'],

@@ -20,6 +20,7 @@ import { faroItems } from './faro-items.js';
 import { queueSamples } from './queue-samples.js';
 import { runnerMetrics } from './runner-metrics.js';
 import { anomalies, anomalyNotifications } from './anomalies.js';
+import { costDayCollections } from './cost-day-collections.js';
 import { modelBillingEvents, modelCatalogue, modelPrices, modelUsageBuckets, modelUsageSummaries } from './model-usage.js';
 
 export const ingestRejects = defineTable(
@@ -35,5 +36,5 @@ export const ingestRejects = defineTable(
 );
 
 /** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
-export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, requestsDaily, unitPrices, metricSeries, metricSamples, scrapes, modelUsageBuckets, modelUsageSummaries, modelCatalogue, modelPrices, modelBillingEvents, faroItems, queueSamples, runnerMetrics];
+export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, requestsDaily, unitPrices, metricSeries, metricSamples, scrapes, modelUsageBuckets, modelUsageSummaries, modelCatalogue, modelPrices, modelBillingEvents, faroItems, queueSamples, runnerMetrics, costDayCollections];
 allTables.push(anomalies, anomalyNotifications);
