@@ -197,6 +197,30 @@ export function createMcpServer(opts: McpOptions): McpServer {
   );
 
   server.registerTool(
+    'budget_status',
+    {
+      title: 'Budget status',
+      description:
+        'Each configured budget (BUDGETS, BUDGETS_FILE, APP_BUDGETS): spent this month, the month-end forecast with a 90% interval, status ok | at_risk | over, and whether spent is final (GET /api/v1/budgets).',
+      inputSchema: {
+        month: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM').optional().describe('default: the current month'),
+        today: date('the day to answer as of (default: today in timezone)').optional(),
+        timezone: z.string().max(64).optional().describe('default: the first of TIMEZONES'),
+      },
+      outputSchema: open({ month: z.string(), timezone: z.string(), today: z.string(), budgets: Rows }),
+      annotations: readOnly,
+    },
+    (a) =>
+      run(async () => {
+        const body = await ask(opts, '/budgets', a);
+        const budgets = body.budgets as Array<Record<string, unknown>>;
+        capRows(opts, 'budgets', budgets.length, 'the configured budgets are more than one answer holds: read GET /api/v1/budgets');
+        const flagged = budgets.filter((b) => b.status !== 'ok').map((b) => `${b.scope} ${b.name} ${b.status} (spent ${b.spent} of ${b.amount} ${b.currency}, forecast ${b.forecast})`);
+        return answer(body, `${budgets.length} budget(s) for ${body.month} as of ${body.today}${flagged.length ? `: ${flagged.join('; ')}` : ', all ok'}`);
+      }),
+  );
+
+  server.registerTool(
     'finance_report',
     {
       title: 'Finance report',
@@ -215,7 +239,8 @@ export function createMcpServer(opts: McpOptions): McpServer {
         const rows = body.rows as Array<Record<string, unknown>>;
         capRows(opts, 'rows', rows.length, 'the month has more app and machine-type rows than one answer holds: use GET /api/v1/reports/finance?format=csv');
         const totals = (body.totals as Array<Record<string, unknown>> | undefined) ?? [];
-        return answer(body, `finance ${a.month} (${a.timezone}): ${totalsByCurrency(totals, 'total')}; ${rows.length} app/machine row(s)`);
+        const final = body.month_final === undefined ? '' : body.month_final ? '; final (no figure can change)' : '; provisional (some days can still change)';
+        return answer(body, `finance ${a.month} (${a.timezone}): ${totalsByCurrency(totals, 'total')}; ${rows.length} app/machine row(s)${final}`);
       }),
   );
 

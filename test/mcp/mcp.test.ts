@@ -30,6 +30,7 @@ let sim: Sim;
 let service: Service;
 const clients: Record<'http' | 'stdio', Client> = {} as never;
 let stdioStderr = '';
+let budgetApp = '';
 
 async function api(path: string): Promise<{ status: number; body: any }> {
   const res = await fetch(`${service.url}/api/v1${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
@@ -63,7 +64,12 @@ async function connect(kind: 'http' | 'stdio'): Promise<Client> {
 
 beforeAll(async () => {
   sim = await startSim({ seed: 33, now: NOW, days: 25, apps: 4 });
-  service = await startService(testConfig({ PORT: '0', API_TOKENS: TOKEN, TIMEZONES: 'UTC', MCP_MAX_ROWS: '200' }), {
+  budgetApp = sim.truth.apps().find((x) => x.owned_by_caller)!.name;
+  const budgets = [
+    { scope: 'product', name: 'serverless', amount: 1, currency: 'USD' },
+    { scope: 'app', name: budgetApp, amount: 1_000_000, currency: 'USD' },
+  ];
+  service = await startService(testConfig({ PORT: '0', API_TOKENS: TOKEN, TIMEZONES: 'UTC', MCP_MAX_ROWS: '200', BUDGETS: JSON.stringify(budgets) }), {
     logger: createLogger('silent'),
     registry: createRegistry({ defaultMetrics: false }),
     extensions: [
@@ -129,7 +135,7 @@ async function callBoth(name: string, args: Record<string, unknown>): Promise<Re
   return http;
 }
 
-const TOOLS = ['cost_breakdown', 'cost_changes', 'anomalies', 'finance_report', 'session', 'request_trace', 'search_logs', 'latency_errors', 'runner_history', 'pipeline_health'];
+const TOOLS = ['cost_breakdown', 'cost_changes', 'anomalies', 'budget_status', 'finance_report', 'session', 'request_trace', 'search_logs', 'latency_errors', 'runner_history', 'pipeline_health'];
 
 describe('issue 33: tools listed with their schemas (SDK client, both transports)', () => {
   it('lists every tool with an input schema naming its arguments and an output schema', async () => {
@@ -207,6 +213,21 @@ describe('issue 33: every figure equals the query API and the simulator', () => 
     expect([bad.isError, /measure/.test(bad.content[0].text!)]).toEqual([true, true]);
   });
 
+  it('budget_status equals GET /budgets; spent equals the truth of the month up to today; 1 USD is over, a million ok', async () => {
+    const res = await callBoth('budget_status', { month: '2026-11', today: '2026-11-11' });
+    expect(res.isError, res.content[0].text).toBeFalsy();
+    expect(res.structuredContent).toEqual((await api('/budgets?month=2026-11&today=2026-11-11')).body);
+    const truth = (apps?: string[]) =>
+      sim.truth.usage({ from: '2026-11-01', to: '2026-11-12', timezone: 'UTC', timeframe: 'day', apps }).reduce((sum, r) => sum + BigInt(r.cost_total_nanos), 0n);
+    const [product, app] = res.structuredContent.budgets as Array<{ scope: string; name: string; spent: string; status: string }>;
+    expect([product.scope, product.name, product.status]).toEqual(['product', 'serverless', 'over']);
+    expect(nanos(product.spent)).toBe(truth());
+    expect([app.scope, app.name, app.status]).toEqual(['app', budgetApp, 'ok']);
+    expect(nanos(app.spent)).toBe(truth([budgetApp]));
+    expect(nanos(app.spent)).toBeGreaterThan(0n);
+    expect(res.content[0].text).toContain('product serverless over');
+  });
+
   it('finance_report equals GET /reports/finance, totals equal the truth', async () => {
     const res = await callBoth('finance_report', { month: '2026-11' });
     expect(res.isError, res.content[0].text).toBeFalsy();
@@ -215,6 +236,9 @@ describe('issue 33: every figure equals the query API and the simulator', () => 
     for (const r of sim.truth.usage({ from: '2026-11-01', to: '2026-11-22', timezone: 'UTC', timeframe: 'day' })) truth += BigInt(r.cost_total_nanos);
     expect(truth).toBeGreaterThan(0n);
     expect(nanos(res.structuredContent.totals[0].total)).toBe(truth);
+    // November is not over on the simulator's clock: nothing in it is final yet, and the summary says provisional.
+    expect(res.structuredContent.month_final).toBe(false);
+    expect(res.content[0].text).toContain('provisional');
   });
 
   it('latency_errors and runner_history equal GET /latency, /errors and /runners', async () => {
