@@ -139,7 +139,6 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { idleCostShare },
     { DEFAULT_BUSINESS_GAUGES },
     { mcpExtension },
-    { anomaliesOpen },
   ] = await Promise.all([
     import('./jobs/extension.js'),
     import('./api/index.js'),
@@ -159,14 +158,13 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./api/efficiency-gauges.js'),
     import('./http/business-metrics.js'),
     import('./mcp/extension.js'),
-    import('./http/anomaly-gauge.js'),
   ]);
   // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
   // the receiver fetches from the simulator.
   const demo: DemoWiring = isDemoMode(config) ? { drainSecret: randomBytes(32).toString('hex'), faroKey: randomBytes(24).toString('hex') } : {};
   const jobRunner: JobRunnerHandle = {};
   return [
-    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare, anomaliesOpen]),
+    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare]),
     apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes, anomalyRoutes]),
     mcpExtension(packageVersion()),
     logDrainExtension({ demoSecret: demo.drainSecret }),

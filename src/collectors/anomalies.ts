@@ -96,7 +96,7 @@ export async function readAnomalySeries(rt: Pick<Runtime, 'store'>, timezone: st
     const product: CostProduct = 'model_api';
     const startMs = utcMs(r.bucket_utc);
     const figures = { currency: r.currency, quantity: r.quantity, subtotal: r.subtotal, discount: r.discount };
-    costSeries(set, 'model_endpoint', r.endpoint_id, r.currency, startMs, r.cost, { product, group: { endpoint: r.endpoint_id }, item: `${r.unit}|${r.caller}`, ...figures });
+    costSeries(set, 'model_endpoint', r.endpoint_id, r.currency, startMs, r.cost, { product, group: { endpoint: r.endpoint_id }, item: r.unit, ...figures });
     if (r.caller) costSeries(set, 'api_key', r.caller, r.currency, startMs, r.cost, { product, group: { api_key: r.caller }, item: `${r.endpoint_id} ${r.unit}`, ...figures });
     newest = Math.max(newest, startMs + DAY_MS);
   }

@@ -57,8 +57,8 @@ export function notifyTarget(url: string): string {
  * Posts each current finding of the last `maxAgeHours` not yet recorded as delivered to the target, one at a time,
  * oldest first: signed, retried with backoff (1 s, 2 s, 4 s, ... up to `maxAttempts`) on a network error, a
  * timeout (a receiver that hangs) or a non-2xx; recorded in `anomaly_notifications` only after a 2xx, and that
- * record is committed before the next finding is posted. A finding that fails every attempt is left for the next
- * run. At least once: a crash between the receiver's 2xx and the record re-posts that one finding after a restart,
+ * record is committed before the next finding is posted. When a finding fails every attempt, it and the ones after
+ * it are left for the next run. At least once: a crash between the receiver's 2xx and the record re-posts that one finding after a restart,
  * with the same `finding_id` in the body and the header, by which the receiver drops the copy.
  */
 export async function notifyFindings(
@@ -99,8 +99,10 @@ export async function notifyFindings(
       }
     }
     if (!delivered) {
-      failed++;
-      continue;
+      // The receiver is down or refusing: the rest wait for the next run, so one run's posting is bounded by one
+      // finding's attempts, not by every finding's (a job run never overlaps the next).
+      failed = pending.length - sent;
+      break;
     }
     const recorded = rt.writer.insert(anomalyNotifications, [{ finding_id: f.finding_id, target, status: delivered.status, attempts: delivered.attempts, sent_at: toDateTime64(new Date()) }]);
     await rt.writer.flush(anomalyNotifications);

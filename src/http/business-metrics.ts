@@ -4,6 +4,9 @@ import { currentStoreGeneration, gauge } from '../metrics.js';
 import { lastSuccessByJob } from '../store/tables/job-runs.js';
 import { costSinceByApp } from '../store/tables/usage-buckets.js';
 import { latestQueueSizes } from '../store/tables/queue-samples.js';
+import { openFindingsByMeasure } from '../store/tables/anomalies.js';
+import { MEASURES } from '../api/anomalies.js';
+import { toDateTime64 } from '../store/values.js';
 import { budgetsReport, configuredBudgets } from '../api/budgets-report.js';
 
 const CACHE_MS = 60_000;
@@ -74,6 +77,25 @@ export const appBudgets: BusinessGauge = {
   labelNames: ['app', 'currency'],
   async read(rt) {
     return Object.entries(rt.config.APP_BUDGETS).map(([app, value]) => ({ labels: { app, currency: rt.config.BUDGET_CURRENCY }, value }));
+  },
+};
+
+/** How far back a finding's bucket may start and still be open. */
+export const OPEN_FINDING_HOURS = 48;
+
+/**
+ * Findings of the anomalies job whose bucket started within the last 48 hours, per measure (cost, volume,
+ * error_rate, p95_latency; 0 when none), for the alert TallyhouseAnomalyFound. Re-evaluated findings count once,
+ * tombstoned ones not at all.
+ */
+export const anomaliesOpen: BusinessGauge = {
+  name: 'tallyhouse_anomalies_open',
+  help: 'Anomaly findings whose bucket started in the last 48 hours, per measure (kind): cost, volume, error_rate, p95_latency.',
+  labelNames: ['kind'],
+  async read(rt) {
+    const rows = await openFindingsByMeasure(rt.store, { since: toDateTime64(new Date(Date.now() - OPEN_FINDING_HOURS * 3_600_000)) });
+    const byMeasure = new Map(rows.map((r) => [r.measure, r.findings]));
+    return MEASURES.map((kind) => ({ labels: { kind }, value: byMeasure.get(kind) ?? 0 }));
   },
 };
 
@@ -149,7 +171,7 @@ export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): v
 
 /** Registers the business gauges with the service's registry. */
 /** The gauges every service registers (main.ts adds those of other areas, e.g. the idle share of spend). */
-export const DEFAULT_BUSINESS_GAUGES: readonly BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize, budgetFiguresGauge, budgetStatusGauge];
+export const DEFAULT_BUSINESS_GAUGES: readonly BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize, budgetFiguresGauge, budgetStatusGauge, anomaliesOpen];
 
 export function businessMetricsExtension(gauges: BusinessGauge[] = [...DEFAULT_BUSINESS_GAUGES]): Extension {
   return async (rt) => {

@@ -6,7 +6,7 @@ import { anomalies, type AnomalyRow } from '../../src/store/tables/anomalies.js'
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { testConfig } from '../support/store.js';
-import { anomaliesOpen } from '../../src/http/anomaly-gauge.js';
+import { anomaliesOpen } from '../../src/http/business-metrics.js';
 import { toDateTime64 } from '../../src/store/values.js';
 
 let service: Service;
