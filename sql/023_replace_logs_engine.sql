@@ -13,6 +13,9 @@
 -- a partial copy is dropped and made again. The copy reads `logs` and, when a run stopped between the two
 -- renames, the old table (`logs_022`), whose rows it takes before that is dropped (copies of a row collapse),
 -- and an empty `logs` stands in for the renamed one so that the first rename finds a table.
+-- The copy has no TTL: the old table's was LOG_RETENTION_DAYS (applyLogRetention), which SQL cannot read, and a
+-- 30 days written here would let a merge drop the older parts a longer setting keeps before the service sets it
+-- again. The drain extension applies LOG_RETENTION_DAYS at start, as it did whenever it differed from 012's 30.
 DROP TABLE IF EXISTS logs_023_copy;
 
 CREATE TABLE IF NOT EXISTS logs_023_copy
@@ -48,7 +51,6 @@ ENGINE = ReplacingMergeTree(copy_rank)
 PARTITION BY toDate(timestamp)
 PRIMARY KEY (app, timestamp)
 ORDER BY (app, timestamp, request_id, worker, message)
-TTL toDateTime(timestamp) + INTERVAL 30 DAY
 SETTINGS non_replicated_deduplication_window = 10000, ttl_only_drop_parts = 1
 AS SELECT timestamp, level, app, app_id, request_id, job_id, endpoint, node, worker, source, isolate_source, message,
           attributes, received_at, batch_id, line, origin, stored_at
@@ -83,5 +85,16 @@ DROP TABLE IF EXISTS logs_022;
 RENAME TABLE logs TO logs_022;
 
 RENAME TABLE logs_023_copy TO logs;
+
+-- A writer (another instance, a CLI fill, an older version during an upgrade of a server store) may have inserted
+-- into the old table after the copy read it and before the rename: those rows are in `logs_022` only. They are
+-- inserted again (the copies of what the copy already holds collapse, copy_rank being copied with origin and
+-- stored_at), before the old table is dropped. On a cluster this runs on the server connected to (replication
+-- carries it to the others of the shard).
+INSERT INTO logs (timestamp, level, app, app_id, request_id, job_id, endpoint, node, worker, source, isolate_source,
+                  message, attributes, received_at, batch_id, line, origin, stored_at)
+SELECT timestamp, level, app, app_id, request_id, job_id, endpoint, node, worker, source, isolate_source, message,
+       attributes, received_at, batch_id, line, origin, stored_at
+FROM logs_022;
 
 DROP TABLE IF EXISTS logs_022;

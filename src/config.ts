@@ -176,6 +176,30 @@ export const ConfigSchema = z.object({
   // Webhooks.
   WEBHOOK_JWKS_URL: url.optional(), // default: SVC_BASE_URL + /.well-known/jwks.json
 
+  // Bounds on push bodies (drain, webhooks, Faro; src/ingest/body-budget.ts, CONTRIBUTING.md rule 21).
+  // Whole request (headers and body) within this, else 408 and the connection closed: the HTTP server's
+  // requestTimeout, so it holds for every request on PORT (only the push endpoints take bodies).
+  PUSH_BODY_TIMEOUT_MS: positiveInt.default(60_000),
+  // A body being read must bring at least this many bytes per window (the first window is its grace period),
+  // else 408 and the connection closed: a sender trickling bytes cannot hold a read slot for the whole deadline.
+  PUSH_BODY_MIN_BYTES_PER_SECOND: positiveInt.default(1024),
+  PUSH_BODY_RATE_WINDOW_MS: positiveInt.default(10_000),
+  // Bytes held by bodies whose signature needs the whole body (drain X-Svc-Signature, webhooks), over all of them
+  // and per remote address; beyond, 503 with Retry-After. One body alone from its address may exceed the per-address
+  // share (up to its body limit), so it bounds several bodies at once, not the largest one. Webhooks hold at most
+  // half of the total: the rest stays for the drain, whose batches the platform does not retry.
+  PUSH_UNVERIFIED_MAX_BYTES: positiveInt.default(64 * 1024 * 1024),
+  PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS: positiveInt.default(16 * 1024 * 1024),
+  // Bodies read at once per endpoint, and per remote address on it (a few hostile connections cannot take
+  // every slot). Drain: beyond either a body waits, unread, and a freed slot goes to the first waiter whose address
+  // is under its share (the platform does not retry a failed batch); webhooks and Faro: 503 with Retry-After.
+  LOG_DRAIN_MAX_BODIES_READING: positiveInt.default(4),
+  LOG_DRAIN_MAX_BODIES_PER_ADDRESS: positiveInt.default(2),
+  WEBHOOK_MAX_BODIES_READING: positiveInt.default(32),
+  WEBHOOK_MAX_BODIES_PER_ADDRESS: positiveInt.default(16),
+  FARO_MAX_BODIES_READING: positiveInt.default(16),
+  FARO_MAX_BODIES_PER_ADDRESS: positiveInt.default(4),
+
   // Prometheus scraping and Tallyhouse's own metrics (issue 6).
   SCRAPE_TARGETS: z.string().optional(), // JSON list; parsed by src/collectors/scrape.ts
   // Also scrape Tallyhouse's own /metrics into the store (job "tallyhouse"), for the pipeline-health dashboard.

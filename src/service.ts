@@ -193,6 +193,14 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     // Behind compose/k8s a stuck client must not hold shutdown hostage.
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    // A request (a push body above all) not received whole within PUSH_BODY_TIMEOUT_MS: Node answers 408 and closes
+    // the connection; checked often enough that the deadline holds to a small fraction (src/ingest/body-budget.ts).
+    // headersTimeout must not exceed it: Node then swaps the two, and the body deadline becomes the headers' 60 s.
+    requestTimeout: config.PUSH_BODY_TIMEOUT_MS,
+    http: {
+      headersTimeout: Math.min(60_000, config.PUSH_BODY_TIMEOUT_MS),
+      connectionsCheckingInterval: Math.max(100, Math.min(5_000, Math.floor(config.PUSH_BODY_TIMEOUT_MS / 10))),
+    },
   }) as unknown as FastifyInstance;
   // First of all hooks, so every route (API, /metrics, push endpoints, admin) refuses a rebound Host.
   installHostCheck(app, config);

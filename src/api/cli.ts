@@ -14,8 +14,8 @@ import { CHANGE_GROUP_NAMES, costChangesReport, costChangesTable } from './cost-
 const USAGE =
   'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
   '       tallyhouse report focus --month YYYY-MM [--out file.csv]   (FOCUS 1.2, UTC days, both product lines)\n' +
-  `       ${EFFICIENCY_USAGE}` +
-  '       tallyhouse report changes --month YYYY-MM [--baseline YYYY-MM] [--group-by ...]   (why the bill changed)\n';
+  '       tallyhouse report changes --month YYYY-MM [--baseline YYYY-MM] [--group-by ...]   (why the bill changed)\n' +
+  `       ${EFFICIENCY_USAGE}`;
 
 /** `tallyhouse report finance|focus ...`: a report from the store, as CSV (default) or JSON. */
 export async function reportCommand(argv: string[]): Promise<number> {

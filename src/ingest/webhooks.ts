@@ -4,6 +4,8 @@
 // webhook_deliveries (one row per request_id after merges: repeats and retries collapse). The answer waits for
 // the store (a 2xx means the delivery is kept); a slow or unavailable store gets a 503 and the platform retries.
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { request } from 'undici';
@@ -14,6 +16,7 @@ import { MAX_REJECT_RAW_BYTES, REJECTS_TABLE, type BatchWriter } from '../store/
 import { webhookDeliveries, type WebhookDeliveryRow } from '../store/tables/webhook-deliveries.js';
 import { toDateTime64 } from '../store/values.js';
 import { boundedJson, MAX_NESTING_DEPTH, valueDepth } from './json-nesting.js';
+import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, defaultPushLimits, PushBudgets, pushBudgets, remoteAddress, type BudgetLease } from './body-budget.js';
 
 export const WEBHOOK_PATH = '/v1/webhooks/queue';
 export const TIMESTAMP_LEEWAY_SECONDS = 300;
@@ -215,14 +218,54 @@ export function readSignedDelivery(
 ): SignedDelivery | Refusal {
   const h = readSignedHeaders(headers, nowSeconds);
   if ('outcome' in h) return h;
-  const bodyHash = createHash('sha256').update(raw).digest('hex');
+  return signedDelivery(h, createHash('sha256').update(raw).digest('hex'));
+}
+
+/** Step 4: the signed message, from the checked headers and the body's SHA-256 (computed as the body streamed in). */
+function signedDelivery(h: SignedHeaders, bodySha256Hex: string): SignedDelivery {
   return {
     requestId: h.requestId,
     userId: h.userId,
     timestamp: Number(h.timestampText),
-    message: Buffer.from(`${h.requestId}\n${h.userId}\n${h.timestampText}\n${bodyHash}`, 'utf8'),
+    message: Buffer.from(`${h.requestId}\n${h.userId}\n${h.timestampText}\n${bodySha256Hex}`, 'utf8'),
     signature: Buffer.from(h.signatureHex, 'hex'),
   };
+}
+
+type BodyRead = { parts: Buffer[]; length: number; sha256Hex: string } | { outcome: 'too_large' | 'busy'; reason: string } | { gone: true };
+
+/**
+ * The body, hashed as it streams in (the signature covers its SHA-256) and held as the chunks it arrived in (no
+ * copy: a forged body is refused without ever being joined), their bytes reserved in `lease` (the budget of
+ * unauthenticated bytes): the declared Content-Length at once, before a byte is read (a refusal then costs no
+ * reading: reserving chunk by chunk let 16 bodies of one address read at once and cost ~30 MB more in the forged
+ * test); a chunked body chunk by chunk. Past MAX_WEBHOOK_BODY_BYTES 413, past the budget 503.
+ */
+async function readWebhookBody(stream: Readable | undefined, declared: number | undefined, lease: BudgetLease): Promise<BodyRead> {
+  const hash = createHash('sha256');
+  const parts: Buffer[] = [];
+  let length = 0;
+  const tooLarge = { outcome: 'too_large' as const, reason: `the body exceeds ${MAX_WEBHOOK_BODY_BYTES} bytes` };
+  const overBudget = { outcome: 'busy' as const, reason: 'too many unauthenticated webhook body bytes are held (PUSH_UNVERIFIED_MAX_BYTES, PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS); retry later' };
+  if (declared !== undefined && declared > MAX_WEBHOOK_BODY_BYTES) return tooLarge;
+  if (declared !== undefined && !lease.reserve(declared)) return overBudget;
+  if (stream) {
+    try {
+      // The request stays usable when the body is cut short here, so the answer still reaches the sender.
+      for await (const chunk of stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+        if (length + chunk.length > MAX_WEBHOOK_BODY_BYTES) return tooLarge;
+        if (length + chunk.length > lease.held && !lease.reserve(length + chunk.length - lease.held)) return overBudget;
+        length += chunk.length;
+        hash.update(chunk);
+        parts.push(chunk);
+      }
+    } catch (err) {
+      const code = (err as { code?: unknown })?.code;
+      if (code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || (err as Error)?.message === 'aborted') return { gone: true };
+      throw err;
+    }
+  }
+  return { parts, length, sha256Hex: hash.digest('hex') };
 }
 
 export function verifiesWithAny(delivery: Pick<SignedDelivery, 'message' | 'signature'>, keys: readonly KeyObject[]): boolean {
@@ -315,6 +358,9 @@ export interface WebhookRouteOptions {
   /** Longest wait for the store before answering 503 (the row stays queued; the retry collapses with it). */
   storeTimeoutMs?: number;
   now?: () => number;
+  /** Read slots, slow-body guard and unauthenticated byte budget (default: the configuration's defaults). */
+  budgets?: PushBudgets;
+  /** Bodies read at once (tests; default WEBHOOK_MAX_BODIES_READING). */
   maxConcurrentBodies?: number;
 }
 
@@ -329,39 +375,44 @@ const STATUS: Record<WebhookOutcome, number> = {
   busy: 503,
 };
 
-/** Bodies read at once; more wait for a retry (503) rather than holding up to 16 MiB each in memory. */
-export const MAX_CONCURRENT_WEBHOOK_BODIES = 32;
-
 /** The webhook route, as an encapsulated plugin reading the raw body (the signature covers its bytes). */
 export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOptions): Promise<void> {
   const metrics = createWebhookMetrics(opts.registry);
   const now = opts.now ?? Date.now;
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_WEBHOOK_BODY_BYTES }, (_req, body, done) => done(null, body));
+  // The raw stream: the handler reads it, hashing as it goes, its bytes counted in the unauthenticated budget.
+  app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
   const errorSchema = { type: 'object', properties: { error: { type: 'string' }, message: { type: 'string' } } } as const;
-  const maxBodies = opts.maxConcurrentBodies ?? MAX_CONCURRENT_WEBHOOK_BODIES;
-  let bodiesInFlight = 0;
+  const budgets =
+    opts.budgets ??
+    new PushBudgets({ ...defaultPushLimits(), ...(opts.maxConcurrentBodies ? { WEBHOOK_MAX_BODIES_READING: opts.maxConcurrentBodies } : {}) });
+  const leases = new WeakMap<IncomingMessage, BudgetLease>();
 
   // Authenticate before work (CONTRIBUTING.md rule 17): the headers are checked before a byte of the body is
-  // read; the signature itself needs the body, whose size fastify bounds by MAX_WEBHOOK_BODY_BYTES.
+  // read; the signature itself needs the body, held meanwhile within the budget of unauthenticated bytes.
   app.addHook('onRequest', async (req, reply) => {
     const refuse = (outcome: WebhookOutcome, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
       metrics.deliveries.inc({ outcome });
       req.log.warn({ outcome, reason: body.message }, 'webhook refused');
+      closeWithoutReading(reply.raw);
       return reply.code(STATUS[outcome]).headers({ connection: 'close', ...headers }).send(body);
     };
     const h = readSignedHeaders(req.headers, Math.floor(now() / 1000));
     if ('outcome' in h) return refuse(h.outcome, { error: 'Unauthorized', message: h.reason });
-    if (bodiesInFlight >= maxBodies) {
-      return refuse('busy', { error: 'Service Unavailable', message: 'too many webhook bodies are being read; retry later' }, { 'retry-after': '5' });
+    const address = remoteAddress(req.raw);
+    const slot = budgets.slots.webhooks.acquire(address);
+    if (typeof slot !== 'function') {
+      budgets.refused('webhooks', 'busy');
+      const reason = 'refused' in slot ? slot.refused : 'no read slot';
+      return refuse('busy', { error: 'Service Unavailable', message: `too many webhook bodies are being read: ${reason}; retry later` }, { 'retry-after': String(BUSY_RETRY_AFTER_SECONDS) });
     }
-    bodiesInFlight++;
-    let released = false;
+    const unwatch = budgets.guard.watch(req.raw, reply.raw, 'webhooks');
+    const lease = budgets.unverified.lease(address, { webhook: true });
+    leases.set(req.raw, lease);
     const release = () => {
-      if (!released) {
-        released = true;
-        bodiesInFlight--;
-      }
+      unwatch();
+      lease.release();
+      slot();
     };
     reply.raw.once('finish', release);
     reply.raw.once('close', release);
@@ -375,6 +426,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         response: {
           200: { type: 'object', properties: { status: { type: 'string' }, request_id: { type: 'string' } } },
           401: errorSchema,
+          413: errorSchema,
           503: errorSchema,
         },
       },
@@ -387,9 +439,20 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         if (outcome !== 'accepted') req.log.warn({ outcome, reason: body.message }, 'webhook refused');
         return reply.code(STATUS[outcome]).headers(headers).send(body);
       };
-      const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const signed = readSignedDelivery(req.headers, raw, Math.floor(now() / 1000));
-      if ('outcome' in signed) return finish(signed.outcome, { error: 'Unauthorized', message: signed.reason });
+      const h = readSignedHeaders(req.headers, Math.floor(now() / 1000));
+      if ('outcome' in h) return finish(h.outcome, { error: 'Unauthorized', message: h.reason });
+      const declaredText = req.headers['content-length'];
+      const declared = declaredText === undefined ? undefined : Number(declaredText);
+      const body = await readWebhookBody(req.body as Readable | undefined, Number.isFinite(declared) ? declared : undefined, leases.get(req.raw)!);
+      if ('gone' in body) return reply;
+      if ('outcome' in body) {
+        if (body.outcome === 'busy') budgets.refused('webhooks', 'memory');
+        const error = body.outcome === 'busy' ? 'Service Unavailable' : 'Payload Too Large';
+        const retry: Record<string, string> = body.outcome === 'busy' ? { 'retry-after': String(BUSY_RETRY_AFTER_SECONDS) } : {};
+        closeWithoutReading(reply.raw);
+        return finish(body.outcome, { error, message: body.reason }, { connection: 'close', ...retry });
+      }
+      const signed = signedDelivery(h, body.sha256Hex);
 
       let verified: boolean;
       try {
@@ -407,6 +470,8 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         return finish('invalid_signature', { error: 'Unauthorized', message: 'X-Svc-Webhook-Signature does not verify with any key of the key set' });
       }
 
+      // Verified: only now is the body joined into one buffer (the row keeps it raw).
+      const raw = Buffer.concat(body.parts, body.length);
       const { row, unmapped } = deliveryRow(signed, raw, now());
       const insertedRow = opts.writer.insert(webhookDeliveries, [row]);
       void opts.writer.flush(webhookDeliveries).catch(() => undefined);
@@ -450,7 +515,13 @@ export function webhookExtension(options: WebhookExtensionOptions = {}): Extensi
   return async (rt) => {
     const logger = rt.logger.child({ component: 'webhooks' });
     const keySet = new KeySet(options.jwksUrl ?? jwksUrl(rt.config), { minRefetchIntervalMs: options.minRefetchIntervalMs, logger });
-    await rt.app.register(webhookRoutes, { keySet, writer: rt.writer, registry: rt.registry, storeTimeoutMs: options.storeTimeoutMs });
+    await rt.app.register(webhookRoutes, {
+      keySet,
+      writer: rt.writer,
+      registry: rt.registry,
+      storeTimeoutMs: options.storeTimeoutMs,
+      budgets: pushBudgets(rt.app.server, rt.config, rt.registry),
+    });
     logger.info({ path: WEBHOOK_PATH }, 'webhook receiver ready');
   };
 }

@@ -10,6 +10,12 @@ import { hashString, unit } from './prng.js';
 const SESSIONS_PER_HOUR = 6;
 /** Share of requests a front end made (the rest came from back ends). */
 const FRONTEND_SHARE = 0.3;
+/**
+ * Payloads in flight at once. The simulated browsers all send from one address, and a Faro receiver bounds read
+ * slots per address (PUSH_FARO_SLOTS_PER_ADDRESS): a clock step of an hour sent all at once was refused (503) past
+ * that; real browsers each send their own payloads one after another.
+ */
+const MAX_IN_FLIGHT = 2;
 
 export interface FrontEndTarget {
   url: string;
@@ -21,6 +27,7 @@ export interface FrontEndTarget {
 export class FrontEnd {
   private target: FrontEndTarget | undefined;
   private readonly inflight = new Set<Promise<void>>();
+  private readonly queue: Array<{ target: FrontEndTarget; payload: Record<string, unknown>; sent?: { payload: Record<string, unknown>; status: number | null } }> = [];
   /** What was sent and how it was answered (kept only when a target asked for it: the soak's ground truth). */
   private record: Array<{ payload: Record<string, unknown>; status: number | null }> | undefined;
   private closed = false;
@@ -82,20 +89,31 @@ export class FrontEnd {
     for (const payload of this.payloads(fromMs, toMs)) {
       const sent = this.record ? { payload, status: null as number | null } : undefined;
       if (sent) this.record!.push(sent);
-      const p = fetch(target.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-api-key': target.key },
-        body: JSON.stringify(payload),
-        signal: AbortSignal.timeout(10_000),
-      })
-        .then((res) => {
-          if (sent) sent.status = res.status;
-          return res.body?.cancel();
-        })
-        .catch(() => undefined) // a demo front end: an unanswered payload is not retried
-        .finally(() => this.inflight.delete(p));
-      this.inflight.add(p);
+      this.queue.push({ target, payload, sent });
     }
+    while (this.inflight.size < MAX_IN_FLIGHT && this.queue.length > 0) this.sendNext();
+  }
+
+  private sendNext(): void {
+    const next = this.queue.shift();
+    if (!next) return;
+    const { target, payload, sent } = next;
+    const p = fetch(target.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': target.key },
+      body: JSON.stringify(payload),
+      signal: AbortSignal.timeout(10_000),
+    })
+      .then((res) => {
+        if (sent) sent.status = res.status;
+        return res.body?.cancel();
+      })
+      .catch(() => undefined) // a demo front end: an unanswered payload is not retried
+      .finally(() => {
+        this.inflight.delete(p);
+        if (!this.closed) this.sendNext();
+      });
+    this.inflight.add(p);
   }
 
   async idle(): Promise<void> {
@@ -104,5 +122,6 @@ export class FrontEnd {
 
   close(): void {
     this.closed = true;
+    this.queue.length = 0;
   }
 }

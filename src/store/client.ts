@@ -64,7 +64,7 @@ export class EmbeddedStoreMissingError extends Error {
  * names as holding the lock on that very file, and a file nobody locks is stale. Where /proc/locks cannot be read
  * (not Linux), a live process with the file's pid counts, as before.
  */
-export function dataDirHolder(dir: string): number | undefined {
+export function dataDirHolder(dir: string, locksText?: string): number | undefined {
   const statusPath = resolve(dir, 'status');
   let text: string;
   try {
@@ -74,7 +74,7 @@ export function dataDirHolder(dir: string): number | undefined {
   }
   const pid = Number(/^PID:\s*(\d+)/m.exec(text)?.[1]);
   if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
-  const locker = statusFileLocker(statusPath);
+  const locker = statusFileLocker(statusPath, locksText, pid);
   if (locker !== 'unknown') return locker === undefined || locker === process.pid ? undefined : locker || pid;
   try {
     process.kill(pid, 0);
@@ -90,7 +90,7 @@ export function dataDirHolder(dir: string): number | undefined {
  * EOF`: pid, then the device as hex major:minor and the inode), undefined when none does, 'unknown' when
  * /proc/locks cannot be read.
  */
-export function statusFileLocker(path: string, locksText?: string): number | undefined | 'unknown' {
+export function statusFileLocker(path: string, locksText?: string, filePid?: number): number | undefined | 'unknown' {
   let locks = locksText;
   if (locks === undefined) {
     try {
@@ -108,16 +108,24 @@ export function statusFileLocker(path: string, locksText?: string): number | und
   // Linux's dev_t: major in bits 8-19 and 32-43, minor in bits 0-7 and 20-31.
   const major = ((st.dev >> 8n) & 0xfffn) | ((st.dev >> 32n) & ~0xfffn);
   const minor = (st.dev & 0xffn) | ((st.dev >> 12n) & ~0xffn);
+  // btrfs: stat() gives a subvolume's own device while /proc/locks names the filesystem's, so no line ever matches
+  // the device. A lock on the same inode held by the very pid the file names is taken as the holder then (a reused pid
+  // would have to hold a lock on a file of that inode number elsewhere too).
+  let sameInodeByFilePid: number | undefined;
   for (const line of locks.split('\n')) {
     // `->` lines are processes waiting for a lock, not holding one.
     const m = /^\d+:\s+\S+\s+\S+\s+\S+\s+(-?\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/i.exec(line);
     if (!m) continue;
-    if (BigInt(`0x${m[2]}`) !== major || BigInt(`0x${m[3]}`) !== minor || BigInt(m[4]) !== st.ino) continue;
+    if (BigInt(m[4]) !== st.ino) continue;
+    if (BigInt(`0x${m[2]}`) !== major || BigInt(`0x${m[3]}`) !== minor) {
+      if (filePid !== undefined && Number(m[1]) === filePid) sameInodeByFilePid = filePid;
+      continue;
+    }
     // A holder in another pid namespace shows as 0 (or -1): held, by a pid we cannot name.
     const lockPid = Number(m[1]);
     return lockPid > 0 ? lockPid : 0;
   }
-  return undefined;
+  return sameInodeByFilePid;
 }
 
 function describeCause(cause: unknown): string {

@@ -70,6 +70,9 @@ export function renderForCluster(statement: string, cluster: string): string {
     String.raw`^(\s*(?:--[^\n]*\n\s*)*)(CREATE\s+(?:TABLE|DATABASE|(?:MATERIALIZED\s+)?VIEW|DICTIONARY)\s+(?:IF\s+NOT\s+EXISTS\s+)?${IDENT}|ALTER\s+TABLE\s+${IDENT}|DROP\s+(?:TABLE|VIEW|DICTIONARY)\s+(?:IF\s+EXISTS\s+)?${IDENT}|RENAME\s+TABLE\s+${IDENT}\s+TO\s+${IDENT})`,
     'i',
   );
+  // An INSERT ... SELECT between the server's own tables (023's catch-up of rows written during its copy) has no
+  // ON CLUSTER form: it runs on the server connected to, and replication carries its rows to the shard's others.
+  if (new RegExp(String.raw`^(\s*--[^\n]*\n)*\s*INSERT\s+INTO\s+${IDENT}\s*(\([^)]*\)\s*)?SELECT\s`, 'i').test(statement)) return statement;
   const m = head.exec(statement);
   if (!m) {
     throw new MigrationError(`cannot render the cluster variant of: ${body.slice(0, 80).replace(/\s+/g, ' ')}...`);

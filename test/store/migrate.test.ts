@@ -71,6 +71,11 @@ describe('migrations', () => {
     for (const m of migrations) {
       for (const statement of m.statements) {
         const rendered = renderForCluster(statement, 'tallyhouse_cluster');
+        // An INSERT ... SELECT (023's catch-up) runs on the server connected to: no ON CLUSTER form exists.
+        if (/^(\s*--[^\n]*\n)*\s*INSERT\s/i.test(statement)) {
+          expect(rendered, m.name).toBe(statement);
+          continue;
+        }
         expect(rendered, m.name).toMatch(/ON CLUSTER 'tallyhouse_cluster'/);
         expect(rendered, m.name).not.toMatch(/ENGINE\s*=\s*(?!Replicated)\w*MergeTree/);
         if (/ENGINE\s*=/.test(rendered)) engines++;
@@ -93,6 +98,7 @@ describe('migrations', () => {
       "ALTER TABLE t ON CLUSTER 'c' ADD COLUMN IF NOT EXISTS b String",
     );
     expect(() => renderForCluster('INSERT INTO t VALUES (1)', 'c')).toThrow(MigrationError);
+    expect(renderForCluster('-- catch up\nINSERT INTO t (a, b) SELECT a, b FROM u', 'c')).toBe('-- catch up\nINSERT INTO t (a, b) SELECT a, b FROM u');
   });
 
   it('splits statements at semicolons ending a line only', () => {

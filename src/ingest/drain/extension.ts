@@ -7,7 +7,8 @@ import { toDateTime64 } from '../../store/values.js';
 import { resolveDrainAuth, type DrainAuth } from './auth.js';
 import { createDrainMetrics } from './metrics.js';
 import { ParserPool } from './parser-pool.js';
-import { drainRoutes, ReadingSlots } from './receive.js';
+import { pushBudgets } from '../body-budget.js';
+import { drainRoutes } from './receive.js';
 import { SpoolReplayer } from './replay.js';
 import { openSpool } from './spool/open-spool.js';
 import type { Spool } from './spool/spool.js';
@@ -21,8 +22,6 @@ export interface LogDrainOptions {
   stagingBudgetBytes?: number;
   /** Parser worker threads (default: one per core beyond the first, at most 4; 0 = parse on the request thread). */
   parserThreads?: number;
-  /** Request bodies read at once (default 4); a signed body is held whole until its signature is checked. */
-  maxBodiesReading?: number;
   /** Largest replay batch (default 100,000 rows / 16 MiB): bigger batches, fewer parts; smaller, less memory. */
   replayMaxBatchRows?: number;
   replayMaxBatchBytes?: number;
@@ -70,7 +69,7 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       stageMemoryBytes: options.stageMemoryBytes,
       budget: new StagingBudget(options.stagingBudgetBytes ?? 64 * 1024 * 1024),
       parsers,
-      reading: new ReadingSlots(options.maxBodiesReading ?? 4),
+      budgets: pushBudgets(rt.app.server, rt.config, rt.registry),
     });
     options.onStarted?.({ spool, replayer, auth });
     return {

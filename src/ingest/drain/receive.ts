@@ -7,6 +7,7 @@ import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { BUSY_RETRY_AFTER_SECONDS, remoteAddress, type BudgetLease, type PushBudgets } from '../body-budget.js';
 import { toDateTime64 } from '../../store/values.js';
 import type { BatchWriter } from '../../store/writer.js';
 import { checkCredentials, DRAIN_OFF_MESSAGE, DRAIN_PATH, type DrainAuth } from './auth.js';
@@ -32,8 +33,11 @@ export interface DrainRouteOptions {
   stageMemoryBytes?: number;
   budget: StagingBudget;
   parsers: ParserPool;
-  /** Bodies read at once (default 4): a signed body is held in memory whole until its signature is checked. */
-  reading: ReadingSlots;
+  /**
+   * Read slots (LOG_DRAIN_MAX_BODIES_READING, per address LOG_DRAIN_MAX_BODIES_PER_ADDRESS), the slow-body guard and
+   * the budget of unauthenticated bytes (a signed body is held whole until its signature is checked).
+   */
+  budgets: PushBudgets;
 }
 
 interface Answer {
@@ -89,7 +93,7 @@ function isZlibError(err: unknown): boolean {
   return String((err as { code?: unknown })?.code ?? '').startsWith('Z_');
 }
 
-async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promise<Answer> {
+async function handleDrain(req: FastifyRequest, reply: FastifyReply, opts: DrainRouteOptions): Promise<Answer> {
   const { auth, spool } = opts;
   if (!auth) return answer(404, 'Not Found', DRAIN_OFF_MESSAGE);
   const authn = checkCredentials(req.headers, auth);
@@ -110,14 +114,21 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
   }
   if (spool.isFull()) return spoolFull(spool, true);
 
-  // At most this many bodies are read at once (a signed one is held whole until its signature is checked);
-  // the rest wait here, their bytes unread.
-  const release = await opts.reading.acquire();
+  // At most so many bodies are read at once, and fewer from one address (a few slow senders cannot take every
+  // slot); the rest wait here, their bytes unread (the server's request deadline ends a wait).
+  const address = remoteAddress(req.raw);
+  const slot = opts.budgets.slots.drain.acquire(address, req.raw.socket);
+  const release = typeof slot === 'function' ? slot : 'refused' in slot ? slot : await slot;
+  // The drain's slots queue (the platform does not retry a failed batch): no refusal but a sender that left.
+  if (typeof release !== 'function') return clientGone();
+  const unwatch = opts.budgets.guard.watch(req.raw, reply.raw, 'drain');
+  const lease = opts.budgets.unverified.lease(address);
   try {
     const raw = req.body as Readable | undefined;
     let source: AsyncIterable<Buffer> | undefined;
     if (raw && authn.signature) {
-      const verified = await readSigned(raw, opts.maxBodyBytes, auth.secret!, authn.signature);
+      const verified = await readSigned(raw, opts.maxBodyBytes, auth.secret!, authn.signature, lease);
+      if (verified.refused?.status === 503) opts.budgets.refused('drain', 'memory');
       opts.metrics.bytes.inc(verified.bytes);
       if (verified.refused) return verified.refused;
       source = Readable.from(verified.parts);
@@ -127,19 +138,30 @@ async function handleDrain(req: FastifyRequest, opts: DrainRouteOptions): Promis
     }
     return await processBody(source, { gzip, json: type === 'application/json', streamed: !authn.signature }, opts);
   } finally {
+    unwatch();
+    lease.release();
     release();
   }
+}
+
+function busy(reason: string): Answer {
+  return answer(503, 'Service Unavailable', `${reason}; retry after ${BUSY_RETRY_AFTER_SECONDS} s`, {
+    headers: { 'retry-after': String(BUSY_RETRY_AFTER_SECONDS) },
+    close: true,
+  });
 }
 
 /**
  * A signed body, read whole and checked against its HMAC (raw bytes as sent) before anything else sees it:
  * nothing is decompressed, parsed or written for a body whose signature does not match (CONTRIBUTING.md rule 17).
+ * The bytes held meanwhile are reserved in `lease` (the budget of unauthenticated bytes): past it, 503.
  */
 async function readSigned(
   raw: Readable,
   maxBodyBytes: number,
   secret: string,
   signature: Buffer,
+  lease: BudgetLease,
 ): Promise<{ bytes: number; parts: Buffer[]; refused?: Answer }> {
   const hmac = createHmac('sha256', secret);
   const parts: Buffer[] = [];
@@ -149,6 +171,9 @@ async function readSigned(
       bytes += chunk.length;
       if (bytes > maxBodyBytes) {
         return { bytes, parts: [], refused: answer(413, 'Payload Too Large', `the body exceeds LOG_DRAIN_MAX_BODY_BYTES (${maxBodyBytes} bytes); send smaller batches`, { close: true }) };
+      }
+      if (!lease.reserve(chunk.length)) {
+        return { bytes, parts: [], refused: busy('too many unauthenticated body bytes are held (PUSH_UNVERIFIED_MAX_BYTES, PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS)') };
       }
       hmac.update(chunk);
       parts.push(chunk);
@@ -162,26 +187,6 @@ async function readSigned(
 }
 
 const clientGone = (): Answer => ({ status: 499, body: { error: 'Client Closed Request', message: 'the sender closed the connection' }, close: true });
-
-/** Bounds how many request bodies are read at once; the others wait their turn. */
-export class ReadingSlots {
-  private busy = 0;
-  private readonly waiting: Array<() => void> = [];
-  constructor(readonly max: number) {}
-
-  async acquire(): Promise<() => void> {
-    if (this.busy >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.busy++;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.waiting.shift();
-      if (next) next(); // the slot passes on
-      else this.busy--;
-    };
-  }
-}
 
 /** An authenticated body (streamed when a token authenticated it): split, mapped, staged, spooled. */
 async function processBody(
@@ -316,14 +321,14 @@ export async function drainRoutes(app: FastifyInstance, opts: DrainRouteOptions)
     DRAIN_PATH,
     {
       schema: {
-        response: { 200: okSchema, 400: errorSchema, 401: errorSchema, 404: errorSchema, 413: errorSchema, 415: errorSchema, 503: errorSchema },
+        response: { 200: okSchema, 400: errorSchema, 401: errorSchema, 404: errorSchema, 408: errorSchema, 413: errorSchema, 415: errorSchema, 503: errorSchema },
       },
     },
     async (req: FastifyRequest, reply: FastifyReply) => {
       const started = process.hrtime.bigint();
       let result: Answer;
       try {
-        result = await handleDrain(req, opts);
+        result = await handleDrain(req, reply, opts);
       } catch (err) {
         req.log.error({ err }, 'log drain request failed');
         result = answer(500, 'Internal Server Error', 'the request could not be spooled; nothing of it was acknowledged', { close: true });

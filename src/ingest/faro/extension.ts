@@ -19,6 +19,7 @@ import { FARO_ITEM_COLUMNS, sessionRequestIds } from '../../store/tables/faro-it
 import { MAX_NESTING_DEPTH, nestingDepth } from '../json-nesting.js';
 import { mapItems } from './map-items.js';
 import { SessionRequestIds } from './session-request-ids.js';
+import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, pushBudgets, remoteAddress } from '../body-budget.js';
 
 export const FARO_PATH = '/v1/faro/collect';
 const REJECT_SOURCE = 'faro';
@@ -96,6 +97,7 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
     const origins = new Set(rt.config.FARO_ALLOWED_ORIGINS);
     const limiter = new RateLimiter(rt.config.FARO_RATE_LIMIT_PER_SECOND);
     const maxBytes = rt.config.FARO_MAX_BODY_BYTES;
+    const budgets = pushBudgets(rt.app.server, rt.config, rt.registry);
 
     const cors = (req: FastifyRequest, reply: FastifyReply) => {
       const origin = req.headers.origin;
@@ -120,11 +122,31 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
           cors(req, reply);
           const key = req.headers['x-api-key'];
           const app = appOfKey(keys, Array.isArray(key) ? key[0] : key);
-          if (!app) return reply.code(401).send({ error: 'Unauthorized', message: 'x-api-key is missing or not one of FARO_APP_KEYS' });
+          // Refused before the body is read: the connection closes once answered, nothing of the body is read.
+          if (!app) {
+            closeWithoutReading(reply.raw);
+            return reply.code(401).header('connection', 'close').send({ error: 'Unauthorized', message: 'x-api-key is missing or not one of FARO_APP_KEYS' });
+          }
           const wait = limiter.take(app);
           if (wait > 0) {
-            return reply.code(429).header('retry-after', String(wait)).send({ error: 'Too Many Requests', message: `over FARO_RATE_LIMIT_PER_SECOND for ${app}; retry after ${wait} s` });
+            closeWithoutReading(reply.raw);
+            return reply.code(429).header('connection', 'close').header('retry-after', String(wait)).send({ error: 'Too Many Requests', message: `over FARO_RATE_LIMIT_PER_SECOND for ${app}; retry after ${wait} s` });
           }
+          // A read slot (FARO_MAX_BODIES_READING, FARO_MAX_BODIES_PER_ADDRESS) and the slow-body guard while it reads.
+          const slot = budgets.slots.faro.acquire(remoteAddress(req.raw));
+          if (typeof slot !== 'function') {
+            budgets.refused('faro', 'busy');
+            closeWithoutReading(reply.raw);
+            const reason = 'refused' in slot ? slot.refused : 'no read slot';
+            return reply.code(503).header('retry-after', String(BUSY_RETRY_AFTER_SECONDS)).header('connection', 'close').send({ error: 'Service Unavailable', message: `${reason}; retry after ${BUSY_RETRY_AFTER_SECONDS} s` });
+          }
+          const unwatch = budgets.guard.watch(req.raw, reply.raw, 'faro');
+          const release = () => {
+            unwatch();
+            slot();
+          };
+          reply.raw.once('finish', release);
+          reply.raw.once('close', release);
           (req as FastifyRequest & { faroApp?: string }).faroApp = app;
         },
       }, async (req, reply) => {

@@ -84,7 +84,7 @@ export const requestLogs = namedQuery(
   LogLineOut,
 );
 
-/** Makes the `logs` TTL say `days` (LOG_RETENTION_DAYS); the migration writes 30. */
+/** Makes the `logs` TTL say `days` (LOG_RETENTION_DAYS); 023's table has none until this runs (012 wrote 30). */
 export function applyLogRetention(store: Pick<Store, 'client' | 'cluster'>, days: number, logger?: Logger): Promise<boolean> {
   return applyTtlDays(store, 'logs', 'timestamp', days, { logger, rewriteExistingParts: true });
 }

@@ -229,13 +229,6 @@ export const usageDaysWithPrices = namedQuery(
   }),
 );
 
-/** The currencies collected usage is billed in (the MCP server's currencies resource). */
-export const collectedCurrencies = namedQuery(
-  'collected_currencies',
-  `SELECT DISTINCT currency FROM usage_buckets WHERE currency != '' ORDER BY currency LIMIT 100`,
-  z.object({ currency: z.string() }),
-);
-
 /** Group-by keys of change attribution (serverless): the non-time keys of COST_GROUPS. */
 export const CHANGE_GROUPS = { app: 'app', environment: 'environment', machine_type: 'machine_type', surge: 'is_surge' } as const;
 export type ChangeGroup = keyof typeof CHANGE_GROUPS;
@@ -281,3 +274,10 @@ export async function costChangeLines(
   });
   return z.array(ChangeLineRow).parse(await rs.json());
 }
+
+/** The currencies collected usage is billed in (the MCP server's currencies resource). */
+export const collectedCurrencies = namedQuery(
+  'collected_currencies',
+  `SELECT DISTINCT currency FROM usage_buckets WHERE currency != '' ORDER BY currency LIMIT 100`,
+  z.object({ currency: z.string() }),
+);

@@ -4,8 +4,8 @@
 // a database") is replaced by the header of a fresh SQLite file of the same page size (the WAL's header names it;
 // otherwise each legal size is tried), which SQLite documents field by field: only the fields that describe the
 // content (database size, freelist) are cleared, so SQLite takes the size from the file and leaks the free pages.
-// Records are then read one at a time in seq order: a read that fails (a page SQLite cannot parse) skips one seq
-// and goes on, so one bad page costs the records on it, not the rest.
+// Records are then read one at a time in seq order: a read that fails (a page SQLite cannot parse) skips to the
+// first seq whose read passes the bad page and goes on, so one bad page costs the records on it, not the rest.
 import { copyFileSync, existsSync, mkdirSync, openSync, readSync, closeSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSqlite, type SqlDatabase } from './sqlite-db.js';
@@ -37,8 +37,6 @@ export interface Salvage {
 const HEADER_BYTES = 100;
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 const PAGE_SIZES = [4096, 1024, 2048, 8192, 16384, 32768, 65536, 512];
-/** Consecutive unreadable seqs after which the rest of the range is given up (a whole subtree is gone). */
-const MAX_SKIPS = 100_000;
 
 /** Reads what it can of the damaged spool at `path` (with `path`-wal), working on copies under `scratchDir`. */
 export function salvageSpool(path: string, scratchDir: string): Salvage {
@@ -106,19 +104,49 @@ function readRecords(db: SqlDatabase): { records: SalvagedRecord[]; lostRecords:
     tryGet(() => db.prepare<[], { m: number | null }>('SELECT max(seq) AS m FROM records').get()?.m ?? undefined);
   let after = 0;
   let firstSeq: number | undefined;
-  let skips = 0;
+  /** The first record at or after `from`; `failed` when the seek meets a page SQLite cannot parse. */
+  const seek = (from: number): { failed: true } | { failed: false; row: SalvagedRecord | undefined } => {
+    try {
+      return { failed: false, row: next.get(from) };
+    } catch {
+      return { failed: true };
+    }
+  };
   for (;;) {
     if (lastSeq !== undefined && after >= lastSeq) break;
-    let row: SalvagedRecord | undefined;
-    try {
-      row = next.get(after + 1);
-    } catch {
-      if (++skips > MAX_SKIPS) break;
-      after++;
-      continue;
+    let found = seek(after + 1);
+    if (found.failed) {
+      // The leaf holding the keys from after + 1 on is damaged. Seqs only grow (AUTOINCREMENT), so the live records
+      // of a long-running spool start far above 1: stepping one seq at a time would give up long before the next
+      // readable leaf. The first key whose seek passes the damage is found by doubling steps, then halving back.
+      let bad = after + 1;
+      let good: number | undefined;
+      for (let step = 1; ; step *= 2) {
+        const probe = lastSeq !== undefined ? Math.min(bad + step, lastSeq) : bad + step;
+        if (probe <= bad || probe > Number.MAX_SAFE_INTEGER) break;
+        const at = seek(probe);
+        if (!at.failed) {
+          good = probe;
+          found = at;
+          break;
+        }
+        bad = probe;
+      }
+      if (good === undefined) break;
+      let hi: number = good;
+      while (hi - bad > 1) {
+        const mid: number = bad + Math.floor((hi - bad) / 2);
+        const at = seek(mid);
+        if (at.failed) bad = mid;
+        else {
+          hi = mid;
+          found = at;
+        }
+      }
     }
+    if (found.failed) break;
+    const row = found.row;
     if (!row) break;
-    skips = 0;
     after = row.seq;
     if (!wellFormed(row)) continue;
     firstSeq ??= row.seq;

@@ -1,0 +1,345 @@
+// What a push body (log drain, webhooks, Faro) may cost the service, shared by the three endpoints so that each
+// bound is written once (CONTRIBUTING.md rule 21): read slots per endpoint, overall and per remote address; a
+// minimum rate while a body is read; one budget of bytes held by bodies not yet authenticated (a signature over
+// the body is checked only once the body is in). The total deadline is not here: it is the HTTP server's
+// requestTimeout (PUSH_BODY_TIMEOUT_MS, set where the server is built), Node's own 408.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { parseConfig, type Config } from '../config.js';
+
+export type PushEndpoint = 'drain' | 'webhooks' | 'faro';
+
+/** The limits of src/config.ts this module applies. */
+export type PushLimits = Pick<
+  Config,
+  | 'PUSH_BODY_MIN_BYTES_PER_SECOND'
+  | 'PUSH_BODY_RATE_WINDOW_MS'
+  | 'PUSH_UNVERIFIED_MAX_BYTES'
+  | 'PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS'
+  | 'LOG_DRAIN_MAX_BODIES_READING'
+  | 'LOG_DRAIN_MAX_BODIES_PER_ADDRESS'
+  | 'WEBHOOK_MAX_BODIES_READING'
+  | 'WEBHOOK_MAX_BODIES_PER_ADDRESS'
+  | 'FARO_MAX_BODIES_READING'
+  | 'FARO_MAX_BODIES_PER_ADDRESS'
+>;
+
+/** Seconds a sender refused for want of a slot or of budget is asked to wait. */
+export const BUSY_RETRY_AFTER_SECONDS = 5;
+
+/** The sender's address as the socket sees it (a proxy in front makes every sender one address: size for it). */
+export function remoteAddress(req: IncomingMessage): string {
+  return req.socket.remoteAddress ?? 'unknown';
+}
+
+/**
+ * For an answer sent while the body is still unread (a refusal): the connection is destroyed once the answer is
+ * written, instead of Node reading and discarding the rest of the body first (at loopback speed that is megabytes
+ * per connection before its close, all of it garbage: 32 refused 16 MiB bodies cost ~45 MB of memory that way).
+ */
+export function closeWithoutReading(res: ServerResponse): void {
+  res.once('finish', () => res.socket?.destroy());
+}
+
+export type SlotRefusal = { refused: string };
+
+/**
+ * Bodies read at once on one endpoint: `max` in all, `perAddress` from one remote address, so connections from one
+ * address cannot take every slot. Without `queue`, a body beyond either is refused (the sender retries). With
+ * `queue` (the drain: the platform does not retry a failed batch), it waits, its bytes unread, and a freed slot goes
+ * to the first waiter whose address is under its share: a legitimate sender is never behind a queue of one hostile
+ * address's connections. A wait ends at the server's request deadline (PUSH_BODY_TIMEOUT_MS, Node's 408), when the
+ * connection closes (`gone`), or with a slot.
+ */
+export class ReadSlots {
+  private busy = 0;
+  private readonly byAddress = new Map<string, number>();
+  private readonly waiting: Array<{ address: string; grant: () => void }> = [];
+
+  constructor(
+    readonly max: number,
+    readonly perAddress: number,
+    private readonly names: { max: string; perAddress: string },
+    private readonly queue = false,
+  ) {}
+
+  get inUse(): number {
+    return this.busy;
+  }
+
+  get waiters(): number {
+    return this.waiting.length;
+  }
+
+  /**
+   * A slot for a body from `address`: a release function (call it on every path; twice is harmless), a promise
+   * of one when it waits its turn, or a refusal naming the limit. `gone` (the connection closed) leaves the queue.
+   */
+  acquire(
+    address: string,
+    gone?: { once(event: 'close', fn: () => void): unknown; off(event: 'close', fn: () => void): unknown },
+  ): (() => void) | Promise<(() => void) | SlotRefusal> | SlotRefusal {
+    if (this.free(address)) return this.take(address);
+    if (!this.queue) {
+      return (this.byAddress.get(address) ?? 0) >= this.perAddress
+        ? { refused: `${this.perAddress} bodies from this address are being read already (${this.names.perAddress})` }
+        : { refused: `${this.max} bodies are being read already (${this.names.max})` };
+    }
+    return new Promise((resolve) => {
+      const onGone = () => {
+        const at = this.waiting.indexOf(entry);
+        if (at === -1) return; // granted already: the holder releases it
+        this.waiting.splice(at, 1);
+        resolve({ refused: 'the sender closed the connection while waiting' });
+      };
+      const entry = {
+        address,
+        grant: () => {
+          gone?.off('close', onGone);
+          resolve(this.take(address));
+        },
+      };
+      this.waiting.push(entry);
+      gone?.once('close', onGone);
+    });
+  }
+
+  private free(address: string): boolean {
+    return this.busy < this.max && (this.byAddress.get(address) ?? 0) < this.perAddress;
+  }
+
+  private take(address: string): () => void {
+    this.busy++;
+    this.byAddress.set(address, (this.byAddress.get(address) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.busy--;
+      const left = (this.byAddress.get(address) ?? 1) - 1;
+      if (left > 0) this.byAddress.set(address, left);
+      else this.byAddress.delete(address);
+      // The first waiter whose address is under its share gets the slot.
+      const next = this.waiting.findIndex((w) => this.free(w.address));
+      if (next !== -1) this.waiting.splice(next, 1)[0].grant();
+    };
+  }
+}
+
+/** One body's share of an UnverifiedBytes budget: reserve as bytes are held, release once (on every path). */
+export interface BudgetLease {
+  readonly held: number;
+  /** False (nothing reserved) when the budget, overall or this address's, cannot take `bytes` more. */
+  reserve(bytes: number): boolean;
+  release(): void;
+}
+
+/**
+ * Bytes held by bodies whose signature cannot be checked before the whole body is in, overall and per address. The
+ * per-address share bounds what an address holds in several bodies at once: a body alone from its address may grow
+ * past it (up to its endpoint's body limit and the overall budget), so the largest legitimate body always fits.
+ */
+export class UnverifiedBytes {
+  used = 0;
+  private readonly byAddress = new Map<string, number>();
+  constructor(readonly limitBytes: number, readonly perAddressBytes: number) {}
+
+  /** What webhook bodies hold together: at most half the budget, so forged webhooks cannot starve the drain. */
+  webhookBytes = 0;
+
+  /**
+   * A lease for one body from `address`. `webhook`: the body counts against the webhooks' half too; the other
+   * half is the drain's, whose batches the platform does not retry (webhooks it retries).
+   */
+  lease(address: string, opts: { webhook?: boolean } = {}): BudgetLease {
+    let held = 0;
+    let released = false;
+    const budget = this;
+    const webhook = opts.webhook === true;
+    return {
+      get held() {
+        return held;
+      },
+      reserve(bytes: number): boolean {
+        if (released) return false;
+        const mine = budget.byAddress.get(address) ?? 0;
+        const alone = mine === held; // nothing else of this address is held
+        if (budget.used + bytes > budget.limitBytes || (mine + bytes > budget.perAddressBytes && !alone)) return false;
+        if (webhook && budget.webhookBytes + bytes > Math.floor(budget.limitBytes / 2)) return false;
+        if (webhook) budget.webhookBytes += bytes;
+        budget.used += bytes;
+        budget.byAddress.set(address, mine + bytes);
+        held += bytes;
+        return true;
+      },
+      release(): void {
+        if (released) return;
+        released = true;
+        budget.used -= held;
+        if (webhook) budget.webhookBytes -= held;
+        const left = (budget.byAddress.get(address) ?? held) - held;
+        if (left > 0) budget.byAddress.set(address, left);
+        else budget.byAddress.delete(address);
+        held = 0;
+      },
+    };
+  }
+}
+
+interface Watched {
+  req: IncomingMessage;
+  res: ServerResponse;
+  endpoint: PushEndpoint;
+  bytesAtCheck: number;
+  nextCheckAt: number;
+}
+
+const SLOW_BODY = JSON.stringify({
+  error: 'Request Timeout',
+  message: 'the body arrived slower than PUSH_BODY_MIN_BYTES_PER_SECOND; the connection is closed',
+});
+
+/**
+ * Drops bodies that arrive slower than `minBytesPerSecond`, measured over consecutive windows of `windowMs` from
+ * the moment the body starts being read (the first window is the grace period). Bytes are the socket's own count
+ * (`bytesRead`), which needs nothing from the stream that reads the body. One timer for every watched body, running
+ * only while there is one. A dropped body is answered 408 (when nothing was answered yet) and its connection
+ * destroyed, as Node does at its request timeout: the endpoint's read then fails and frees its slot at once.
+ */
+export class SlowBodyGuard {
+  private readonly watched = new Set<Watched>();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly minBytesPerWindow: number;
+
+  constructor(
+    readonly minBytesPerSecond: number,
+    readonly windowMs: number,
+    private readonly onDrop: (endpoint: PushEndpoint) => void = () => undefined,
+  ) {
+    this.minBytesPerWindow = Math.ceil((minBytesPerSecond * windowMs) / 1000);
+  }
+
+  /** Watches the body of `req` until it is complete, the connection closes, or the returned function is called. */
+  watch(req: IncomingMessage, res: ServerResponse, endpoint: PushEndpoint): () => void {
+    if (req.complete || req.socket.destroyed) return () => undefined;
+    const w: Watched = { req, res, endpoint, bytesAtCheck: req.socket.bytesRead, nextCheckAt: Date.now() + this.windowMs };
+    this.watched.add(w);
+    const socket = req.socket;
+    const stop = () => {
+      req.off('end', stop);
+      socket.off('close', stop);
+      this.watched.delete(w);
+      if (this.watched.size === 0 && this.timer) {
+        clearInterval(this.timer);
+        this.timer = undefined;
+      }
+    };
+    // Listeners removed again: a kept-alive socket carries many requests.
+    req.once('end', stop);
+    socket.once('close', stop);
+    this.timer ??= setInterval(() => this.check(), Math.max(50, Math.min(1000, Math.floor(this.windowMs / 4)))).unref();
+    return stop;
+  }
+
+  private check(): void {
+    const now = Date.now();
+    for (const w of [...this.watched]) {
+      const socket = w.req.socket;
+      if (w.req.complete || socket.destroyed) {
+        this.watched.delete(w);
+        continue;
+      }
+      if (now < w.nextCheckAt) continue;
+      const received = socket.bytesRead - w.bytesAtCheck;
+      if (received >= this.minBytesPerWindow) {
+        w.bytesAtCheck = socket.bytesRead;
+        w.nextCheckAt = now + this.windowMs;
+        continue;
+      }
+      this.watched.delete(w);
+      this.onDrop(w.endpoint);
+      if (!w.res.headersSent && socket.writable) {
+        socket.write(
+          `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(SLOW_BODY)}\r\n\r\n${SLOW_BODY}`,
+        );
+      }
+      socket.destroy();
+    }
+    if (this.watched.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+}
+
+/** Every bound of the three push endpoints of one server: one instance per HTTP server (pushBudgets). */
+export class PushBudgets {
+  readonly slots: Record<PushEndpoint, ReadSlots>;
+  readonly unverified: UnverifiedBytes;
+  readonly guard: SlowBodyGuard;
+  private readonly refusedTotal: Counter<'endpoint' | 'reason'>;
+
+  constructor(limits: PushLimits, registry?: Registry) {
+    this.refusedTotal = new Counter({
+      name: 'tallyhouse_push_bodies_refused_total',
+      help: 'Push bodies (drain, webhooks, faro) ended by a body bound: slow (408), busy (no read slot, 503), memory (unauthenticated byte budget, 503).',
+      labelNames: ['endpoint', 'reason'],
+      registers: registry ? [registry] : [],
+    });
+    this.slots = {
+      drain: new ReadSlots(limits.LOG_DRAIN_MAX_BODIES_READING, limits.LOG_DRAIN_MAX_BODIES_PER_ADDRESS, { max: 'LOG_DRAIN_MAX_BODIES_READING', perAddress: 'LOG_DRAIN_MAX_BODIES_PER_ADDRESS' }, true),
+      webhooks: new ReadSlots(limits.WEBHOOK_MAX_BODIES_READING, limits.WEBHOOK_MAX_BODIES_PER_ADDRESS, { max: 'WEBHOOK_MAX_BODIES_READING', perAddress: 'WEBHOOK_MAX_BODIES_PER_ADDRESS' }),
+      faro: new ReadSlots(limits.FARO_MAX_BODIES_READING, limits.FARO_MAX_BODIES_PER_ADDRESS, { max: 'FARO_MAX_BODIES_READING', perAddress: 'FARO_MAX_BODIES_PER_ADDRESS' }),
+    };
+    this.unverified = new UnverifiedBytes(limits.PUSH_UNVERIFIED_MAX_BYTES, limits.PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS);
+    this.guard = new SlowBodyGuard(limits.PUSH_BODY_MIN_BYTES_PER_SECOND, limits.PUSH_BODY_RATE_WINDOW_MS, (endpoint) =>
+      this.refusedTotal.inc({ endpoint, reason: 'slow' }),
+    );
+    if (registry) {
+      const slots = this.slots;
+      new Gauge({
+        name: 'tallyhouse_push_bodies_reading',
+        help: 'Push bodies holding a read slot, by endpoint (bounded by *_MAX_BODIES_READING).',
+        labelNames: ['endpoint'],
+        registers: [registry],
+        collect() {
+          for (const [endpoint, s] of Object.entries(slots)) this.set({ endpoint }, s.inUse);
+        },
+      });
+      const unverified = this.unverified;
+      new Gauge({
+        name: 'tallyhouse_push_unverified_bytes',
+        help: 'Bytes held by push bodies whose signature is not checked yet (bounded by PUSH_UNVERIFIED_MAX_BYTES).',
+        registers: [registry],
+        collect() {
+          this.set(unverified.used);
+        },
+      });
+    }
+  }
+
+  refused(endpoint: PushEndpoint, reason: 'busy' | 'memory'): void {
+    this.refusedTotal.inc({ endpoint, reason });
+  }
+}
+
+const budgetsByServer = new WeakMap<object, PushBudgets>();
+let defaults: PushLimits | undefined;
+/** The configuration's defaults, for a route registered without a configuration (tests). */
+export function defaultPushLimits(): PushLimits {
+  defaults ??= parseConfig({});
+  return defaults;
+}
+
+/**
+ * The one PushBudgets of this HTTP server (the unauthenticated byte budget is shared by the drain and the webhooks,
+ * which are registered by separate extensions): made on first use from `limits`.
+ */
+export function pushBudgets(server: object, limits: PushLimits, registry?: Registry): PushBudgets {
+  let budgets = budgetsByServer.get(server);
+  if (!budgets) {
+    budgets = new PushBudgets(limits, registry);
+    budgetsByServer.set(server, budgets);
+  }
+  return budgets;
+}
