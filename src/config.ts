@@ -281,6 +281,8 @@ export const ConfigSchema = z.object({
   // GET /logs/stream: streams at once, per token (per remote address without API_TOKENS), and the bytes a client may
   // leave unread in the service's buffer before it is disconnected (counted as slow).
   LOG_STREAM_MAX_CLIENTS: positiveInt.default(200),
+  // MCP server (POST /mcp, tallyhouse mcp): rows, lines or items one tool answer may hold; over it, a tool error.
+  MCP_MAX_ROWS: positiveInt.default(1000),
   LOG_STREAM_MAX_PER_CLIENT: positiveInt.default(10),
   LOG_STREAM_MAX_BUFFER_BYTES: positiveInt.default(1024 * 1024),
   API_TOKENS: csvList

@@ -75,6 +75,11 @@ const commands: Record<string, Command> = {
     usage: 'tallyhouse sim [--port N] [--seed N] [--now ISO] [--days N] [--apps N] [--fault-rate P] ...',
     raw: async (argv) => (await import('./sim/cli.js')).simCommand(argv),
   },
+  mcp: {
+    summary: 'the MCP server on stdio for a desktop assistant (read-only; through the running service when one holds DATA_DIR)',
+    usage: 'tallyhouse mcp',
+    run: async () => (await import('./mcp/stdio.js')).mcpCommand(packageVersion()),
+  },
   help: {
     summary: 'show this help',
     usage: 'tallyhouse help',
@@ -133,6 +138,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { efficiencyRoutes },
     { idleCostShare },
     { DEFAULT_BUSINESS_GAUGES },
+    { mcpExtension },
   ] = await Promise.all([
     import('./jobs/extension.js'),
     import('./api/index.js'),
@@ -151,6 +157,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./api/efficiency-routes.js'),
     import('./api/efficiency-gauges.js'),
     import('./http/business-metrics.js'),
+    import('./mcp/extension.js'),
   ]);
   // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
   // the receiver fetches from the simulator.
@@ -159,6 +166,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
   return [
     businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare]),
     apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes, anomalyRoutes]),
+    mcpExtension(packageVersion()),
     logDrainExtension({ demoSecret: demo.drainSecret }),
     webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
     faroExtension({ demoKey: config.FARO_APP_KEYS ? undefined : demo.faroKey }),

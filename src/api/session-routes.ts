@@ -22,6 +22,47 @@ const sql = (d: DateTime) => d.toFormat('yyyy-MM-dd HH:mm:ss.SSS');
 /** 2xx success, 4xx the caller's error, 5xx the platform's (as the analytics count them). */
 const outcome = (status: number) => (status >= 500 ? 'error' : status >= 400 ? 'user_error' : 'success');
 
+/**
+ * Each request's status, duration, billable units, cost (serverless or model API) and oldest log lines, by id: what
+ * GET /sessions/:id answers per mentioned request, and what the MCP request_trace tool answers for one request.
+ * Serverless requests are looked up among those that ended in [window.from, window.to) (bounding the scan).
+ */
+export async function requestDetails(rt: Runtime, ids: string[], window: { from: DateTime; to: DateTime }) {
+  const perRequest = rt.config.API_SESSION_MAX_LOG_LINES;
+  // Three queries whatever the number of ids (one per request made a 5,000-request session take 38 s).
+  const [serverless, model, lines] = ids.length === 0
+    ? [[], [], []]
+    : await Promise.all([
+        requestsByIds(rt.store, { ids, endpoint_ids: [], from: sql(window.from), to: sql(window.to) }),
+        modelRequestCosts(rt.store, { ids }),
+        sessionRequestLogs(rt.store, { ids, per_request: perRequest + 1, max_chars: MAX_LINE_CHARS }),
+      ]);
+  const serverlessById = new Map(serverless.map((r) => [r.request_id, r]));
+  const modelById = new Map(model.map((m) => [m.request_id, m]));
+  const linesById = new Map<string, typeof lines>();
+  for (const l of lines) linesById.set(l.request_id, [...(linesById.get(l.request_id) ?? []), l]);
+  return ids.map((id) => {
+    const s = serverlessById.get(id);
+    const m = modelById.get(id);
+    const logs = linesById.get(id) ?? [];
+    return {
+      request_id: id,
+      found: s !== undefined || m !== undefined,
+      endpoint_id: s?.endpoint_id ?? m?.endpoint_id ?? null,
+      product: s ? 'serverless' : m ? 'model_api' : null,
+      ended_at: s?.ended_at ?? null,
+      status_code: s?.status_code ?? null,
+      outcome: s ? outcome(s.status_code) : null,
+      duration: s?.duration ?? null,
+      billable_units: s?.billable_units ?? m?.output_units ?? null,
+      cost: s?.cost ?? m?.cost ?? null,
+      currency: s?.currency ?? m?.currency ?? null,
+      log_lines: logs.slice(0, perRequest).map((l) => ({ timestamp: l.line_time, level: l.level, message: l.line_message, message_truncated: l.message_truncated })),
+      log_lines_truncated: logs.length > perRequest,
+    };
+  });
+}
+
 export function sessionRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
   registry.get(app, {
     path: '/sessions/:session_id',
@@ -43,40 +84,8 @@ export function sessionRoutes(app: FastifyInstance, registry: RouteRegistry, rt:
       const ids = mentioned.slice(0, rt.config.API_SESSION_MAX_REQUESTS);
       const first = DateTime.fromSQL(items[0].timestamp, { zone: 'utc' });
       const last = DateTime.fromSQL(items[items.length - 1].timestamp, { zone: 'utc' });
-      const perRequest = rt.config.API_SESSION_MAX_LOG_LINES;
-      // Three queries whatever the number of ids (one per request made a 5,000-request session take 38 s).
       // A request ends near the items that mention it: a day either side bounds the scan.
-      const [serverless, model, lines] = ids.length === 0
-        ? [[], [], []]
-        : await Promise.all([
-            requestsByIds(rt.store, { ids, endpoint_ids: [], from: sql(first.minus({ days: 1 })), to: sql(last.plus({ days: 1 })) }),
-            modelRequestCosts(rt.store, { ids }),
-            sessionRequestLogs(rt.store, { ids, per_request: perRequest + 1, max_chars: MAX_LINE_CHARS }),
-          ]);
-      const serverlessById = new Map(serverless.map((r) => [r.request_id, r]));
-      const modelById = new Map(model.map((m) => [m.request_id, m]));
-      const linesById = new Map<string, typeof lines>();
-      for (const l of lines) linesById.set(l.request_id, [...(linesById.get(l.request_id) ?? []), l]);
-      const requests = ids.map((id) => {
-        const s = serverlessById.get(id);
-        const m = modelById.get(id);
-        const logs = linesById.get(id) ?? [];
-        return {
-          request_id: id,
-          found: s !== undefined || m !== undefined,
-          endpoint_id: s?.endpoint_id ?? m?.endpoint_id ?? null,
-          product: s ? 'serverless' : m ? 'model_api' : null,
-          ended_at: s?.ended_at ?? null,
-          status_code: s?.status_code ?? null,
-          outcome: s ? outcome(s.status_code) : null,
-          duration: s?.duration ?? null,
-          billable_units: s?.billable_units ?? m?.output_units ?? null,
-          cost: s?.cost ?? m?.cost ?? null,
-          currency: s?.currency ?? m?.currency ?? null,
-          log_lines: logs.slice(0, perRequest).map((l) => ({ timestamp: l.line_time, level: l.level, message: l.line_message, message_truncated: l.message_truncated })),
-          log_lines_truncated: logs.length > perRequest,
-        };
-      });
+      const requests = await requestDetails(rt, ids, { from: first.minus({ days: 1 }), to: last.plus({ days: 1 }) });
       return {
         session_id,
         items,

@@ -164,3 +164,13 @@ export const sessionRequestLogs = namedQuery(
    SETTINGS use_skip_indexes_if_final = 1`,
   z.object({ request_id: z.string(), line_time: z.string(), level: z.string(), line_message: z.string(), message_truncated: z.union([z.boolean(), chNumber]).transform(Boolean) }),
 );
+
+/** The sessions whose items mention a request id, earliest first (the MCP request_trace tool). */
+export const sessionsMentioningRequest = namedQuery(
+  'sessions_mentioning_request',
+  `SELECT session_id FROM faro_items
+   WHERE request_id = {request_id:String} AND session_id != ''
+   GROUP BY session_id ORDER BY min(timestamp), session_id
+   LIMIT {limit:UInt32}`,
+  z.object({ session_id: z.string() }),
+);

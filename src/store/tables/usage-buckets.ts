@@ -274,3 +274,10 @@ export async function costChangeLines(
   });
   return z.array(ChangeLineRow).parse(await rs.json());
 }
+
+/** The currencies collected usage is billed in (the MCP server's currencies resource). */
+export const collectedCurrencies = namedQuery(
+  'collected_currencies',
+  `SELECT DISTINCT currency FROM usage_buckets WHERE currency != '' ORDER BY currency LIMIT 100`,
+  z.object({ currency: z.string() }),
+);

@@ -1,0 +1,77 @@
+/**
+ * POST/GET/DELETE /mcp: the MCP server over Streamable HTTP, stateless (a server and transport per request, JSON
+ * answers), authenticated like the query API: a bearer token from API_TOKENS, or loopback only when none are
+ * configured. The Host check is the service's (src/http/host-check.ts); here an Origin that is not one of this
+ * service's own names is refused too (a browser page elsewhere must not drive tools with the user's loopback).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { hostAllowList } from '../http/host-check.js';
+import type { Extension } from '../runtime.js';
+import { mcpOptions } from './host.js';
+import { createMcpServer } from './server.js';
+
+export const MCP_PATH = '/mcp';
+
+const isLoopback = (address: string | undefined) => !!address && /^(127\.|::1$|::ffff:127\.)/.test(address);
+
+const refuse = (reply: FastifyReply, status: number, type: string, message: string) =>
+  reply.code(status).send({ jsonrpc: '2.0', error: { code: -32001, message: `${type}: ${message}` }, id: null });
+
+export function mcpExtension(version: string): Extension {
+  return async (rt) => {
+    const digests = (rt.config.API_TOKENS ?? []).map((t) => createHash('sha256').update(t).digest());
+    const port = () => {
+      const address = rt.app.server.address();
+      return typeof address === 'object' && address ? address.port : 0;
+    };
+    const hostAllowed = hostAllowList(rt.config, port);
+    const originAllowed = (origin: string, host: string | undefined): boolean => {
+      let u: URL;
+      try {
+        u = new URL(origin);
+      } catch {
+        return false;
+      }
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') return false;
+      const given = u.port ? u.host : `${u.hostname}:${u.protocol === 'https:' ? 443 : 80}`;
+      if (hostAllowed) return hostAllowed(given) || hostAllowed(u.host);
+      return u.host === host;
+    };
+    const options = mcpOptions(rt.app, rt, version);
+
+    await rt.app.register(async (app) => {
+      // Authenticate before work (CONTRIBUTING.md rule 17): before the body is read or parsed.
+      app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+        const origin = request.headers.origin;
+        if (origin !== undefined && !originAllowed(origin, request.headers.host)) {
+          return refuse(reply, 403, 'forbidden', 'the Origin is not this service (a page elsewhere may not call /mcp)');
+        }
+        if (digests.length === 0) {
+          if (!isLoopback(request.socket.remoteAddress)) return refuse(reply, 403, 'forbidden', '/mcp answers on loopback only when API_TOKENS is not set');
+          return;
+        }
+        const m = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
+        const given = m ? createHash('sha256').update(m[1].trim()).digest() : null;
+        if (!given || !digests.some((d) => timingSafeEqual(d, given))) {
+          return refuse(reply, 401, 'authorization_error', 'a valid "Authorization: Bearer <token>" header is required (API_TOKENS)');
+        }
+      });
+      const handle = async (request: FastifyRequest, reply: FastifyReply) => {
+        const server = createMcpServer(options);
+        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+        reply.hijack();
+        reply.raw.on('close', () => {
+          void transport.close();
+          void server.close();
+        });
+        await server.connect(transport);
+        await transport.handleRequest(request.raw, reply.raw, request.body);
+      };
+      app.post(MCP_PATH, { bodyLimit: 1024 * 1024 }, handle);
+      app.get(MCP_PATH, handle);
+      app.delete(MCP_PATH, handle);
+    });
+  };
+}
