@@ -4,6 +4,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, getConfig, isDemoMode, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { commandHost, commandIO } from './cli/io.js';
+import { describeArgsError, didYouMean, wantsHelp } from './cli/suggest.js';
 import type { Extension } from './runtime.js';
 import type { DemoWiring, JobRunnerHandle } from './jobs/extension.js';
 
@@ -79,8 +80,10 @@ const commands: Record<string, Command> = {
     summary: 'show this help',
     usage: 'tallyhouse help',
     allowPositionals: true,
-    run: async () => {
-      process.stdout.write(usage());
+    run: async ({ positionals }) => {
+      // `tallyhouse help collect usage` is `tallyhouse collect usage --help`.
+      if (positionals.length > 0) return main([...positionals, '--help']);
+      commandIO().out(usage());
       return 0;
     },
   },
@@ -108,6 +111,25 @@ function usage(): string {
   const width = Math.max(...Object.keys(commands).map((n) => n.length));
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
   return `Usage: tallyhouse <command> [options]   (tallyhouse <command> --help; tallyhouse --version)\n\nCommands:\n${lines.join('\n')}\n\nConfiguration is read from the environment; see README.md.\n`;
+}
+
+/**
+ * `tallyhouse <command> [<subcommand>] --help`: the usage of what was named, exit 0; a misspelt subcommand is a
+ * usage error (exit 2) with "did you mean", so `collect usgae --help` does not print help for something else.
+ */
+async function commandHelp(name: string, command: Command, rest: string[]): Promise<number> {
+  const io = commandIO();
+  const sub = rest[0] !== undefined && !rest[0].startsWith('-') ? rest[0] : undefined;
+  if (name === 'collect') {
+    const [{ collectHelp }, { allJobs }] = await Promise.all([import('./jobs/cli.js'), import('../jobs/index.js')]);
+    return collectHelp(allJobs, sub);
+  }
+  if (name === 'report') return (await import('./api/cli.js')).reportHelp(sub);
+  if (name === 'logs') return (await import('./collectors/logs-tail.js')).logsHelp(sub);
+  if (name === 'sim') return (await import('./sim/cli.js')).simCommand(rest);
+  if (name === 'help') return main(['--help']);
+  io.out(`Usage: ${command.usage}\n\n${command.summary}\n`);
+  return 0;
 }
 
 /**
@@ -234,14 +256,12 @@ export async function main(argv: string[]): Promise<number> {
   }
   const command = commands[name];
   if (!command) {
-    commandIO().err(`tallyhouse: unknown command ${JSON.stringify(name)}\n\n${usage()}`);
+    // One line and the way on, as git and gh answer a typo (the whole list buried the suggestion).
+    commandIO().err(`tallyhouse: unknown command ${JSON.stringify(name)}${didYouMean(name, Object.keys(commands))}\nRun 'tallyhouse --help' to list the commands.\n`);
     return 2;
   }
-  // `--help` on any command (those that parse their own arguments, `collect` and `sim`, answer it themselves).
-  if ((rest.includes('--help') || rest.includes('-h')) && name !== 'collect' && name !== 'sim') {
-    commandIO().out(`Usage: ${command.usage}\n\n${command.summary}\n`);
-    return 0;
-  }
+  // `--help` on any command and subcommand, answered before any configuration is read or store opened.
+  if (wantsHelp(rest)) return commandHelp(name, command, rest);
   // While a service holds the data directory (or TALLYHOUSE_URL names one), it runs the command for us.
   if (HOSTED_COMMANDS.has(name) && !commandHost()) {
     const { findService, runInService } = await import('./cli/remote.js');
@@ -258,7 +278,7 @@ export async function main(argv: string[]): Promise<number> {
       strict: true,
     });
   } catch (err) {
-    commandIO().err(`tallyhouse ${name}: ${(err as Error).message}\n\nUsage: ${command.usage}\n`);
+    commandIO().err(`tallyhouse ${name}: ${describeArgsError(err, Object.keys(command.options ?? {}))}\nUsage: ${command.usage}\n`);
     return 2;
   }
   return command.run!(parsed);

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { DateTime, IANAZone } from 'luxon';
 import { getConfig } from '../config.js';
 import { commandIO } from '../cli/io.js';
+import { describeArgsError, didYouMean } from '../cli/suggest.js';
 import { withCommandRuntime } from '../service.js';
 import { financeProblem, financeReport, financeTable } from './finance.js';
 import { focusOptions, focusReport, focusTable, FocusNoDataError } from './focus.js';
@@ -13,13 +14,39 @@ const USAGE =
   'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
   '       tallyhouse report focus --month YYYY-MM [--out file.csv]   (FOCUS 1.2, UTC days, both product lines)\n';
 
+const REPORTS = ['finance', 'focus'];
+
+const FINANCE_HELP =
+  'Usage: tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n\n' +
+  'The monthly finance report of both product lines, from the store. --timezone (default UTC) is the zone whose\n' +
+  'month is reported; its usage must have been collected in that zone (TIMEZONES, or collect usage --timezone).\n' +
+  '--format defaults to json for an --out ending in .json, else csv.\n';
+const FOCUS_HELP =
+  'Usage: tallyhouse report focus --month YYYY-MM [--out file.csv]\n\n' +
+  'The month as a FOCUS 1.2 cost-and-usage CSV, in UTC days: it needs usage collected in UTC.\n';
+
+/** `tallyhouse report [finance|focus] --help`. */
+export function reportHelp(kind: string | undefined): number {
+  const io = commandIO();
+  if (kind === 'finance' || kind === 'focus') {
+    io.out(kind === 'finance' ? FINANCE_HELP : FOCUS_HELP);
+    return 0;
+  }
+  if (kind !== undefined) {
+    io.err(`tallyhouse report: unknown report ${JSON.stringify(kind)}${didYouMean(kind, REPORTS)}\nUsage: ${USAGE}`);
+    return 2;
+  }
+  io.out(`Usage: ${USAGE}`);
+  return 0;
+}
+
 /** `tallyhouse report finance|focus ...`: a report from the store, as CSV (default) or JSON. */
 export async function reportCommand(argv: string[]): Promise<number> {
   const io = commandIO();
   const [kind, ...rest] = argv;
   if (kind === 'focus') return focusCommand(rest);
   if (kind !== 'finance') {
-    io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}` : 'which report?'}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}${didYouMean(kind, REPORTS)}` : 'which report? finance or focus'}\nUsage: ${USAGE}`);
     return 2;
   }
   let values: { month?: string; timezone?: string; out?: string; format?: string };
@@ -30,7 +57,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
       strict: true,
     }));
   } catch (err) {
-    io.err(`tallyhouse report finance: ${(err as Error).message}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse report finance: ${describeArgsError(err, ['month', 'timezone', 'out', 'format'])}\nUsage: ${USAGE}`);
     return 2;
   }
   const problems: string[] = [];
@@ -81,7 +108,7 @@ async function focusCommand(args: string[]): Promise<number> {
   try {
     ({ values } = parseArgs({ args, options: { month: { type: 'string' }, out: { type: 'string' } }, strict: true }));
   } catch (err) {
-    io.err(`tallyhouse report focus: ${(err as Error).message}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse report focus: ${describeArgsError(err, ['month', 'out'])}\nUsage: ${USAGE}`);
     return 2;
   }
   if (!values.month || !/^\d{4}-(0[1-9]|1[0-2])$/.test(values.month)) {
