@@ -179,6 +179,15 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         variable: 'METRICS_TOKEN',
         expected: `a token of at least ${MIN_TOKEN_LENGTH} characters when HOST is not a loopback address: GET /metrics carries month-to-date cost per app`,
       },
+      // Named together (issue 30.8): API_TOKENS was named only on the next start, once METRICS_TOKEN was set.
+      ...((config.API_TOKENS ?? []).length === 0
+        ? [{ variable: 'API_TOKENS', expected: `comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters each when HOST is not a loopback address: the query API answers cost and logs` }]
+        : []),
+    ]);
+  }
+  if ((config.API_TOKENS ?? []).length === 0 && !isLoopbackHost(config.HOST)) {
+    throw new ConfigError([
+      { variable: 'API_TOKENS', expected: `comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters each when HOST is not a loopback address: the query API answers cost and logs` },
     ]);
   }
   // The port first: a busy port is one line before the store, the simulator or a job has started.
