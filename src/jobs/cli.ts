@@ -5,7 +5,7 @@ import { commandHost, commandIO } from '../cli/io.js';
 import { closeRuntime, openRuntime } from '../service.js';
 import type { JobArgs, JobDefinition } from './job.js';
 import { COMMON_OPTIONS, parseJobArgs, UsageError } from './options.js';
-import { openPlatformSource } from './platform-source.js';
+import { openPlatformSource, runtimeFor } from './platform-source.js';
 import { describeArgsError, didYouMean } from '../cli/suggest.js';
 import { consoleProgress } from './progress.js';
 import { Scheduler } from './scheduler.js';
@@ -116,7 +116,7 @@ async function runJobNow(allJobs: JobDefinition[], job: JobDefinition, args: Job
   const rt = await openRuntime(config, { logger });
   const source = await openPlatformSource(config, logger, { demoNoticeLevel: 'info' });
   try {
-    const scheduler = new Scheduler({ runtime: rt, platform: source.platform, jobs: allJobs, now: source.now });
+    const scheduler = new Scheduler({ runtime: runtimeFor(rt, source), platform: source.platform, jobs: allJobs, now: source.now });
     return await scheduler.run(job.name, 'manual', args, consoleProgress());
   } finally {
     await source.close();

@@ -1,7 +1,7 @@
 import type { Extension } from '../runtime.js';
 import type { HostedJobRunner } from '../cli/io.js';
 import type { JobDefinition } from './job.js';
-import { openPlatformSource } from './platform-source.js';
+import { openPlatformSource, runtimeFor } from './platform-source.js';
 import { Scheduler } from './scheduler.js';
 import { Scraper } from '../collectors/scraper.js';
 import { applyMetricsRetention } from '../store/tables/metrics.js';
@@ -39,7 +39,7 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
         if (address && typeof address !== 'string') sim.pushTo(`http://127.0.0.1:${address.port}`);
       });
     }
-    const scheduler = new Scheduler({ runtime: rt, platform: source.platform, jobs, now: source.now });
+    const scheduler = new Scheduler({ runtime: runtimeFor(rt, source), platform: source.platform, jobs, now: source.now });
     handle.runner = { run: (job, args, progress) => scheduler.run(job, 'manual', args, progress) };
     const scraper = new Scraper(
       rt,
