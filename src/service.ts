@@ -202,9 +202,27 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     forceCloseConnections: 'idle',
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
+  // A refused request's reason, from the error body it is answered with (issue 30.13: every 400 was logged as
+  // "WARN request failed" with no reason, so the log could not say what the client got wrong).
+  const reasons = new WeakMap<object, string>();
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (reply.statusCode >= 400 && typeof payload === 'string' && payload.length <= 16_384 && payload.startsWith('{')) {
+      try {
+        const body = JSON.parse(payload) as { error?: { message?: unknown } | string; message?: unknown };
+        const reason = typeof body.error === 'object' ? body.error?.message : body.message ?? body.error;
+        if (typeof reason === 'string') reasons.set(request, reason.slice(0, 500));
+      } catch {
+        // not JSON after all: no reason to add
+      }
+    }
+    return payload;
+  });
   app.addHook('onResponse', async (request, reply) => {
-    const fields = { method: request.method, url: request.url, statusCode: reply.statusCode, durationMs: Math.round(reply.elapsedTime) };
-    if (reply.statusCode >= 400 || reply.elapsedTime >= SLOW_REQUEST_MS) request.log.warn(fields, reply.statusCode >= 400 ? 'request failed' : 'slow request');
+    const fields = { method: request.method, url: request.url, statusCode: reply.statusCode, durationMs: Math.round(reply.elapsedTime), reason: reasons.get(request) };
+    // A client's mistake (4xx) is the client's to fix: info with the reason; the service's own failures warn.
+    if (reply.statusCode >= 500) request.log.warn(fields, 'request failed');
+    else if (reply.statusCode >= 400) request.log.info(fields, `request refused (${reply.statusCode})${fields.reason ? `: ${fields.reason}` : ''}`);
+    else if (reply.elapsedTime >= SLOW_REQUEST_MS) request.log.warn(fields, 'slow request');
     else request.log.debug(fields, 'request completed');
   });
   await app.register(healthRoutes, { store: rt.store, registry: rt.registry, metricsToken: config.METRICS_TOKEN });

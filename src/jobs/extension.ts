@@ -63,7 +63,7 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
     }
     if (rt.config.JOBS_ENABLED && rt.config.STARTUP_JOBS) {
       const names = scheduler.scheduledJobs().map((j) => j.name);
-      rt.logger.info({ jobs: names }, `start-up pass: ${names.join(', ')}, once now, one after the other`);
+      rt.logger.info(`start-up pass: ${names.join(', ')}, once now, one after the other`);
       void scheduler.startupPass().then(() => rt.logger.info('start-up pass done'));
     }
     return {
