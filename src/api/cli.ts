@@ -125,7 +125,10 @@ async function focusCommand(args: string[]): Promise<number> {
       rows = await focusReport(rt.store, values.month!, focusOptions(rt.config));
     } catch (err) {
       if (!(err instanceof FocusNoDataError)) throw err;
-      io.err(`tallyhouse report focus: ${err.message}\n`);
+      // The commands with the month's dates, as the finance report's hint gives them (issue 30.5: it said `...`).
+      const from = `${values.month}-01`;
+      const to = DateTime.fromISO(from, { zone: 'utc' }).plus({ months: 1 }).toISODate()!;
+      io.err(`tallyhouse report focus: ${err.message.replaceAll('--timezone UTC ...', `--from ${from} --to ${to} --timezone UTC`)}\n`);
       return 1;
     }
     const text = toCsv(focusTable(rows));

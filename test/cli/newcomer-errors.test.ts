@@ -103,3 +103,14 @@ describe('collect (30.7)', () => {
     expect(existsSync(dir)).toBe(false);
   }, 120_000);
 });
+
+describe('report focus on a month not collected in UTC (30.5)', () => {
+  it('names the commands with the month\'s dates, as the finance report does (it said `--timezone UTC ...`)', async () => {
+    const r = await cli(['report', 'focus', '--month', '2026-10'], demo(freshDir('focushint')));
+    expect(r.code).toBe(1);
+    expect(r.err).toBe(
+      'tallyhouse report focus: no usage is collected in UTC for 2026-10 (a FOCUS file is in UTC days); collect it with: ' +
+        'tallyhouse collect usage --from 2026-10-01 --to 2026-11-01 --timezone UTC and tallyhouse collect models --from 2026-10-01 --to 2026-11-01 --timezone UTC, or add UTC to TIMEZONES\n',
+    );
+  }, 120_000);
+});
