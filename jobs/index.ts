@@ -9,9 +9,10 @@ import { requestsJob } from './requests.js';
 import { modelsJob } from './models.js';
 import { logsJob } from './logs.js';
 import { queueJob } from './queue.js';
+import { runnerMetricsJob } from './runner-metrics.js';
 
 /**
  * Every scheduled job, one file each. The order is the demo start-up order (one after the other): apps first, since
  * it discovers the endpoints the later ones read. JOB_NAMES in src/config.ts lists the same names in this order.
  */
-export const allJobs: JobDefinition[] = [appsJob, usageJob, modelsJob, requestsJob, analyticsJob, runnersJob, eventsJob, revisionsJob, logsJob, queueJob];
+export const allJobs: JobDefinition[] = [appsJob, usageJob, modelsJob, requestsJob, analyticsJob, runnersJob, eventsJob, revisionsJob, logsJob, queueJob, runnerMetricsJob];

@@ -57,9 +57,11 @@ const cronExpression = z
  * Every scheduled job's schedule can be overridden with JOB_<NAME>_CRON. The names of jobs/index.ts's list, in its
  * order (test/jobs/job-list.test.ts checks); listed here because config must not import the jobs (an import cycle).
  */
-export const JOB_NAMES = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions', 'logs', 'queue'] as const;
-const jobCronFields = Object.fromEntries(JOB_NAMES.map((n) => [`JOB_${n.toUpperCase()}_CRON`, cronExpression.optional()])) as Record<
-  `JOB_${Uppercase<(typeof JOB_NAMES)[number]>}_CRON`,
+export const JOB_NAMES = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions', 'logs', 'queue', 'runner-metrics'] as const;
+/** A job name as it appears in an environment variable: upper case, `-` as `_` (JOB_RUNNER_METRICS_CRON). */
+type EnvName<N extends string> = N extends `${infer A}-${infer B}` ? `${A}_${EnvName<B>}` : N;
+const jobCronFields = Object.fromEntries(JOB_NAMES.map((n) => [`JOB_${n.toUpperCase().replace(/-/g, '_')}_CRON`, cronExpression.optional()])) as Record<
+  `JOB_${Uppercase<EnvName<(typeof JOB_NAMES)[number]>>}_CRON`,
   z.ZodOptional<typeof cronExpression>
 >;
 
@@ -84,6 +86,10 @@ export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: port.default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
+  // Host names requests may carry beyond loopback and HOST (`name` or `name:port`): others get 421 (DNS rebinding).
+  ALLOWED_HOSTS: csvList.pipe(z.array(z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^[\]:/@\s]+)(:\d{1,5})?$/, 'expected comma-separated host names, each name or name:port'))).default([]),
+  // Where clients reach the service (behind a load balancer): the OpenAPI document's server; default the listening address.
+  PUBLIC_URL: z.string().regex(/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/, 'expected an http(s) URL such as https://tallyhouse.example.com').transform((v) => v.replace(/\/+$/, '')).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // One-shot CLI commands log to stderr at this level (they print their own progress and summary).
   CLI_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
@@ -196,11 +202,24 @@ export const ConfigSchema = z.object({
   API_QUERY_MAX_MEMORY_BYTES: positiveInt.default(2 * 1024 ** 3),
   API_QUERY_MAX_RESULT_ROWS: positiveInt.default(1_000_000),
   API_MAX_RANGE_DAYS: positiveInt.default(400),
+  // Right-sizing: VRAM headroom over an app's observed peak that a cheaper machine must still offer (percent).
+  RIGHTSIZING_VRAM_MARGIN_PERCENT: z.coerce.number().min(0, 'expected a percent from 0 to 1000').max(1000, 'expected a percent from 0 to 1000').default(20),
   // The FOCUS export's BillingAccountId/Name (the platform account the invoice is for) and provider name.
   FOCUS_BILLING_ACCOUNT_ID: z.string().min(1).default('svc-account'),
   FOCUS_BILLING_ACCOUNT_NAME: z.string().min(1).optional(),
   FOCUS_PROVIDER_NAME: z.string().min(1).default('Svc'),
   API_LOGS_MAX_RANGE_DAYS: positiveInt.default(31),
+  // GET /sessions/:id: Faro items, distinct requests and log lines per request it answers with (beyond: truncated, said so).
+  API_SESSION_MAX_ITEMS: positiveInt.default(5000),
+  API_SESSION_MAX_REQUESTS: positiveInt.default(100),
+  API_SESSION_MAX_LOG_LINES: positiveInt.default(20),
+  // GET /logs: a page stops at this many stored bytes of its lines (or at limit rows); the cursor carries on.
+  API_LOGS_MAX_PAGE_BYTES: positiveInt.default(8 * 1024 * 1024),
+  // GET /logs/stream: streams at once, per token (per remote address without API_TOKENS), and the bytes a client may
+  // leave unread in the service's buffer before it is disconnected (counted as slow).
+  LOG_STREAM_MAX_CLIENTS: positiveInt.default(200),
+  LOG_STREAM_MAX_PER_CLIENT: positiveInt.default(10),
+  LOG_STREAM_MAX_BUFFER_BYTES: positiveInt.default(1024 * 1024),
   API_TOKENS: csvList
     .pipe(z.array(z.string().min(MIN_TOKEN_LENGTH, `expected comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters each`)))
     .optional(),

@@ -151,6 +151,9 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { sessionRoutes },
     { adminExtension },
     { allJobs },
+    { efficiencyRoutes },
+    { idleCostShare },
+    { DEFAULT_BUSINESS_GAUGES },
   ] = await Promise.all([
     import('./jobs/extension.js'),
     import('./api/index.js'),
@@ -165,14 +168,17 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./api/session-routes.js'),
     import('./http/admin.js'),
     import('../jobs/index.js'),
+    import('./api/efficiency-routes.js'),
+    import('./api/efficiency-gauges.js'),
+    import('./http/business-metrics.js'),
   ]);
   // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
   // the receiver fetches from the simulator.
   const demo: DemoWiring = isDemoMode(config) ? { drainSecret: randomBytes(32).toString('hex'), faroKey: randomBytes(24).toString('hex') } : {};
   const jobRunner: JobRunnerHandle = {};
   return [
-    businessMetricsExtension(),
-    apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes]),
+    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare]),
+    apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes]),
     logDrainExtension({ demoSecret: demo.drainSecret }),
     webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
     faroExtension({ demoKey: config.FARO_APP_KEYS ? undefined : demo.faroKey }),

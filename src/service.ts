@@ -11,6 +11,7 @@ import { migrate, MigrationError, pendingMigrations, type MigrateResult } from '
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchWriter } from './store/writer.js';
 import { healthRoutes } from './http/health.js';
+import { installHostCheck } from './http/host-check.js';
 import type { Component, Extension, Runtime } from './runtime.js';
 import { commandHost } from './cli/io.js';
 
@@ -202,6 +203,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     forceCloseConnections: 'idle',
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
+  // First of all hooks, so every route (API, /metrics, push endpoints, admin) refuses a rebound Host.
+  installHostCheck(app, config);
   // A refused request's reason, from the error body it is answered with (issue 30.13: every 400 was logged as
   // "WARN request failed" with no reason, so the log could not say what the client got wrong).
   const reasons = new WeakMap<object, string>();

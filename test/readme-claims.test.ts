@@ -19,7 +19,7 @@ let service: Service;
 let sim: Sim;
 beforeAll(async () => {
   sim = await startSim({ seed: 3, now: '2026-11-05T12:00:00Z', days: 30, apps: 8 });
-  service = await startService(testConfig({ PORT: '0', USAGE_RECOLLECT_DAYS: '10', JOB_USAGE_CRON: '*/7 * * * *' }), {
+  service = await startService(testConfig({ PORT: '0', USAGE_RECOLLECT_DAYS: '10', JOB_USAGE_CRON: '*/7 * * * *', JOB_RUNNER_METRICS_CRON: '*/11 * * * *' }), {
     logger: createLogger('silent'),
     registry: createRegistry({ defaultMetrics: false }),
     extensions: [apiExtension()],
@@ -88,6 +88,8 @@ describe('README claims', () => {
     const scheduler = new Scheduler({ runtime: service, platform: simClient(sim), jobs: allJobs, now: () => sim.clock.now() });
     expect(scheduler.cronFor(allJobs.find((j) => j.name === 'usage')!)).toBe('*/7 * * * *');
     expect(scheduler.cronFor(allJobs.find((j) => j.name === 'events')!)).toBe(allJobs.find((j) => j.name === 'events')!.defaultCron);
+    // A '-' in a job name is '_' in the variable.
+    expect(scheduler.cronFor(allJobs.find((j) => j.name === 'runner-metrics')!)).toBe('*/11 * * * *');
   });
 
   it('USAGE_RECOLLECT_DAYS: a scheduled usage run on 5 November with 10 days reaches back into October', async () => {

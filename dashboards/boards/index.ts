@@ -7,8 +7,9 @@ import { latency } from './latency.js';
 import { logs } from './logs.js';
 import { pipeline } from './pipeline.js';
 import { runners } from './runners.js';
+import { efficiency } from './efficiency.js';
 
-export const DASHBOARD_SPECS: readonly DashboardSpec[] = [cost, latency, errors, runners, logs, pipeline];
+export const DASHBOARD_SPECS: readonly DashboardSpec[] = [cost, latency, errors, runners, logs, pipeline, efficiency];
 
 /** Every dashboard model, keyed by its file name in dashboards/. */
 export function buildDashboards(): Array<{ file: string; model: JsonObject }> {

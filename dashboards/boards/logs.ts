@@ -2,6 +2,9 @@
 import type { DashboardSpec } from '../lib/spec.js';
 import { INTERVAL_S, sq, timeFilter, timeInterval, unlessAll } from '../lib/sql.js';
 
+// Panels read `logs FINAL`: a record stored twice (the drain and history, two history fills) is two rows until a
+// background merge collapses them (sql/023), and a panel counts or lists records.
+
 const LOG_FILTER = `${timeFilter('timestamp')} AND ${unlessAll(`app IN (${sq('app')})`, 'app')}
   AND ${unlessAll(`level IN (${sq('level')})`, 'level')}`;
 const LOG_SEARCH = `${unlessAll(`request_id = ${sq('request_id')}`, 'request_id')}
@@ -51,7 +54,7 @@ export const logs: DashboardSpec = {
           {
             format: 'timeseries',
             sql: `SELECT ${timeInterval('timestamp')} AS time, level, count() AS lines
-FROM logs
+FROM logs FINAL
 WHERE ${LOG_FILTER}
 GROUP BY time, level
 ORDER BY time, level`,
@@ -71,7 +74,7 @@ ORDER BY time, level`,
           {
             format: 'timeseries',
             sql: `SELECT ${timeInterval('timestamp')} AS time, app, count() / ${INTERVAL_S} AS lines_per_second
-FROM logs
+FROM logs FINAL
 WHERE ${LOG_FILTER}
 GROUP BY time, app
 ORDER BY time, app`,
@@ -93,7 +96,7 @@ ORDER BY time, app`,
           {
             format: 'table',
             sql: `SELECT app, count() AS error_lines
-FROM logs
+FROM logs FINAL
 WHERE ${timeFilter('timestamp')} AND ${unlessAll(`app IN (${sq('app')})`, 'app')}
   AND upper(level) IN ('ERROR', 'CRITICAL', 'FATAL')
 GROUP BY app
@@ -114,7 +117,7 @@ ORDER BY error_lines DESC, app`,
           {
             format: 'table',
             sql: `SELECT timestamp, app, level, request_id, worker, message
-FROM logs
+FROM logs FINAL
 WHERE ${timeFilter('timestamp')} AND ${unlessAll(`app IN (${sq('app')})`, 'app')}
   AND upper(level) IN ('ERROR', 'CRITICAL', 'FATAL')
 ORDER BY timestamp DESC
@@ -135,7 +138,7 @@ LIMIT 100`,
           {
             format: 'table',
             sql: `SELECT timestamp, app, level, endpoint, request_id, worker, source, message
-FROM logs
+FROM logs FINAL
 WHERE ${LOG_FILTER}
   AND ${LOG_SEARCH}
 ORDER BY timestamp DESC
@@ -156,7 +159,7 @@ LIMIT 1000`,
           {
             format: 'logs',
             sql: `SELECT timestamp, message AS body, level, app, request_id, endpoint, worker
-FROM logs
+FROM logs FINAL
 WHERE ${LOG_FILTER}
   AND ${LOG_SEARCH}
 ORDER BY timestamp DESC

@@ -146,7 +146,7 @@ ORDER BY time, job`,
             format: 'timeseries',
             sql: `SELECT ${timeInterval('received_at')} AS time, count() / ${INTERVAL_S} AS accepted
 FROM logs
-WHERE ${timeFilter('received_at')}
+WHERE ${timeFilter('received_at')} AND origin = 'drain'
 GROUP BY time
 ORDER BY time`,
           },

@@ -9,10 +9,12 @@ import { withCommandRuntime } from '../service.js';
 import { financeProblem, financeReport, financeTable } from './finance.js';
 import { focusOptions, focusReport, focusTable, FocusNoDataError } from './focus.js';
 import { toCsv } from './http.js';
+import { efficiencyCommand, EFFICIENCY_USAGE } from './efficiency-cli.js';
 
 const USAGE =
   'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
-  '       tallyhouse report focus --month YYYY-MM [--out file.csv]   (FOCUS 1.2, UTC days, both product lines)\n';
+  '       tallyhouse report focus --month YYYY-MM [--out file.csv]   (FOCUS 1.2, UTC days, both product lines)\n' +
+  `       ${EFFICIENCY_USAGE}`;
 
 const REPORTS = ['finance', 'focus'];
 
@@ -45,6 +47,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
   const io = commandIO();
   const [kind, ...rest] = argv;
   if (kind === 'focus') return focusCommand(rest);
+  if (kind === 'efficiency') return efficiencyCommand(rest);
   if (kind !== 'finance') {
     io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}${didYouMean(kind, REPORTS)}` : 'which report? finance or focus'}\nUsage: ${USAGE}`);
     return 2;

@@ -165,16 +165,19 @@ export async function focusReport(store: Pick<Store, 'client'>, month: string, o
   const rows: FocusRow[] = [];
   for (const r of serverless) {
     const sku = `serverless/${r.machine_type}`;
+    // Usage the platform reports without an app (its `app` is null) is related to no resource: ResourceId null,
+    // and with it ResourceName and ResourceType (resourceid.md, resourcename.md, resourcetype.md).
+    const app = r.app === '' ? null : r.app;
     rows.push({
       ...common(r.day, r.currency),
       ...money(r.unit_price, r.percent_discount, r.quantity, r.cost),
-      ChargeDescription: `${r.machine_type} machine time of app ${r.app}${r.is_surge ? ' at surge price' : ''}`,
+      ChargeDescription: `${r.machine_type} machine time ${app === null ? 'not attributed to an app' : `of app ${app}`}${r.is_surge ? ' at surge price' : ''}`,
       ConsumedUnit: 'Seconds',
       PricingUnit: 'Seconds',
       PricingCategory: r.is_surge ? 'Dynamic' : 'Standard',
-      ResourceId: r.app,
-      ResourceName: r.app,
-      ResourceType: 'Serverless App',
+      ResourceId: app,
+      ResourceName: app,
+      ResourceType: app === null ? null : 'Serverless App',
       ServiceCategory: 'Compute',
       ServiceSubcategory: 'Serverless Compute',
       ServiceName: 'Serverless',

@@ -77,22 +77,39 @@ export function wantsCsv(request: FastifyRequest, format?: string): boolean {
 const PLAIN_NUMBER = /^-?\d+(\.\d+)?$/;
 /** What a spreadsheet treats as the start of a formula (OWASP "CSV injection"). */
 const FORMULA_START = /^[=+\-@\t\r]/;
+/** A line break followed by a formula start: the start of a line a spreadsheet or a line-based reader may evaluate. */
+const LINE_FORMULA_START = /(\r\n|\r|\n)(?=[=+\-@\t])/g;
+const LINE_BREAK = /[\r\n]/;
 
 /**
- * A cell a spreadsheet will not evaluate (CONTRIBUTING.md rule 18): text that starts like a formula gets a leading
- * `'`; numbers, and text that is a plain decimal number (a negative difference), stay numbers.
+ * A cell a spreadsheet will not evaluate (CONTRIBUTING.md rule 18): text that starts like a formula, or holds a
+ * line that does after a line break, gets a leading `'`, and so does every such line (a reader that splits the
+ * cell at its line breaks, or a spreadsheet that imports it as several rows, sees only neutralised lines);
+ * numbers, and text that is a plain decimal number (a negative difference), stay numbers.
  */
 export function safeCell(value: Cell | undefined): string | number | boolean {
   if (value === null || value === undefined) return '';
   if (typeof value !== 'string') return value;
-  return FORMULA_START.test(value) && !PLAIN_NUMBER.test(value) ? `'${value}` : value;
+  if (PLAIN_NUMBER.test(value)) return value;
+  const lines = LINE_BREAK.test(value) ? value.replace(LINE_FORMULA_START, "$1'") : value;
+  return FORMULA_START.test(value) || lines !== value ? `'${lines}` : value;
 }
 
-/** RFC 4180 CSV: a header row, CRLF line ends, quoting where needed, numbers unformatted, UTF-8, safe to open. */
+/**
+ * RFC 4180 CSV: a header row, CRLF line ends, quoting where needed, numbers unformatted, UTF-8, safe to open. A cell
+ * holding CR or LF is always quoted: csv-stringify quotes only the record delimiter (CRLF), and a bare LF left
+ * unquoted is a record end to most readers, which would start a new row with the rest of the cell.
+ */
 export function toCsv(table: Table): string {
   return stringify(
     table.rows.map((r) => table.columns.map((c) => safeCell(r[c]))),
-    { header: true, columns: table.columns, record_delimiter: 'windows', cast: { boolean: (b) => (b ? 'true' : 'false') } },
+    {
+      header: true,
+      columns: table.columns,
+      record_delimiter: 'windows',
+      quoted_match: LINE_BREAK,
+      cast: { boolean: (b) => (b ? 'true' : 'false') },
+    },
   );
 }
 

@@ -64,7 +64,7 @@ export function apiExtension(extraRoutes: ApiRoutes[] = []): Extension {
           openapi: `${API_PREFIX}/openapi.json`,
           routes: registry.routes.map((r) => ({ path: `${API_PREFIX}${r.path.replace(/:(\w+)/g, '{$1}')}`, operationId: r.operationId, summary: r.summary })),
         }));
-        app.get('/openapi.json', async (request) =>
+        app.get('/openapi.json', async () =>
           registry.openapi(
             API_PREFIX,
             {
@@ -72,13 +72,24 @@ export function apiExtension(extraRoutes: ApiRoutes[] = []): Extension {
               version: '1',
               description: 'Cost, latency, errors, runners and logs collected from the platform. Money is exact decimal text in the currency of its row; durations are in seconds unless a name says otherwise.',
             },
-            `${request.protocol}://${request.host}`,
+            serverUrl(rt),
           ),
         );
       },
       { prefix: API_PREFIX },
     );
   };
+}
+
+/**
+ * The OpenAPI document's server: PUBLIC_URL, else the address the service listens on; never the request's Host,
+ * which a rebinding page or a forged header chooses.
+ */
+function serverUrl(rt: Runtime & { app: FastifyInstance }): string {
+  if (rt.config.PUBLIC_URL) return rt.config.PUBLIC_URL;
+  const address = rt.app.server.address();
+  const port = typeof address === 'object' && address ? address.port : rt.config.PORT;
+  return `http://${rt.config.HOST.includes(':') ? `[${rt.config.HOST}]` : rt.config.HOST}:${port}`;
 }
 
 /** The timezones a cost question may be asked in: those collected, plus those configured. */

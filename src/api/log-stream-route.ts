@@ -2,11 +2,12 @@
 // history, tail) and in whichever instance: one poller per process reads the lines stored since its last read
 // (`stored_at`, stamped by the store at insert) and hands each to the connected clients whose filters it passes.
 // The poller runs only while a client is connected; a client that goes away is forgotten at once.
-import type { FastifyInstance } from 'fastify';
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Gauge } from 'prom-client';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
-import { gauge } from '../metrics.js';
+import { counter, gauge } from '../metrics.js';
 import { logFilterFields } from './logs-routes.js';
 import type { RouteRegistry } from './routes.js';
 import { FoundLogLine, LOG_LEVELS, logsStoredSince, storeNow } from '../store/tables/logs.js';
@@ -16,8 +17,9 @@ const POLL_MS = 250;
 /** Lines stored up to this long before the newest one seen are read again (an insert commits after its stamp). */
 const OVERLAP_MS = 5_000;
 const KEEPALIVE_MS = 15_000;
-const MAX_CLIENTS = 200;
-const BATCH_LIMIT = 10_000;
+/** Lines per read of the feed: a poll reads page after page until it has caught up. */
+const PAGE_LINES = 1_000;
+const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
 const StreamQuery = z.strictObject(logFilterFields);
 type StreamQuery = z.output<typeof StreamQuery>;
@@ -27,6 +29,8 @@ type StoredLine = Awaited<ReturnType<typeof logsStoredSince>>[number];
 interface Client {
   matches(line: StoredLine): boolean;
   send(text: string): void;
+  /** Bytes written to the client and not yet taken by its socket. */
+  unread(): number;
 }
 
 function severity(level: string): number {
@@ -101,21 +105,31 @@ export class LogFeed {
       // The store's clock stamps stored_at: start from its "now", not ours.
       await this.ready();
       if (this.watermarkMs === null) return;
-      const lines = await logsStoredSince(this.rt.store, {
-        since: toDateTime64(this.watermarkMs - OVERLAP_MS),
-        received_since: toDateTime64(this.openedAt - 24 * 3_600_000),
-        limit: BATCH_LIMIT,
-      });
-      // The last client left while the store answered: the feed starts afresh with the next one.
-      if (this.timer === null || this.watermarkMs === null) return;
-      for (const line of lines) {
-        const key = `${line.batch_id}:${line.line}`;
-        if (this.seen.has(key)) continue;
-        const storedMs = Date.parse(`${line.stored_at.replace(' ', 'T')}Z`);
-        this.seen.set(key, storedMs);
-        if (storedMs > this.watermarkMs) this.watermarkMs = storedMs;
-        const text = `data: ${JSON.stringify(asFound(line))}\n\n`;
-        for (const c of this.clients) if (c.matches(line)) c.send(text);
+      // The last OVERLAP_MS are read again on every poll (an insert commits after its stamp), in pages that follow
+      // each other by position: a single LIMIT once filled every read with lines already sent when more than a
+      // page were stored within the overlap, and nothing stored later was read again.
+      const receivedSince = toDateTime64(this.openedAt - 24 * 3_600_000);
+      let after = { since: toDateTime64(this.watermarkMs - OVERLAP_MS), after_b: ZERO_UUID, after_l: 0 };
+      for (;;) {
+        const lines = await logsStoredSince(this.rt.store, { ...after, received_since: receivedSince, limit: PAGE_LINES });
+        // The last client left while the store answered: the feed starts afresh with the next one.
+        if (this.timer === null || this.watermarkMs === null) return;
+        for (const line of lines) {
+          const key = `${line.batch_id}:${line.line}`;
+          if (this.seen.has(key)) continue;
+          const storedMs = Date.parse(`${line.stored_at.replace(' ', 'T')}Z`);
+          this.seen.set(key, storedMs);
+          if (storedMs > this.watermarkMs) this.watermarkMs = storedMs;
+          const text = `data: ${JSON.stringify(asFound(line))}\n\n`;
+          for (const c of [...this.clients]) if (c.matches(line)) c.send(text);
+          // Sockets take data only between turns of the event loop: a burst sent in one turn would sit whole in every
+          // client's buffer, the fast ones' too. A turn after each line some client has not taken yet lets them read.
+          if ([...this.clients].some((c) => c.unread() > 0)) await new Promise((resolve) => setImmediate(resolve));
+          if (this.timer === null || this.watermarkMs === null) return;
+        }
+        const last = lines[lines.length - 1];
+        if (lines.length < PAGE_LINES || !last) break;
+        after = { since: last.stored_at, after_b: last.batch_id, after_l: last.line };
       }
       for (const [key, ms] of this.seen) if (ms < this.watermarkMs - 2 * OVERLAP_MS) this.seen.delete(key);
     } catch (err) {
@@ -131,11 +145,34 @@ function asFound(line: StoredLine): z.input<typeof FoundLogLine> & { origin: str
   return { ...rest, timestamp: `${line.timestamp.replace(' ', 'T')}Z` };
 }
 
+/**
+ * Whose stream a request opens, for LOG_STREAM_MAX_PER_CLIENT: its bearer token (a digest; the API's hook has
+ * checked it), or its remote address when the API answers without tokens.
+ */
+function streamOwner(request: FastifyRequest, tokens: boolean): string {
+  const bearer = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')?.[1]?.trim();
+  if (tokens && bearer) return `token:${createHash('sha256').update(bearer).digest('hex')}`;
+  return `address:${request.socket.remoteAddress ?? ''}`;
+}
+
 /** Registers GET /logs/stream (one of the query API's route groups). */
 export function logStreamRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
   const clientsGauge = gauge(rt.registry, { name: 'tallyhouse_log_stream_clients', help: 'Clients connected to GET /api/v1/logs/stream.' });
+  const dropped = counter(rt.registry, {
+    name: 'tallyhouse_log_stream_disconnected_total',
+    help: 'Log stream clients disconnected by the service: slow (left more than LOG_STREAM_MAX_BUFFER_BYTES unread).',
+    labelNames: ['reason'],
+  });
+  const refused = counter(rt.registry, {
+    name: 'tallyhouse_log_stream_refused_total',
+    help: 'Log stream requests refused: all (LOG_STREAM_MAX_CLIENTS) or per_client (LOG_STREAM_MAX_PER_CLIENT).',
+    labelNames: ['limit'],
+  });
+  const { LOG_STREAM_MAX_CLIENTS: maxClients, LOG_STREAM_MAX_PER_CLIENT: maxPerClient, LOG_STREAM_MAX_BUFFER_BYTES: maxBufferBytes } = rt.config;
+  const tokens = (rt.config.API_TOKENS ?? []).length > 0;
   const feed = new LogFeed(rt, clientsGauge);
   const open = new Set<() => void>();
+  const perOwner = new Map<string, number>();
   app.addHook('preClose', async () => {
     for (const close of [...open]) close();
   });
@@ -144,31 +181,72 @@ export function logStreamRoutes(app: FastifyInstance, registry: RouteRegistry, r
     operationId: 'streamLogs',
     summary: 'Server-Sent Events: each log line as it is stored (drain, history or tail), with the filters of /logs',
     description:
-      'One `data:` event per line, a JSON object with the fields of a /logs line and `origin` (drain, history, tail); a comment line every 15 s keeps the connection open. Lines stored before the connection are not sent (use /logs for them).',
+      'One `data:` event per line, a JSON object with the fields of a /logs line and `origin` (drain, history, tail); a comment line every 15 s keeps the connection open. Lines stored before the connection are not sent (use /logs for them). At most LOG_STREAM_MAX_CLIENTS streams at once (503) and LOG_STREAM_MAX_PER_CLIENT per token, or per address without tokens (429); a client that leaves more than LOG_STREAM_MAX_BUFFER_BYTES unread is disconnected.',
     query: StreamQuery,
     response: FoundLogLine,
     eventStream: true,
     handler: async (q, request, reply) => {
-      if (feed.size >= MAX_CLIENTS) {
+      if (feed.size >= maxClients) {
+        refused.inc({ limit: 'all' });
         reply.code(503).header('retry-after', '30');
-        return { error: { type: 'unavailable', message: `at most ${MAX_CLIENTS} log streams at once; try again later` } };
+        return { error: { type: 'unavailable', message: `at most ${maxClients} log streams at once (LOG_STREAM_MAX_CLIENTS); try again later` } };
       }
-      await feed.ready();
+      const owner = streamOwner(request, tokens);
+      if ((perOwner.get(owner) ?? 0) >= maxPerClient) {
+        refused.inc({ limit: 'per_client' });
+        reply.code(429).header('retry-after', '30');
+        return {
+          error: {
+            type: 'too_many_streams',
+            message: `at most ${maxPerClient} log streams per ${tokens ? 'token' : 'address'} at once (LOG_STREAM_MAX_PER_CLIENT); close one first`,
+          },
+        };
+      }
+      perOwner.set(owner, (perOwner.get(owner) ?? 0) + 1);
+      let closed = false;
+      let release = (): void => {
+        const n = (perOwner.get(owner) ?? 1) - 1;
+        if (n > 0) perOwner.set(owner, n);
+        else perOwner.delete(owner);
+        release = () => undefined;
+      };
+      try {
+        await feed.ready();
+      } catch (err) {
+        release();
+        throw err;
+      }
       reply.hijack();
       const res = reply.raw;
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-      res.write(': connected\n\n');
-      const keepalive = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
-      const unsubscribe = feed.subscribe({ matches: matcher(q), send: (text) => res.write(text) });
-      let closed = false;
+      let unsubscribe = (): void => undefined;
+      let keepalive: NodeJS.Timeout | undefined;
       const close = (): void => {
         if (closed) return;
         closed = true;
         clearInterval(keepalive);
         unsubscribe();
+        release();
         open.delete(close);
-        if (!res.writableEnded) res.end();
+        if (!res.writableEnded && !res.destroyed) res.end();
       };
+      // Back-pressure (CONTRIBUTING.md rule 21): what a client leaves unread stays in this process, so a client
+      // whose unread bytes would pass the bound is disconnected (destroyed: its buffer freed at once) and counted.
+      const write = (text: string): void => {
+        if (closed) return;
+        // (A line longer than the bound still goes to a client that has read everything: whole lines only.)
+        if (res.writableLength > 0 && res.writableLength + Buffer.byteLength(text) > maxBufferBytes) {
+          dropped.inc({ reason: 'slow' });
+          request.log.warn({ unreadBytes: res.writableLength, maxBufferBytes }, 'log stream: client too slow for its buffer; disconnected');
+          res.destroy();
+          close();
+          return;
+        }
+        res.write(text);
+      };
+      write(': connected\n\n');
+      keepalive = setInterval(() => write(': keep-alive\n\n'), KEEPALIVE_MS);
+      unsubscribe = feed.subscribe({ matches: matcher(q), send: write, unread: () => res.writableLength });
       open.add(close);
       request.raw.on('close', close);
       res.on('close', close);

@@ -6,7 +6,7 @@ import type { Runtime } from '../runtime.js';
 import { badParameter, checkRangeDays, formatParam, listParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { LogsResponse } from './responses.js';
-import { LOG_LEVELS, searchLogs, type LogLevel } from '../store/tables/logs.js';
+import { LOG_LEVELS, searchLogSizes, searchLogs, type LogLevel } from '../store/tables/logs.js';
 
 const timeParam = (what: string) =>
   z
@@ -78,6 +78,8 @@ export function logsRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Ru
     responseHeaders: { 'X-Next-Cursor': 'when more lines follow: the cursor of the next page (CSV answers carry it only here)' },
     response: LogsResponse,
     summary: 'Log lines by app, minimum level, request id, text and time range; newest first, paged with an opaque cursor',
+    description:
+      'A page holds at most limit lines and at most API_LOGS_MAX_PAGE_BYTES bytes of their text (one line at least): when either bound stops it, has_more is true and next_cursor carries on from the last line served.',
     query: LogsQuery,
     csv: true,
     handler: async (q, request, reply) => {
@@ -89,7 +91,7 @@ export function logsRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Ru
         .update(JSON.stringify([q.app, q.level ?? '', q.request_id ?? '', q.contains ?? '', from.toISO(), to.toISO()]))
         .digest('base64url');
       const after = q.cursor ? cursors.decode(q.cursor, filters) : null;
-      const raw = await searchLogs(rt.store, {
+      const search = {
         from: from.toFormat('yyyy-MM-dd HH:mm:ss.SSS'),
         to: to.toFormat('yyyy-MM-dd HH:mm:ss.SSS'),
         apps: q.app,
@@ -100,11 +102,19 @@ export function logsRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Ru
         after_t: after?.t ?? '1970-01-01 00:00:00.000',
         after_b: after?.b ?? '00000000-0000-0000-0000-000000000000',
         after_l: after?.l ?? 0,
-        limit: q.limit + 1,
-      });
-      const rows = raw.slice(0, q.limit);
+      };
+      // A page is bounded in bytes as well as rows (CONTRIBUTING.md rule 21): the sizes of the next limit + 1 lines
+      // first (no text read), then only the lines that fit in API_LOGS_MAX_PAGE_BYTES (one at least, so a page
+      // always moves on); the cursor carries on from the last line served.
+      const sizes = await searchLogSizes(rt.store, { ...search, limit: q.limit + 1 });
+      let fit = 0;
+      for (let bytes = 0; fit < Math.min(q.limit, sizes.length); fit++) {
+        bytes += sizes[fit].line_bytes;
+        if (fit > 0 && bytes > rt.config.API_LOGS_MAX_PAGE_BYTES) break;
+      }
+      const rows = fit === 0 ? [] : await searchLogs(rt.store, { ...search, limit: fit });
       const last = rows[rows.length - 1];
-      const nextCursor = raw.length > q.limit && last ? cursors.encode({ t: last.timestamp, b: last.batch_id, l: last.line }, filters) : null;
+      const nextCursor = sizes.length > rows.length && last ? cursors.encode({ t: last.timestamp, b: last.batch_id, l: last.line }, filters) : null;
       const lines = rows.map((r) => ({ ...r, timestamp: `${r.timestamp.replace(' ', 'T')}Z` }));
       const columns = ['timestamp', 'level', 'app', 'endpoint', 'request_id', 'job_id', 'node', 'worker', 'source', 'message'];
       // CSV has no room for the cursor: the next page's is a header (JSON carries it too).

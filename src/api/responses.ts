@@ -182,9 +182,24 @@ export const SessionResponse = z.object({
       billable_units: z.string().nullable(),
       cost: money('the request cost: billable units at the unit price in effect, or the model call as billed').nullable(),
       currency: z.string().nullable(),
-      log_lines: z.array(z.object({ timestamp: z.string(), level: z.string(), message: z.string() })),
+      log_lines: z.array(
+        z.object({
+          timestamp: z.string(),
+          level: z.string(),
+          message: z.string(),
+          message_truncated: z.boolean().describe('the message was cut at 16,384 characters'),
+        }),
+      ),
+      log_lines_truncated: z.boolean().describe('the request has more lines than API_SESSION_MAX_LOG_LINES; GET /logs?request_id= has them all'),
     }),
   ),
+  request_ids_total: z.number().describe('distinct request ids the returned items mention'),
+  truncated: z
+    .object({
+      items: z.boolean().describe('the session has more than API_SESSION_MAX_ITEMS items: the first ones are returned'),
+      requests: z.boolean().describe('the items mention more than API_SESSION_MAX_REQUESTS requests: the first mentioned are looked up'),
+    })
+    .describe('what was left out to keep the answer bounded'),
 });
 
 export const SessionsResponse = z.object({

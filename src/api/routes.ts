@@ -76,6 +76,7 @@ export class RouteRegistry {
             '400': error('A parameter is invalid; the error names it and what it expects'),
             '401': error('Missing or wrong bearer token'),
             '404': error('Nothing collected for what was asked; the message names the command that collects it'),
+            '421': error('The Host header is not a name of this service (loopback, HOST or ALLOWED_HOSTS)'),
             '422': error('The query went over its time, memory or result-size limit'),
           },
         },

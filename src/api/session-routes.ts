@@ -7,10 +7,10 @@ import type { Runtime } from '../runtime.js';
 import { ApiError, badParameter, checkRangeDays } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { SessionResponse, SessionsResponse } from './responses.js';
-import { modelRequestCosts, requestsByIds, sessionItems, sessionRanking } from '../store/tables/faro-items.js';
-import { requestLogs } from '../store/tables/logs.js';
+import { modelRequestCosts, requestsByIds, sessionItems, sessionRanking, sessionRequestLogs } from '../store/tables/faro-items.js';
 
-const MAX_ITEMS = 5000;
+/** A log line's message is cut here in a session's answer (GET /logs has it whole). */
+const MAX_LINE_CHARS = 16_384;
 const timeParam = (what: string) =>
   z
     .string()
@@ -28,46 +28,62 @@ export function sessionRoutes(app: FastifyInstance, registry: RouteRegistry, rt:
     operationId: 'getSession',
     response: SessionResponse,
     summary: "A front-end session: its Faro items in time order, and each platform request it mentions with status, duration, billable units, cost and log lines",
+    description:
+      'Bounded whatever is stored: the first API_SESSION_MAX_ITEMS items, the first API_SESSION_MAX_REQUESTS requests they mention, the oldest API_SESSION_MAX_LOG_LINES log lines of each (messages cut at 16,384 characters); `truncated`, `log_lines_truncated` and `message_truncated` say what was left out (GET /logs?request_id= has every line).',
     params: z.strictObject({ session_id: z.string().min(1).max(200, 'expected at most 200 characters') }),
     query: z.strictObject({}),
     handler: async (_q, request) => {
       const { session_id } = request.params as { session_id: string };
-      const items = await sessionItems(rt.store, { session_id, limit: MAX_ITEMS });
-      if (items.length === 0) throw new ApiError(404, 'no_data', `no Faro items of session ${JSON.stringify(session_id)} are stored`);
-      const ids = [...new Set(items.map((i) => i.request_id).filter(Boolean))];
+      // Bounded whatever is stored (CONTRIBUTING.md rule 21): one more than the cap is read to tell that there were more.
+      const maxItems = rt.config.API_SESSION_MAX_ITEMS;
+      const read = await sessionItems(rt.store, { session_id, limit: maxItems + 1 });
+      if (read.length === 0) throw new ApiError(404, 'no_data', `no Faro items of session ${JSON.stringify(session_id)} are stored`);
+      const items = read.slice(0, maxItems);
+      const mentioned = [...new Set(items.map((i) => i.request_id).filter(Boolean))];
+      const ids = mentioned.slice(0, rt.config.API_SESSION_MAX_REQUESTS);
       const first = DateTime.fromSQL(items[0].timestamp, { zone: 'utc' });
       const last = DateTime.fromSQL(items[items.length - 1].timestamp, { zone: 'utc' });
+      const perRequest = rt.config.API_SESSION_MAX_LOG_LINES;
+      // Three queries whatever the number of ids (one per request made a 5,000-request session take 38 s).
       // A request ends near the items that mention it: a day either side bounds the scan.
-      const [serverless, model] = ids.length === 0
-        ? [[], []]
+      const [serverless, model, lines] = ids.length === 0
+        ? [[], [], []]
         : await Promise.all([
             requestsByIds(rt.store, { ids, endpoint_ids: [], from: sql(first.minus({ days: 1 })), to: sql(last.plus({ days: 1 })) }),
             modelRequestCosts(rt.store, { ids }),
+            sessionRequestLogs(rt.store, { ids, per_request: perRequest + 1, max_chars: MAX_LINE_CHARS }),
           ]);
       const serverlessById = new Map(serverless.map((r) => [r.request_id, r]));
       const modelById = new Map(model.map((m) => [m.request_id, m]));
-      const requests = await Promise.all(
-        ids.map(async (id) => {
-          const s = serverlessById.get(id);
-          const m = modelById.get(id);
-          const logs = await requestLogs(rt.store, { request_id: id });
-          return {
-            request_id: id,
-            found: s !== undefined || m !== undefined,
-            endpoint_id: s?.endpoint_id ?? m?.endpoint_id ?? null,
-            product: s ? 'serverless' : m ? 'model_api' : null,
-            ended_at: s?.ended_at ?? null,
-            status_code: s?.status_code ?? null,
-            outcome: s ? outcome(s.status_code) : null,
-            duration: s?.duration ?? null,
-            billable_units: s?.billable_units ?? m?.output_units ?? null,
-            cost: s?.cost ?? m?.cost ?? null,
-            currency: s?.currency ?? m?.currency ?? null,
-            log_lines: logs.map((l) => ({ timestamp: l.timestamp, level: l.level, message: l.message })),
-          };
-        }),
-      );
-      return { session_id, items, requests };
+      const linesById = new Map<string, typeof lines>();
+      for (const l of lines) linesById.set(l.request_id, [...(linesById.get(l.request_id) ?? []), l]);
+      const requests = ids.map((id) => {
+        const s = serverlessById.get(id);
+        const m = modelById.get(id);
+        const logs = linesById.get(id) ?? [];
+        return {
+          request_id: id,
+          found: s !== undefined || m !== undefined,
+          endpoint_id: s?.endpoint_id ?? m?.endpoint_id ?? null,
+          product: s ? 'serverless' : m ? 'model_api' : null,
+          ended_at: s?.ended_at ?? null,
+          status_code: s?.status_code ?? null,
+          outcome: s ? outcome(s.status_code) : null,
+          duration: s?.duration ?? null,
+          billable_units: s?.billable_units ?? m?.output_units ?? null,
+          cost: s?.cost ?? m?.cost ?? null,
+          currency: s?.currency ?? m?.currency ?? null,
+          log_lines: logs.slice(0, perRequest).map((l) => ({ timestamp: l.line_time, level: l.level, message: l.line_message, message_truncated: l.message_truncated })),
+          log_lines_truncated: logs.length > perRequest,
+        };
+      });
+      return {
+        session_id,
+        items,
+        requests,
+        request_ids_total: mentioned.length,
+        truncated: { items: read.length > maxItems, requests: mentioned.length > ids.length },
+      };
     },
   });
 

@@ -102,8 +102,9 @@ export class LogRowBatch {
     if (fresh.length === 0) return 0;
     const token = createHash('sha256').update(this.batchId).update(fresh.join('\n')).digest('hex');
     await insertLogRows(store, LOG_ROW_COLUMNS, fresh, this.origin, token);
-    // The drain may have stored some of these records between the check above and the insert (a spool replaying
-    // old lines on another instance): its copy stays, ours goes.
+    // The check above only saves work: another writer may store some of these records between it and the insert
+    // (a spool replaying old lines on another instance, a second fill of this span). The table collapses copies
+    // (sql/023: one row per record as read); removing ours when the drain's is there frees the space sooner.
     // A refusal keeps them; the scheduled run's own pass over its span reports it.
     const { dropped } = await dropCopiesOfDrainLines(store, { from: this.minTs, to: this.maxTs, apps });
     return Math.max(0, fresh.length - dropped);

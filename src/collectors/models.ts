@@ -31,6 +31,7 @@ import {
 } from '../store/tables/model-usage.js';
 import { addDecimals, isoToDateTime64, nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../store/values.js';
 import { collectorRejects, commitRows, describeZodIssue, tableWrite } from './common.js';
+import { whenServed, type OptionalResult } from './optional-endpoint.js';
 import { readSeriesAndSummary, type UsageRange } from './usage.js';
 
 const USAGE_EXPAND = 'auth_method,auth_method_structured';
@@ -251,8 +252,25 @@ export async function collectModelPrices(ctx: JobContext, endpoints: string[]): 
   return rows.length;
 }
 
-/** Billing events of [fromMs, toMs) (split into 90-day calls), one row per request id: the latest wins. */
-export async function collectModelBillingEvents(ctx: JobContext, endpoints: string[], fromMs: number, toMs: number): Promise<number> {
+/**
+ * Billing events of [fromMs, toMs) (split into 90-day calls), one row per request id: the latest wins. Where the
+ * platform does not serve them (404, 501), nothing is written and the run notes it (optional-endpoint.ts): usage,
+ * prices and the catalogue are the bill; the events only itemise it.
+ */
+export function collectModelBillingEvents(ctx: JobContext, endpoints: string[], fromMs: number, toMs: number): Promise<OptionalResult<number>> {
+  return whenServed(ctx, platformPaths.modelsBillingEvents, () => readModelBillingEvents(ctx, endpoints, fromMs, toMs), {
+    // The endpoint ids passed the pricing call just before; a 404 that the route answers again without them is
+    // the route's own.
+    confirm: async () => {
+      const query = { start: new Date(toMs - 86_400_000).toISOString(), end: new Date(toMs).toISOString(), limit: 1 };
+      for await (const page of ctx.platform.paginate(platformPaths.modelsBillingEvents, { query, scope: 'admin', schema: ModelBillingEventsPage, ctx: ctx.call })) {
+        return page;
+      }
+    },
+  });
+}
+
+async function readModelBillingEvents(ctx: JobContext, endpoints: string[], fromMs: number, toMs: number): Promise<number> {
   const version = nextVersionMs();
   const collectedAt = toDateTime64(Date.now());
   const rejects = collectorRejects('models');

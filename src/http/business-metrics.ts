@@ -115,7 +115,10 @@ export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): v
 }
 
 /** Registers the business gauges with the service's registry. */
-export function businessMetricsExtension(gauges: BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize]): Extension {
+/** The gauges every service registers (main.ts adds those of other areas, e.g. the idle share of spend). */
+export const DEFAULT_BUSINESS_GAUGES: readonly BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize];
+
+export function businessMetricsExtension(gauges: BusinessGauge[] = [...DEFAULT_BUSINESS_GAUGES]): Extension {
   return async (rt) => {
     registerBusinessMetrics(rt, gauges);
   };

@@ -31,6 +31,11 @@ export interface JobContext {
   now(): Date;
   /** Counts rows written, for job_runs. */
   addRows(n: number): void;
+  /**
+   * Something a run that succeeds wants known, kept in its job_runs row (`note`): an optional platform endpoint
+   * not served, say. The same text twice in a run is kept once.
+   */
+  note(text: string): void;
   progress: Progress;
   /** --from/--to and --timezone, checked (the job's own options are run()'s second argument). */
   range?: TimeRange;

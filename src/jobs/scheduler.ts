@@ -20,6 +20,8 @@ export interface JobRunResult {
   retries: number;
   error: string;
   durationMs: number;
+  /** What the run noted (JobContext.note), joined with '; '; empty or absent when nothing. */
+  note?: string;
 }
 
 export interface SchedulerOptions {
@@ -107,7 +109,7 @@ export class Scheduler {
 
   /** The cron expression a job runs on: JOB_<NAME>_CRON or its default. */
   cronFor(job: JobDefinition): string {
-    const key = `JOB_${job.name.toUpperCase()}_CRON` as keyof Runtime['config'];
+    const key = `JOB_${job.name.toUpperCase().replace(/-/g, '_')}_CRON` as keyof Runtime['config'];
     const override = this.opts.runtime.config[key];
     return typeof override === 'string' ? override : job.defaultCron;
   }
@@ -225,6 +227,7 @@ export class Scheduler {
     log.debug({ trigger }, 'job started');
     let status: 'ok' | 'failed' = 'ok';
     let error = '';
+    const notes: string[] = [];
     try {
       const { range, timezone, options } = args ?? parseJobArgs(job);
       await job.run(
@@ -246,6 +249,9 @@ export class Scheduler {
           addRows: (n) => {
             rows += n;
           },
+          note: (text) => {
+            if (!notes.includes(text)) notes.push(text);
+          },
           progress,
           range,
           timezone,
@@ -261,6 +267,7 @@ export class Scheduler {
     }
     endTimer();
     const result: JobRunResult = { runId, job: job.name, status, rows, retries, error, durationMs: Date.now() - startedAt };
+    if (notes.length > 0) result.note = notes.join('; ');
     this.metrics.runs.inc({ job: job.name, status });
     if (status === 'ok') {
       this.metrics.lastSuccess.set({ job: job.name }, Date.now() / 1000);
@@ -286,6 +293,7 @@ export class Scheduler {
       rows: result.rows,
       retries: result.retries,
       error: result.error,
+      note: result.note ?? '',
     };
     const written = this.opts.runtime.writer.insert(jobRuns, [row]);
     await this.opts.runtime.writer.flush(jobRuns);

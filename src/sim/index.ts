@@ -14,7 +14,8 @@ import { FrontEnd, type FrontEndTarget } from './frontend.js';
 import { createLogger, type Logger } from '../log.js';
 
 export type { FaultKind } from './faults.js';
-export type { Truth, UsageTruthRow, RequestDayTruth, RequestTruth, AppTruth, EventTruth, RevisionTruth } from './truth.js';
+export type { Truth, UsageTruthRow, RequestDayTruth, RequestTruth, AppTruth, EventTruth, RevisionTruth, EfficiencyTruthRow } from './truth.js';
+export type { RightSizingTruth, RunnerMetricsSample } from './runner-metrics.js';
 export type { World, App, Endpoint, MachineType, Owner, Price, ModelInfo } from './world.js';
 export type { WebhookDelivery, WebhookAttempt } from './webhooks.js';
 export type { FrontEndTarget } from './frontend.js';

@@ -39,7 +39,11 @@ export interface Runner {
   /** When the run's first attempt entered PENDING (cold-boot requests arrive then). */
   runStartMs: number;
   startMs: number;
-  /** Billing starts when a machine is attached (DOCKER_PULL, or SETUP when the image is cached). */
+  /**
+   * Billing starts when the runner is ready: the platform bills `running`, `IDLE` and `draining` only, never the
+   * pending states (`PENDING`, `DOCKER_PULL`, `SETUP`, `CRASH_BACKOFF`). A failed attempt is never billed
+   * (billedFromMs = endMs). From here to endMs the runner is in billed states only.
+   */
   billedFromMs: number;
   readyMs: number | null;
   drainingFromMs: number | null;
@@ -275,7 +279,6 @@ export class AppRunners {
       // A first attempt that crashes twice during setup and is replaced.
       const phases: Array<[RunnerState, number]> = [['PENDING', t]];
       t += r.range(1, 20) * 1000;
-      const billedFrom = t;
       const pull = r.chance(0.6) ? r.range(5, 60) : 0;
       if (pull) { phases.push(['DOCKER_PULL', t]); t += pull * 1000; }
       phases.push(['SETUP', t]); t += r.range(5, 60) * 1000;
@@ -284,7 +287,7 @@ export class AppRunners {
       phases.push(['CRASH_BACKOFF', t]); t += r.range(10, 60) * 1000;
       out.push({
         id: makeId(attempt), key: mix(baseKey, attempt), appIndex: app.index, slot, machineType, nodeId: nodeId(attempt),
-        runStartHour: startHour, runEndHour: endHour, failed: true, runStartMs, startMs: runStartMs, billedFromMs: billedFrom,
+        runStartHour: startHour, runEndHour: endHour, failed: true, runStartMs, startMs: runStartMs, billedFromMs: t,
         readyMs: null, drainingFromMs: null, endMs: t, startupPhases: phases, terminationReason: 'startup_failure',
         finalState: finalize(t), coldBootEndpoint: -1, coldBoots: 0,
       });
@@ -294,7 +297,6 @@ export class AppRunners {
     const startMs = t;
     const phases: Array<[RunnerState, number]> = [['PENDING', t]];
     t += r.range(1, 20) * 1000;
-    const billedFrom = t;
     const pull = r.chance(0.6) ? r.range(5, 60) : 0;
     if (pull) { phases.push(['DOCKER_PULL', t]); t += pull * 1000; }
     phases.push(['SETUP', t]); t += r.range(5, 90) * 1000;
@@ -309,7 +311,7 @@ export class AppRunners {
     const firstLoad = this.load(startHour);
     out.push({
       id: makeId(attempt), key: mix(baseKey, attempt), appIndex: app.index, slot, machineType, nodeId: nodeId(attempt),
-      runStartHour: startHour, runEndHour: endHour, failed: false, runStartMs, startMs, billedFromMs: billedFrom,
+      runStartHour: startHour, runEndHour: endHour, failed: false, runStartMs, startMs, billedFromMs: readyMs,
       readyMs, drainingFromMs, endMs, startupPhases: phases,
       terminationReason: reasonRoll < 0.1 ? null : reasonRoll < 0.15 ? 'unknown' : reason,
       finalState: finalize(endMs),

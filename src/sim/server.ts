@@ -7,6 +7,7 @@ import { ApiError, bad, Params } from './http-util.js';
 import type { FaultKind, FaultPlan } from './faults.js';
 import { hex, mix } from './prng.js';
 import { renderMetrics, simMemory } from './metrics.js';
+import { renderRunnerMetrics, runnerMetricsAt } from './runner-metrics.js';
 import type { Webhooks } from './webhooks.js';
 import type { Truth } from './truth.js';
 import { toJson } from './money.js';
@@ -100,6 +101,7 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
     { method: 'POST', pattern: /^\/v1\/serverless\/logs\/stream$/, scope: 'api', faultable: true, handle: () => json({}) },
     { method: 'POST', pattern: /^\/v1\/serverless\/logs\/history$/, scope: 'api', faultable: true, handle: (c) => h.logsHistory(c.params, c.body, c.nowMs) },
     { method: 'GET', pattern: /^\/(v1\/serverless\/)?metrics$/, scope: 'api', faultable: true, handle: (c) => metricsReply(c.nowMs) },
+    { method: 'GET', pattern: new RegExp(`^/metrics/runners/${seg}$`), scope: 'api', faultable: true, handle: (c) => runnerMetricsReply(c.match[1], c.nowMs) },
     { method: 'GET', pattern: /^\/_sim\/truth$/, scope: 'admin', faultable: false, handle: (c) => truthReply(c.params) },
     { method: 'GET', pattern: /^\/_sim\/clock$/, scope: 'admin', faultable: false, handle: () => json({ now: model.clock.now().toISOString() }) },
     { method: 'POST', pattern: /^\/_sim\/clock$/, scope: 'admin', faultable: false, handle: (c) => clockReply(c.body) },
@@ -110,6 +112,13 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
   async function metricsReply(nowMs: number): Promise<Reply> {
     const self = deps.selfMetrics ? simMemory(model.caches) : undefined;
     const { text, contentType } = await renderMetrics(model.world, model.runners, model.requests, nowMs, self);
+    return { status: 200, body: text, contentType, records: 0 };
+  }
+
+  async function runnerMetricsReply(runnerId: string, nowMs: number): Promise<Reply> {
+    const sample = runnerMetricsAt(model.world, model.runners, runnerId, nowMs);
+    if (!sample) throw new ApiError(404, 'not_found', `no live runner ${runnerId}`);
+    const { text, contentType } = await renderRunnerMetrics(sample);
     return { status: 200, body: text, contentType, records: 0 };
   }
 

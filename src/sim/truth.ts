@@ -10,6 +10,31 @@ import { chargesBetween, computeModelUsage, type ModelUsageRow } from './model-b
 import { ANALYTICS_METRICS, computeAnalytics, computeRunnerHistory, type RunnerHistoryPoint } from './analytics.js';
 import { bucketize, bucketIndex, parseTimeParam, isoUtcMs, HOUR_MS, type Timeframe } from './time.js';
 import { formatMilli } from './money.js';
+import { liveRunnerIds, modelFootprint, rightSizingTruth, runnerMetricsAt, type RightSizingTruth, type RunnerMetricsSample } from './runner-metrics.js';
+import { historyClass } from './runners.js';
+
+/**
+ * Busy, idle and draining cost of one usage row (day, app, machine type, surge): the row's cost split by the app's
+ * state shares of that local day, the shares being the sums of the hourly `avg` runner history (thousandths of a
+ * runner, as served). Split in pico-USD by largest remainder (ties: busy, idle, draining), so the three add up to
+ * the row's cost exactly; a day whose history shows no billed runner counts all as idle.
+ */
+export interface EfficiencyTruthRow {
+  day: string;
+  app: string;
+  owner: string;
+  machine_type: string;
+  is_surge: boolean;
+  quantity: number;
+  cost_total_picos: bigint;
+  busy_picos: bigint;
+  idle_picos: bigint;
+  draining_picos: bigint;
+  /** The app-day's state weights, thousandths of a runner-hour (sum of hourly avg × 1000). */
+  weights_milli: { running: number; idle: number; draining: number };
+  /** The exact billed runner-seconds of the app-day by state, from the runner timelines. */
+  exact_seconds: { running: number; idle: number; draining: number };
+}
 
 export interface UsageTruthRow {
   /** Bucket start (ISO with offset); null for a summary row. */
@@ -162,6 +187,32 @@ export interface Truth {
   logRecords(q: { from: string; to: string; apps?: string[] }): Array<Record<string, unknown>>;
   /** An app's queue backlog (`GET .../queue`) at an instant. */
   queueSize(owner: string, name: string, at: string | Date): number;
+  /** What `GET /metrics/runners/{id}` answers at an instant (default now); null: 404. */
+  runnerMetrics(runnerId: string, at?: string | Date): RunnerMetricsSample | null;
+  /** Ids of every runner of the caller's apps alive at an instant (default now). */
+  liveRunners(at?: string | Date): string[];
+  /** Each of the caller's apps' model VRAM per GPU and whether it was planted over-provisioned. */
+  modelFootprints(): Array<{ app: string; owner: string; machine_types: string[]; vram_need_bytes: number; over_provisioned: boolean }>;
+  /** Busy, idle and draining cost per usage row of each local day in [from, to). */
+  efficiency(q: { from: string; to: string; timezone?: string }): EfficiencyTruthRow[];
+  /** Right-sizing over the usage of [from, to) (UTC days) at a VRAM margin (0.2 = 20 %), among `candidates` types. */
+  rightSizing(q: { from: string; to: string; margin: number; candidates?: string[] }): RightSizingTruth[];
+}
+
+/** Largest-remainder split of `total` by integer weights; ties go to the earlier weight. */
+function splitByWeights(total: bigint, weights: number[]): bigint[] {
+  const sum = weights.reduce((a, b) => a + b, 0);
+  if (sum === 0) return weights.map((_, i) => (i === 1 ? total : 0n));
+  const parts = weights.map((w) => (total * BigInt(w)) / BigInt(sum));
+  const rest = weights.map((w, i) => ({ i, r: (total * BigInt(w)) % BigInt(sum) }));
+  let left = total - parts.reduce((a, b) => a + b, 0n);
+  rest.sort((a, b) => (a.r === b.r ? a.i - b.i : a.r > b.r ? -1 : 1));
+  for (const { i } of rest) {
+    if (left <= 0n) break;
+    parts[i] += 1n;
+    left -= 1n;
+  }
+  return parts;
 }
 
 export function createTruth(model: SimModel, webhooks: Webhooks, drain: Drain): Truth {
@@ -384,6 +435,74 @@ export function createTruth(model: SimModel, webhooks: Webhooks, drain: Drain): 
     queueSize(owner, name, at) {
       const ms = at instanceof Date ? at.getTime() : time(at, 'UTC', 'at');
       return queueSize(world, model.runners, appOf(owner, name), ms);
+    },
+
+    runnerMetrics(runnerId, at) {
+      const ms = at === undefined ? now() : at instanceof Date ? at.getTime() : time(at, 'UTC', 'at');
+      return runnerMetricsAt(world, model.runners, runnerId, ms);
+    },
+
+    liveRunners(at) {
+      const ms = at === undefined ? now() : at instanceof Date ? at.getTime() : time(at, 'UTC', 'at');
+      return liveRunnerIds(world, model.runners, ms);
+    },
+
+    modelFootprints: () =>
+      ownedApps().map((a) => {
+        const fp = modelFootprint(world, a);
+        return { app: a.name, owner: a.owner, machine_types: [...a.machineTypes], vram_need_bytes: fp.vramNeedBytes, over_provisioned: fp.overProvisioned };
+      }),
+
+    efficiency(q) {
+      const tz = q.timezone ?? 'UTC';
+      const result = usage({ from: q.from, to: q.to, timezone: tz, timeframe: 'day' });
+      const edges = result.buckets.edges;
+      const out: EfficiencyTruthRow[] = [];
+      const perAppDay = new Map<string, { w: number[]; exact: number[] }>();
+      const dayOf = (app: App, i: number) => {
+        const key = `${app.index}|${i}`;
+        let v = perAppDay.get(key);
+        if (v) return v;
+        const ar = model.runners.of(app);
+        const hours = bucketize(edges[i], edges[i + 1], 'hour', tz, true, now())!;
+        const w = [0, 0, 0];
+        for (const p of computeRunnerHistory(ar, hours, 'avg')) {
+          w[0] += Math.round((p.running ?? 0) * 1000);
+          w[1] += Math.round((p.idle ?? 0) * 1000);
+          w[2] += Math.round((p.draining ?? 0) * 1000);
+        }
+        const exact = [0, 0, 0];
+        const cap = Math.min(edges[i + 1], now());
+        for (const r of ar.runnersOverlapping(edges[i], cap)) {
+          for (const [state, a, b] of ar.timeline(r)) {
+            const cls = historyClass(state);
+            const k = cls === 'running' ? 0 : cls === 'idle' ? 1 : cls === 'draining' ? 2 : -1;
+            if (k < 0) continue;
+            const e = Math.min(b, cap) - Math.max(a, edges[i]);
+            if (e > 0) exact[k] += e / 1000;
+          }
+        }
+        perAppDay.set(key, (v = { w, exact }));
+        return v;
+      };
+      for (const row of result.series) {
+        const { w, exact } = dayOf(row.app, row.bucketIndex);
+        const total = row.totalNanos * 1000n;
+        const [busy, idle, draining] = splitByWeights(total, w);
+        out.push({
+          day: row.bucket!.slice(0, 10), app: row.app.name, owner: row.app.owner, machine_type: row.machineType, is_surge: row.isSurge,
+          quantity: row.quantity, cost_total_picos: total, busy_picos: busy, idle_picos: idle, draining_picos: draining,
+          weights_milli: { running: w[0], idle: w[1], draining: w[2] },
+          exact_seconds: { running: exact[0], idle: exact[1], draining: exact[2] },
+        });
+      }
+      return out;
+    },
+
+    rightSizing(q) {
+      const result = usage({ from: q.from, to: q.to, timeframe: 'day' });
+      const quantities = result.series.map((r) => ({ app: r.app, machineType: r.machineType, quantity: r.quantity }));
+      return rightSizingTruth(world, quantities, { margin: q.margin, candidates: q.candidates });
     },
   };
 }

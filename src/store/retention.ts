@@ -12,7 +12,7 @@ const TTL_DAYS = /TTL\s+toDateTime\(\w+\)\s*\+\s*(?:toIntervalDay\((\d+)\)|INTER
  */
 export async function applyTtlDays(
   store: Pick<Store, 'client' | 'cluster'>,
-  table: 'logs' | 'metric_samples' | 'queue_samples' | 'scrapes' | 'faro_items',
+  table: 'logs' | 'metric_samples' | 'queue_samples' | 'scrapes' | 'faro_items' | 'runner_metrics',
   timeColumn: string,
   days: number,
   opts: { logger?: Logger; rewriteExistingParts: boolean },

@@ -14,6 +14,7 @@ import { analyticsRoutes } from '../../src/api/analytics-routes.js';
 import { logsRoutes } from '../../src/api/logs-routes.js';
 import { logStreamRoutes } from '../../src/api/log-stream-route.js';
 import { requestCostRoutes } from '../../src/api/request-cost-routes.js';
+import { efficiencyRoutes } from '../../src/api/efficiency-routes.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { testConfig } from '../support/store.js';
@@ -27,7 +28,7 @@ beforeAll(async () => {
   service = await startService(testConfig({ PORT: '0' }), {
     logger: createLogger('silent'),
     registry: createRegistry({ defaultMetrics: false }),
-    extensions: [apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes])],
+    extensions: [apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes])],
   });
   doc = (await (await fetch(`${service.url}/api/v1/openapi.json`)).json()) as Doc;
 });
@@ -63,13 +64,16 @@ describe('the OpenAPI document', () => {
       ['/api/v1/logs', 'searchLogs'],
       ['/api/v1/sessions/{session_id}', 'getSession'],
       ['/api/v1/sessions', 'listSessions'],
+      ['/api/v1/efficiency', 'getEfficiency'],
+      ['/api/v1/efficiency/hourly', 'getEfficiencyHourly'],
+      ['/api/v1/recommendations', 'getRecommendations'],
     ]);
     expect(doc.servers).toEqual([{ url: service.url, description: 'this Tallyhouse service' }]);
     const finance = doc.paths['/api/v1/reports/finance'].get.responses['200'].content!['application/json'].schema;
     expect(Object.keys(finance.properties ?? {})).toEqual(expect.arrayContaining(['rows', 'totals', 'reconciliation', 'month_complete']));
     const latency = JSON.stringify(doc.paths['/api/v1/latency'].get.responses['200']);
     expect(latency).toContain('p99_duration, in seconds');
-    for (const p of Object.values(doc.paths)) expect(Object.keys(p.get.responses)).toEqual(['200', '400', '401', '404', '422']);
+    for (const p of Object.values(doc.paths)) expect(Object.keys(p.get.responses)).toEqual(['200', '400', '401', '404', '421', '422']);
     expect(Object.keys(doc.paths['/api/v1/logs/stream'].get.responses['200'].content!)).toEqual(['text/event-stream']);
   });
 

@@ -37,6 +37,7 @@ describe('dashboard models', () => {
   it('one dashboard per concern, uids and titles unique', () => {
     expect(models.map((m) => m.model.uid).sort()).toEqual([
       'tallyhouse-cost',
+      'tallyhouse-efficiency',
       'tallyhouse-errors',
       'tallyhouse-latency',
       'tallyhouse-logs',

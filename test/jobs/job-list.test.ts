@@ -17,7 +17,7 @@ describe('the job list', () => {
 
   it('each JOB_<NAME>_CRON is read and checked', () => {
     for (const name of JOB_NAMES) {
-      const key = `JOB_${name.toUpperCase()}_CRON`;
+      const key = `JOB_${name.toUpperCase().replace(/-/g, '_')}_CRON`; // runner-metrics: JOB_RUNNER_METRICS_CRON
       expect((parseConfig({ [key]: '*/7 * * * *' }) as Record<string, unknown>)[key], key).toBe('*/7 * * * *');
     }
   });

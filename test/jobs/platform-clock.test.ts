@@ -33,7 +33,10 @@ describe('PLATFORM_CLOCK', () => {
       sim.clock.advance(3 * 3600_000);
       await until('the clock has moved', () => source.now().toISOString() === '2026-11-21T15:00:00.000Z');
       sim.clock.set('2026-11-21T14:00:00Z');
-      await new Promise((r) => setTimeout(r, 1500)); // three reads of the clock
+      // Wait for reads of the clock (counted by the simulator, the source's only caller here) rather than a fixed
+      // time: after the fourth arrival since the set, the second, which answered 14:00, has long been taken.
+      const served = sim.stats().requestsServed;
+      await until('four reads of the clock since it was set back', () => sim.stats().requestsServed >= served + 4);
       expect(source.now().toISOString()).toBe('2026-11-21T15:00:00.000Z');
     } finally {
       await source.close();

@@ -38,8 +38,19 @@ describe('first start with real keys', () => {
       const truthApps = new Set(sim.truth.usage({ from: `${day(0).slice(0, 7)}-01`, to: day(1), timezone: 'UTC', timeframe: 'day' }).map((r) => r.app));
       expect(truthApps.size).toBeGreaterThan(0);
       expect(new Set(cost.rows.map((r) => r.app))).toEqual(truthApps);
+      // Requests: exactly the truth's requests in the windows the start-up pass asked the platform for (its calls to
+      // requests/by-endpoint, as the simulator logged them), all of them inside [yesterday, tomorrow).
+      const asked = sim.requestLog().filter((c) => c.path === '/v1/serverless/requests/by-endpoint');
+      expect(asked.length).toBeGreaterThan(0);
+      const expectedIds = new Set<string>();
+      for (const c of asked) {
+        for (const endpointId of [c.query.endpoint_id].flat()) {
+          for (const r of sim.truth.requestList({ endpointId, from: String(c.query.start), to: String(c.query.end) })) expectedIds.add(r.request_id);
+        }
+      }
+      expect(expectedIds.size).toBeGreaterThan(100);
       const requests = await get(`/cost/requests?from=${day(-1)}&to=${day(1)}`);
-      expect(requests.rows.reduce((n, r) => n + Number(r.request_count), 0)).toBeGreaterThan(0);
+      expect(requests.rows.reduce((n, r) => n + Number(r.request_count), 0)).toBe(expectedIds.size);
       const latency = await get(`/latency?from=${new Date(now.getTime() - 86_400_000).toISOString()}&to=${now.toISOString()}`);
       expect(latency.rows.length).toBeGreaterThan(0);
       const runners = await get(`/runners?from=${new Date(now.getTime() - 86_400_000).toISOString()}&to=${now.toISOString()}`);

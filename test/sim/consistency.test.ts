@@ -19,7 +19,7 @@ describe('the model agrees with itself', () => {
     await sim.close();
   });
 
-  /** Runner lives as the events tell them: billed from DOCKER_PULL (or SETUP) to the final event. */
+  /** Runner lives as the events tell them: billed from runner_started (running, IDLE, draining; pending states are not billed) to the final event. */
   function runnerLives(owner: string, name: string) {
     const lives = new Map<string, { machine: string; pending?: number; billedFrom?: number; ready?: number; end?: number }>();
     for (const e of [...sim.truth.events(owner, name)].reverse()) {
@@ -29,8 +29,7 @@ describe('the model agrees with itself', () => {
       if (!l) lives.set(id, (l = { machine: e.payload.machine_type as string }));
       const t = Date.parse(e.created_at);
       if (e.category === 'runner_pending') l.pending = t;
-      if ((e.category === 'docker_pull' || e.category === 'setup') && l.billedFrom === undefined) l.billedFrom = t;
-      if (e.category === 'runner_started') l.ready = t;
+      if (e.category === 'runner_started') l.ready = l.billedFrom = t;
       if (e.category === 'runner_finished' || e.category === 'runner_failed') l.end = t;
     }
     return lives;

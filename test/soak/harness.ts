@@ -487,12 +487,13 @@ async function compare(client: ClickHouseClient, sim: Sim, t0: number, tEnd: num
   const logKey = (ts: string, app: unknown, requestId: unknown, worker: unknown, message: unknown) => JSON.stringify([ts, app, requestId, worker, message]);
   const logTruth = sim.truth.logRecords({ from: new Date(t0).toISOString(), to: new Date(logsTo).toISOString() })
     .map((r) => logKey(String(r.timestamp).slice(0, 23).replace('T', ' '), r.svc_app_name, r.svc_request_id ?? '', r.svc_worker_id ?? '', r.message));
-  const logRows = await query(client, `SELECT toString(timestamp) AS ts, app, request_id, worker, message FROM logs
+  // As the query API reads them (FINAL: copies of a record are rows until a merge collapses them, sql/023).
+  const logRows = await query(client, `SELECT toString(timestamp) AS ts, app, request_id, worker, message FROM logs FINAL
       WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}`, { from: chTime(t0), to: chTime(logsTo) });
   const logStored = logRows.map((r) => logKey(r.ts, r.app, r.request_id, r.worker, r.message));
   const logsLost = multisetDiff(logTruth, logStored);
   const logsExtra = multisetDiff(logStored, logTruth);
-  for (const r of await query(client, `SELECT origin, count() AS n FROM logs WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')} GROUP BY origin`, { from: chTime(t0), to: chTime(logsTo) })) {
+  for (const r of await query(client, `SELECT origin, count() AS n FROM logs FINAL WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')} GROUP BY origin`, { from: chTime(t0), to: chTime(logsTo) })) {
     out[`log_records_by_${r.origin}`] = Number(r.n);
   }
   out.log_records_sent = logTruth.length;

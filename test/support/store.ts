@@ -63,6 +63,7 @@ export async function openTestRuntime(env: Record<string, string | undefined> = 
     ['queue_samples', 'sampled_at', 3650],
     ['scrapes', 'scraped_at', 3650],
     ['faro_items', 'timestamp', 3650],
+    ['runner_metrics', 'ts', 3650],
   ] as const;
   for (const [table, column, days] of ttls) await applyTtlDays(rt.store, table, column, days, { rewriteExistingParts: false });
   return rt;

@@ -44,6 +44,7 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       dir: join(rt.config.DATA_DIR, 'spool', 'logs'),
       maxBytes: rt.config.LOG_DRAIN_SPOOL_MAX_BYTES,
       logger,
+      registry: rt.registry,
     });
     const metrics = createDrainMetrics(rt.registry, () => spool);
     const replayer = new SpoolReplayer({

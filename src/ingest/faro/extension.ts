@@ -68,7 +68,7 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
     // The retention the receiver refuses older items by is the table's TTL (the migration writes 90 days).
     const retentionDays = rt.config.FARO_RETENTION_DAYS;
     await applyTtlDays(rt.store, 'faro_items', 'timestamp', retentionDays, { logger, rewriteExistingParts: false });
-    const spool = await openSpool({ dir: join(rt.config.DATA_DIR, 'spool', 'faro'), maxBytes: rt.config.LOG_DRAIN_SPOOL_MAX_BYTES, logger });
+    const spool = await openSpool({ dir: join(rt.config.DATA_DIR, 'spool', 'faro'), maxBytes: rt.config.LOG_DRAIN_SPOOL_MAX_BYTES, logger, registry: rt.registry });
     const replayer = new SpoolReplayer({
       spool,
       table: 'faro_items',

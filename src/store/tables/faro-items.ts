@@ -146,3 +146,21 @@ export const modelRequestCosts = namedQuery(
    SETTINGS join_use_nulls = 1`,
   z.object({ request_id: z.string(), endpoint_id: z.string(), output_units: z.string().nullable(), cost: z.string().nullable(), currency: z.string().nullable() }),
 );
+
+/**
+ * The log lines of a session's requests in one query (never one per request): at most `per_request` lines of each
+ * (one more is read to tell that there were more), oldest first, each message cut at `max_chars` characters.
+ * Aliases differ from the column names so that WHERE and length(message) read the columns. FINAL: one row per
+ * record (sql/023; the bloom filter may skip granules first, the copies of a record share its request_id).
+ */
+export const sessionRequestLogs = namedQuery(
+  'session_request_logs',
+  `SELECT request_id, toString(timestamp) AS line_time, level, substringUTF8(message, 1, {max_chars:UInt32}) AS line_message,
+          lengthUTF8(message) > {max_chars:UInt32} AS message_truncated
+   FROM logs FINAL
+   WHERE request_id IN {ids:Array(String)}
+   ORDER BY request_id, timestamp, batch_id, line
+   LIMIT {per_request:UInt32} BY request_id
+   SETTINGS use_skip_indexes_if_final = 1`,
+  z.object({ request_id: z.string(), line_time: z.string(), level: z.string(), line_message: z.string(), message_truncated: z.union([z.boolean(), chNumber]).transform(Boolean) }),
+);

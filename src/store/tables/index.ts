@@ -18,6 +18,7 @@ import { logs } from './logs.js';
 import { webhookDeliveries } from './webhook-deliveries.js';
 import { faroItems } from './faro-items.js';
 import { queueSamples } from './queue-samples.js';
+import { runnerMetrics } from './runner-metrics.js';
 import { modelBillingEvents, modelCatalogue, modelPrices, modelUsageBuckets, modelUsageSummaries } from './model-usage.js';
 
 export const ingestRejects = defineTable(
@@ -33,4 +34,4 @@ export const ingestRejects = defineTable(
 );
 
 /** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
-export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, requestsDaily, unitPrices, metricSeries, metricSamples, scrapes, modelUsageBuckets, modelUsageSummaries, modelCatalogue, modelPrices, modelBillingEvents, faroItems, queueSamples];
+export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, requestsDaily, unitPrices, metricSeries, metricSamples, scrapes, modelUsageBuckets, modelUsageSummaries, modelCatalogue, modelPrices, modelBillingEvents, faroItems, queueSamples, runnerMetrics];

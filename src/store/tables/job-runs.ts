@@ -11,6 +11,8 @@ export const JobRunRow = z.object({
   rows: z.number().int().nonnegative(),
   retries: z.number().int().nonnegative(),
   error: z.string(),
+  /** What an ok run wants known (an optional endpoint not served, say); empty otherwise. */
+  note: z.string().default(''),
 });
 export type JobRunRow = z.input<typeof JobRunRow>;
 
@@ -26,7 +28,7 @@ export const lastSuccessByJob = namedQuery(
 export const recentRuns = namedQuery(
   'recent_job_runs',
   `SELECT job, toString(run_id) AS run_id, trigger, toString(started_at) AS started_at, toString(finished_at) AS finished_at,
-          status, rows, retries, error
+          status, rows, retries, error, note
    FROM job_runs WHERE job = {job:String} ORDER BY started_at DESC LIMIT {limit:UInt32}`,
   z.object({
     job: z.string(),
@@ -38,5 +40,6 @@ export const recentRuns = namedQuery(
     rows: chNumber,
     retries: chNumber,
     error: z.string(),
+    note: z.string(),
   }),
 );

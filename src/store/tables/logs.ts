@@ -26,10 +26,18 @@ export const LogRow = z.object({
   line: z.number().int().positive(), // 1-based line number within the delivery
   origin: z.enum(['drain', 'history', 'tail']).optional(), // how the row arrived (default drain)
   stored_at: z.string().optional(), // stamped by the store at insert
+  copy_rank: z.undefined().optional(), // MATERIALIZED by the store (sql/023): which copy of a record a merge keeps; never written
 });
 export type LogRow = z.input<typeof LogRow>;
 
 export const logs = defineTable('logs', LogRow);
+
+// One record, one row (sql/023, ARCHITECTURE.md "Logs: one record, one copy"): `logs` is a ReplacingMergeTree over
+// the record's identity, and copies (two history fills of one span, the drain and history) stay as separate rows
+// until a background merge collapses them. Every read that lists or counts lines reads `FROM logs FINAL`, which
+// collapses them first; copies live in one partition (the identity holds the timestamp), so FINAL merges within
+// partitions only.
+const LOGS = 'logs FINAL';
 
 const LogLineOut = z.object({
   timestamp: z.string(),
@@ -51,7 +59,7 @@ const LogLineOut = z.object({
 // DateTime64 and UUID columns come back as text in JSONEachRow; no aliases that would shadow a column in WHERE.
 const SELECT_LINE = `SELECT timestamp, level, app, request_id, job_id, endpoint, node, worker, source,
           isolate_source, message, attributes, batch_id, line
-   FROM logs`;
+   FROM ${LOGS}`;
 
 /** One app's lines in [from, to), oldest first: a range scan of the primary key (app, timestamp). */
 export const appLogs = namedQuery(
@@ -63,12 +71,16 @@ export const appLogs = namedQuery(
   LogLineOut,
 );
 
-/** Every line of one request, oldest first (the request_id bloom filter skips the granules without it). */
+/**
+ * Every line of one request, oldest first (the request_id bloom filter skips the granules without it). The filter
+ * may skip granules before FINAL: the copies of a record share its request_id, so none of them is skipped.
+ */
 export const requestLogs = namedQuery(
   'request_logs',
   `${SELECT_LINE}
    WHERE request_id = {request_id:String}
-   ORDER BY timestamp, batch_id, line`,
+   ORDER BY timestamp, batch_id, line
+   SETTINGS use_skip_indexes_if_final = 1`,
   LogLineOut,
 );
 
@@ -98,24 +110,41 @@ const searchedLineFields = {
   message: z.string(),
 };
 
+/** The filters and order of the query API's log search (searchLogs and searchLogSizes read the same lines). */
+const SEARCH_WHERE = `WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}
+     AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))
+     AND ${SEVERITY_SQL} >= {min_severity:UInt8}
+     AND ({request_id:String} = '' OR request_id = {request_id:String})
+     AND ({contains:String} = '' OR positionCaseInsensitiveUTF8(message, {contains:String}) > 0)
+     AND ({has_cursor:UInt8} = 0 OR (timestamp, batch_id, line) < ({after_t:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32}))
+   ORDER BY timestamp DESC, batch_id DESC, line DESC`;
+
 /** The query API's log search: newest first, after a cursor position (timestamp, batch, line). */
 export const searchLogs = namedQuery(
   'search_logs',
   // Text aliases of their own: an alias named like its column would replace the column in WHERE and ORDER BY.
   `SELECT toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker, source, message,
           toString(batch_id) AS batch_text, line
-   FROM logs
-   WHERE timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp < {to:DateTime64(3, 'UTC')}
-     AND (length({apps:Array(String)}) = 0 OR has({apps:Array(String)}, app))
-     AND ${SEVERITY_SQL} >= {min_severity:UInt8}
-     AND ({request_id:String} = '' OR request_id = {request_id:String})
-     AND ({contains:String} = '' OR positionCaseInsensitiveUTF8(message, {contains:String}) > 0)
-     AND ({has_cursor:UInt8} = 0 OR (timestamp, batch_id, line) < ({after_t:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32}))
-   ORDER BY timestamp DESC, batch_id DESC, line DESC
+   FROM ${LOGS}
+   ${SEARCH_WHERE}
    LIMIT {limit:UInt32}`,
   z
     .object({ ts_text: z.string(), ...searchedLineFields, batch_text: z.string(), line: chNumber })
     .transform(({ ts_text, batch_text, ...r }) => ({ ...r, timestamp: ts_text, batch_id: batch_text })),
+);
+
+/**
+ * The stored size (bytes of the text fields) of each line searchLogs would return, without the lines: GET /logs
+ * sizes a page before reading it, so a page of huge lines is cut at its byte bound instead of read whole.
+ */
+export const searchLogSizes = namedQuery(
+  'search_log_sizes',
+  `SELECT length(message) + length(level) + length(app) + length(endpoint) + length(request_id) + length(job_id)
+            + length(node) + length(worker) + length(source) AS line_bytes
+   FROM ${LOGS}
+   ${SEARCH_WHERE}
+   LIMIT {limit:UInt32}`,
+  z.object({ line_bytes: chNumber }),
 );
 
 /** A found line as the query API answers it (GET /logs): the same fields, the time as ISO 8601 UTC. */
@@ -221,14 +250,25 @@ export const drainSeconds = namedQuery(
   z.object({ s: chNumber }),
 );
 
-/** Lines stored after a moment (the live feed), oldest stored first; rows older than `received_since` are skipped. */
+/**
+ * Lines stored after a position (the live feed): (stored_at, batch, line), so that a reader pages through any number
+ * of lines stamped alike; oldest stored first; rows older than `received_since` are skipped. `stored_at >=` repeats
+ * the tuple's first field so that the stored_at minmax index (sql/023) skips the parts stored before it (the feed
+ * polls four times a second). Every stored copy is a line here, a second copy of a record too (sql/023): the feed
+ * shows rows as they are stored. Hiding a copy here costs too much: not FINAL (stored_at is no key column, so FINAL
+ * merges the whole table on every page), and a filter against the record's other copies scans the table for them
+ * (1.2-1.6 s a page on 2.1M rows with a fill of 150,000 rows to page through); a reader that skips copies while moving
+ * its position past them (the route) could do it with one keyed read per page.
+ */
 export const logsStoredSince = namedQuery(
   'logs_stored_since',
   `SELECT toString(stored_at) AS stored_text, toString(timestamp) AS ts_text, level, app, endpoint, request_id, job_id, node, worker,
           source, message, toString(batch_id) AS batch_text, line, origin
    FROM logs
-   WHERE stored_at > {since:DateTime64(3, 'UTC')} AND received_at >= {received_since:DateTime64(3, 'UTC')}
-   ORDER BY stored_at, timestamp
+   WHERE stored_at >= {since:DateTime64(3, 'UTC')}
+     AND (stored_at, batch_id, line) > ({since:DateTime64(3, 'UTC')}, {after_b:UUID}, {after_l:UInt32})
+     AND received_at >= {received_since:DateTime64(3, 'UTC')}
+   ORDER BY stored_at, batch_id, line
    LIMIT {limit:UInt32}`,
   z
     .object({ stored_text: z.string(), ts_text: z.string(), ...searchedLineFields, batch_text: z.string(), line: chNumber, origin: z.string() })

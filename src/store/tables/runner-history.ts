@@ -73,3 +73,16 @@ export const runnerPeaks = namedQuery(
     buckets: chNumber,
   }),
 );
+
+/** Hourly `avg` runner counts per app with the bucket's local date and hour, for local days in [from, to) (efficiency). */
+export const runnerHoursByLocalDay = namedQuery(
+  'runner_hours_by_local_day',
+  `SELECT name AS app, toString(toDate(timestamp + toIntervalMinute(timestamp_offset_minutes))) AS date,
+          toHour(timestamp + toIntervalMinute(timestamp_offset_minutes)) AS hour, running, idle, draining
+   FROM runner_history FINAL
+   WHERE timezone = {timezone:String} AND timeframe = 'hour' AND aggregation = 'avg'
+     AND toDate(timestamp + toIntervalMinute(timestamp_offset_minutes)) >= {from:Date}
+     AND toDate(timestamp + toIntervalMinute(timestamp_offset_minutes)) < {to:Date}
+   ORDER BY app, timestamp`,
+  z.object({ app: z.string(), date: z.string(), hour: chNumber, running: chNumber.nullable(), idle: chNumber.nullable(), draining: chNumber.nullable() }),
+);

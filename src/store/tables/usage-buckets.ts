@@ -189,3 +189,24 @@ export const focusServerlessCharges = namedQuery(
     cost: z.string(),
   }),
 );
+
+/** Daily usage rows with their prices, per local day in [from, to) (the efficiency split and right-sizing read them). */
+export const usageDaysWithPrices = namedQuery(
+  'usage_days_with_prices',
+  `SELECT toString(bucket_date) AS date, app, machine_type, is_surge, toString(quantity) AS quantity, toString(cost_total) AS cost_total,
+          currency, toString(unit_price) AS unit_price, if(isNull(percent_discount), NULL, toString(percent_discount)) AS percent_discount
+   FROM usage_buckets FINAL
+   WHERE timezone = {timezone:String} AND timeframe = 'day' AND bucket_date >= {from:Date} AND bucket_date < {to:Date}
+   ORDER BY date, app, machine_type, is_surge`,
+  z.object({
+    date: z.string(),
+    app: z.string(),
+    machine_type: z.string(),
+    is_surge: z.boolean(),
+    quantity: z.string(),
+    cost_total: z.string(),
+    currency: z.string(),
+    unit_price: z.string(),
+    percent_discount: z.string().nullable(),
+  }),
+);

@@ -155,6 +155,9 @@ export function checkFocusCsv(csv: string): string[] {
       }
     }
     if (has('ConsumedUnit') && isNull(r.ConsumedUnit) !== isNull(r.ConsumedQuantity)) bad('ConsumedUnit', 'must be null exactly when ConsumedQuantity is null', 'consumedunit.md');
+    // resourcetype.md: null when ResourceId is null, not null when it is not; resourcename.md: null when ResourceId is null.
+    if (has('ResourceId') && has('ResourceType') && isNull(r.ResourceId) !== isNull(r.ResourceType)) bad('ResourceType', 'must be null exactly when ResourceId is null', 'resourcetype.md');
+    if (has('ResourceId') && has('ResourceName') && isNull(r.ResourceId) && !isNull(r.ResourceName)) bad('ResourceName', 'must be null when ResourceId is null', 'resourcename.md');
     // skupricedetails.md: null when SkuPriceId is null.
     if (has('SkuPriceDetails') && isNull(r.SkuPriceId) && !isNull(r.SkuPriceDetails)) bad('SkuPriceDetails', 'must be null when SkuPriceId is null', 'skupricedetails.md');
     // listunitprice.md, contractedunitprice.md: non-negative when not null.

@@ -1,5 +1,6 @@
 // The drain's durable local queue as the request path and the replayer see it. The storage behind it lives in
 // one file (see openSpool); nothing else knows how records are kept. Contract: README.md, "The spool".
+import type { Registry } from 'prom-client';
 import type { Logger } from '../../../log.js';
 
 /** Rows as staged while the request streamed: an optional spilled file, then memory (stage-body.ts). */
@@ -68,6 +69,9 @@ export interface SpoolOptions {
   /** Retry-After of a 503 when the spool is full. */
   retryAfterSeconds?: number;
   logger?: Logger;
+  /** Where a damaged spool is counted (tallyhouse_spool_damaged_total...); its label is `name` (default: the folder's name). */
+  registry?: Registry;
+  name?: string;
 }
 
 export interface Spool {

@@ -90,3 +90,16 @@ function openBetterSqlite(path: string): SqlDatabase {
     close: () => void db.close(),
   };
 }
+
+/**
+ * The file is damaged (SQLITE_CORRUPT, SQLITE_NOTADB: a page or the header SQLite cannot parse), as either driver
+ * reports it: better-sqlite3 names the code (`SQLITE_CORRUPT_INDEX`...), node:sqlite gives the number (`errcode`).
+ * Classified by code, never by message (CONTRIBUTING.md rule 5).
+ */
+export function isDamagedFileError(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false;
+  const { code, errcode } = err as { code?: unknown; errcode?: unknown };
+  if (typeof code === 'string' && (code.startsWith('SQLITE_CORRUPT') || code.startsWith('SQLITE_NOTADB'))) return true;
+  // Primary result codes: 11 SQLITE_CORRUPT, 26 SQLITE_NOTADB (extended codes keep them in the low byte).
+  return typeof errcode === 'number' && [11, 26].includes(errcode & 0xff);
+}

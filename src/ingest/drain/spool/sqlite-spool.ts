@@ -3,13 +3,20 @@
 // point leaves the last commit intact. One transaction per group commit (every record queued while the previous
 // commit ran); a record and its entry in the dedup index commit together, so a body is "seen" exactly when it
 // is acknowledged. The batch handed to the replayer is saved (the plan) before it is returned.
+// A file SQLite cannot read (a damaged header or page: at open, in the integrity check at open, or at any later
+// read or write) does not keep the service down: it is moved aside (`spool.sqlite.corrupt-<time>`, with its -wal
+// and -shm), what can still be read of it is salvaged into a fresh spool (salvage.ts) and replayed, and the loss is
+// logged once and counted. The files are the owner's only (0600, folder 0700): they hold log lines.
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { openSqlite, type SqlDatabase, type SqlStatement } from './sqlite-db.js';
+import { basename, join } from 'node:path';
+import { isDamagedFileError, openSqlite, type SqlDatabase, type SqlStatement } from './sqlite-db.js';
+import { salvageSpool, type Salvage } from './salvage.js';
+import { counter } from '../../../metrics.js';
 import type { Logger } from '../../../log.js';
 import { passKillPoint } from './kill-points.js';
+import type { Counter } from 'prom-client';
 import {
   SpoolFullError,
   type AppendResult,
@@ -75,7 +82,11 @@ export class SqliteSpool implements Spool {
   /** Transactions that committed appends (one per group). */
   commits = 0;
 
-  private readonly db: SqlDatabase;
+  private db!: SqlDatabase;
+  private readonly path: string;
+  private readonly dir: string;
+  private readonly name: string;
+  private readonly damage: { damaged: Counter; salvaged: Counter; lost: Counter };
   private readonly windowMs: number;
   private readonly maxSeen: number;
   private readonly logger?: Logger;
@@ -86,7 +97,7 @@ export class SqliteSpool implements Spool {
   private appendListeners: Array<() => void> = [];
   private current: { batch: SpoolBatch; fromSeq: number; toSeq: number } | null = null;
   private closed = false;
-  private readonly sql: {
+  private sql!: {
     isSeen: SqlStatement<[string, number], unknown>;
     insertRecord: SqlStatement<[string, number, string, number, number, Buffer, Buffer], unknown>;
     markSeen: SqlStatement<[string, number], unknown>;
@@ -106,12 +117,42 @@ export class SqliteSpool implements Spool {
     this.windowMs = opts.dedupWindowMs ?? 24 * 3_600_000;
     this.maxSeen = opts.dedupMaxEntries ?? 200_000;
     this.logger = opts.logger;
+    this.dir = opts.dir;
+    this.name = opts.name ?? basename(opts.dir);
+    this.path = join(opts.dir, 'spool.sqlite');
+    const labelNames = ['spool'] as const;
+    this.damage = {
+      damaged: counter(opts.registry, { name: 'tallyhouse_spool_damaged_total', help: 'Spool files SQLite could not read (moved aside as *.corrupt-<time>; what could be read was salvaged).', labelNames }),
+      salvaged: counter(opts.registry, { name: 'tallyhouse_spool_salvaged_records_total', help: 'Spool records read back from damaged spool files and replayed.', labelNames }),
+      lost: counter(opts.registry, { name: 'tallyhouse_spool_lost_records_total', help: 'Acknowledged spool records lost with a damaged spool file (at least this many: a lost first or last record is not counted).', labelNames }),
+    };
+    // A healthy spool shows 0 (the alert and a dashboard see the series before any damage).
+    for (const c of Object.values(this.damage)) c.inc({ spool: this.name }, 0);
     this.stagingDir = join(opts.dir, 'staging');
-    mkdirSync(opts.dir, { recursive: true });
+    mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
+    chmodSync(opts.dir, 0o700);
     // Spilled rows of requests a previous run never answered.
     rmSync(this.stagingDir, { recursive: true, force: true });
-    mkdirSync(this.stagingDir, { recursive: true });
-    this.db = openSqlite(join(opts.dir, 'spool.sqlite'));
+    mkdirSync(this.stagingDir, { recursive: true, mode: 0o700 });
+    try {
+      this.attach();
+      // The integrity check at open: a damaged page found now costs a restart nothing; found at replay, it would
+      // stop the replayer (or be found there: see recover).
+      const check = this.db.prepare<[], Record<string, unknown>>('PRAGMA quick_check').all();
+      const verdict = check.map((r) => String(Object.values(r)[0]));
+      if (verdict.length !== 1 || verdict[0] !== 'ok') throw new SpoolDamage(verdict.slice(0, 5).join('; '));
+    } catch (err) {
+      if (!(err instanceof SpoolDamage) && !isDamagedFileError(err)) throw err;
+      this.recover(err);
+    }
+    if (this.bytes > 0) this.logger?.info({ bytes: this.bytes, rows: this.pendingRows }, 'log drain spool holds lines not yet in the store; replaying');
+  }
+
+  /** Opens the file (created 0600: SQLite gives its -wal and -shm the same mode) and reads the totals. */
+  private attach(): void {
+    closeSync(openSync(this.path, 'a', 0o600));
+    chmodSync(this.path, 0o600);
+    this.db = openSqlite(this.path);
     this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864;');
     this.db.exec(SCHEMA);
     const prepare = <P extends unknown[], R = unknown>(text: string) => this.db.prepare<P, R>(text);
@@ -128,13 +169,85 @@ export class SqliteSpool implements Spool {
       forgetOld: prepare('DELETE FROM seen WHERE at_ms < ?'),
       forgetBeyond: prepare('DELETE FROM seen WHERE at_ms < (SELECT at_ms FROM seen ORDER BY at_ms DESC LIMIT 1 OFFSET ?)'),
     };
+    this.readTotals();
+  }
+
+  private readTotals(): void {
     const totals = this.db
       .prepare<[], { n: number; rows: number | null; bytes: number | null }>('SELECT count(*) AS n, sum(rows) AS rows, sum(length(row_data) + length(reject_data)) AS bytes FROM records')
       .get()!;
-    this.appendedRecords = totals.n;
+    // Records waiting now count as appended (whenReplayed waits for them); records lost with a damaged file do not.
+    this.appendedRecords = this.replayedRecords + totals.n;
     this.pendingRows = totals.rows ?? 0;
     this.bytes = totals.bytes ?? 0;
-    if (this.bytes > 0) this.logger?.info({ bytes: this.bytes, rows: this.pendingRows }, 'log drain spool holds lines not yet in the store; replaying');
+  }
+
+  /**
+   * The file is damaged: it goes aside with its WAL, what can be read of it is salvaged into a fresh file, and the
+   * loss is logged and counted. Synchronous, so no append or replay step runs in between.
+   */
+  private recover(reason: unknown): void {
+    try {
+      this.db?.close();
+    } catch {
+      // a damaged database may fail to close cleanly; its files are moved aside next
+    }
+    this.current = null;
+    const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '');
+    let aside = `${this.path}.corrupt-${stamp}`;
+    for (let n = 1; existsSync(aside); n++) aside = `${this.path}.corrupt-${stamp}-${n}`;
+    for (const suffix of ['', '-wal', '-shm']) {
+      if (existsSync(this.path + suffix)) renameSync(this.path + suffix, aside + suffix);
+    }
+    let salvage: Salvage;
+    try {
+      salvage = salvageSpool(aside, join(this.dir, 'salvage'));
+    } catch (err) {
+      // Salvage itself failed (the copy, a disk error): the service still starts, with what was lost said below.
+      this.logger?.error({ err, spool: this.name, movedTo: aside }, `salvaging the damaged ${this.name} spool failed; its records stay in ${basename(aside)}`);
+      salvage = { records: [], plan: undefined, seen: [], lostRecords: 0, headerRebuilt: false };
+    }
+    this.attach();
+    const { records, seen, plan } = salvage;
+    const seqs = new Set(records.map((r) => r.seq));
+    // The saved batch may already be in the store: replayed with the same records it gets the same token. Kept only
+    // when every one of its records was read (otherwise its token differs anyway).
+    const keepPlan = plan !== undefined && records.some((r) => r.seq >= plan.from_seq && r.seq <= plan.to_seq) && Array.from({ length: plan.to_seq - plan.from_seq + 1 }, (_, i) => plan.from_seq + i).every((s) => seqs.has(s));
+    const insert = this.db.prepare<[number, string, number, string, number, number, Uint8Array, Uint8Array], unknown>(
+      'INSERT INTO records (seq, id, received_at_ms, row_format, rows, rejects, row_data, reject_data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    this.db.transaction(() => {
+      for (const r of records) insert.run(r.seq, r.id, r.received_at_ms, r.row_format, r.rows, r.rejects, r.row_data, r.reject_data);
+      for (const s of seen) this.sql.markSeen.run(s.id, s.at_ms);
+      for (const r of records) this.sql.markSeen.run(r.id, Date.now());
+      if (keepPlan) this.sql.savePlan.run(plan.from_seq, plan.to_seq);
+    });
+    this.readTotals();
+    this.damage.damaged.inc({ spool: this.name });
+    this.damage.salvaged.inc({ spool: this.name }, records.length);
+    this.damage.lost.inc({ spool: this.name }, salvage.lostRecords);
+    this.logger?.error(
+      {
+        spool: this.name,
+        movedTo: aside,
+        salvagedRecords: records.length,
+        salvagedRows: this.pendingRows,
+        lostRecords: salvage.lostRecords,
+        headerRebuilt: salvage.headerRebuilt,
+        reason: reason instanceof Error ? reason.message : String(reason),
+      },
+      `the ${this.name} spool file was damaged: moved aside to ${basename(aside)}; ${records.length} record(s) salvaged and replayed, at least ${salvage.lostRecords} lost`,
+    );
+  }
+
+  /** Runs a step that reads or writes the file; a damaged file is recovered and the step's error goes on. */
+  private guarded<T>(step: () => T): T {
+    try {
+      return step();
+    } catch (err) {
+      if (!this.closed && isDamagedFileError(err)) this.recover(err);
+      throw err;
+    }
   }
 
   /** Opens (creating or recovering) the spool in `opts.dir`. */
@@ -155,7 +268,13 @@ export class SqliteSpool implements Spool {
 
   append(record: SpoolRecordInput): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new Error('the spool is closed'));
-    if (this.sql.isSeen.get(record.id, Date.now() - this.windowMs)) return Promise.resolve({ status: 'duplicate' });
+    let seen: unknown;
+    try {
+      seen = this.guarded(() => this.sql.isSeen.get(record.id, Date.now() - this.windowMs));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (seen) return Promise.resolve({ status: 'duplicate' });
     const running = this.inflightIds.get(record.id);
     if (running) return running.then(() => ({ status: 'duplicate' }) as const);
     const size = record.rows.bytes + record.rejects.bytes;
@@ -194,6 +313,8 @@ export class SqliteSpool implements Spool {
             this.reservedBytes -= p.size;
             p.reject(err);
           }
+          // Not acknowledged: the senders retry into the recovered file.
+          if (!this.closed && isDamagedFileError(err)) this.recover(err);
           continue;
         }
         this.commits++;
@@ -213,6 +334,17 @@ export class SqliteSpool implements Spool {
 
   async nextBatch(limits: { maxRows: number; maxBytes: number }): Promise<SpoolBatch | null> {
     if (this.current) return this.current.batch;
+    try {
+      return this.readBatch(limits);
+    } catch (err) {
+      if (this.closed || !isDamagedFileError(err)) throw err;
+      // A page found damaged at replay: what can be read goes on from the recovered file.
+      this.recover(err);
+      return this.readBatch(limits);
+    }
+  }
+
+  private readBatch(limits: { maxRows: number; maxBytes: number }): SpoolBatch | null {
     const plan = this.sql.plan.get();
     let rows: RecordRow[];
     if (plan) {
@@ -244,13 +376,16 @@ export class SqliteSpool implements Spool {
     const current = this.current;
     if (!current || current.batch !== batch) throw new Error('spool: commit of a batch that is not the current one');
     const now = Date.now();
-    this.db.transaction(() => {
-      this.sql.deleteRange.run(current.fromSeq, current.toSeq);
-      this.sql.dropPlan.run();
-      passKillPoint('cleanup');
-      this.sql.forgetOld.run(now - this.windowMs);
-      this.sql.forgetBeyond.run(this.maxSeen);
-    });
+    // Damaged here: recovered, and the error sends the replayer round again (the salvaged plan, same token).
+    this.guarded(() =>
+      this.db.transaction(() => {
+        this.sql.deleteRange.run(current.fromSeq, current.toSeq);
+        this.sql.dropPlan.run();
+        passKillPoint('cleanup');
+        this.sql.forgetOld.run(now - this.windowMs);
+        this.sql.forgetBeyond.run(this.maxSeen);
+      }),
+    );
     this.current = null;
     for (const r of batch.records) {
       this.bytes -= r.rowData.length + r.rejectData.length;
@@ -269,6 +404,9 @@ export class SqliteSpool implements Spool {
     this.db.close();
   }
 }
+
+/** The integrity check at open found damage SQLite did not raise as an error. */
+class SpoolDamage extends Error {}
 
 function toRecord(r: RecordRow): SpoolRecord {
   return {

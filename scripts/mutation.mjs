@@ -1,0 +1,15 @@
+#!/usr/bin/env node
+// `npm run mutation [-- stryker options]`: Stryker over the default scope (stryker.config.mjs), or what
+// `--mutate <file or glob>` names, then the score per module (scripts/mutation-scores.mjs). Reports in reports/.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const stryker = fileURLToPath(new URL('../node_modules/@stryker-mutator/core/bin/stryker.js', import.meta.url));
+// Stryker runs the tests in a worker thread, where a test cannot move the process's time zone by setting
+// process.env.TZ (test/store/values.test.ts checks that parsing ignores the machine's zone that way). So the whole
+// run is in a zone that is not UTC, which asks the same question of every test.
+const env = { ...process.env, TZ: process.env.TZ || 'Asia/Kolkata' };
+const run = spawnSync(process.execPath, [stryker, 'run', ...process.argv.slice(2)], { stdio: 'inherit', env });
+if (run.status !== 0) process.exit(run.status ?? 1);
+const scores = spawnSync(process.execPath, [fileURLToPath(new URL('./mutation-scores.mjs', import.meta.url))], { stdio: 'inherit' });
+process.exit(scores.status ?? 1);

@@ -1,0 +1,205 @@
+// What can still be read from a damaged spool file, with what SQLite itself offers (CONTRIBUTING.md rule 16: no
+// format of our own): the file and its WAL are copied to a scratch directory (the damaged ones stay as they are,
+// as evidence) and opened there, so SQLite applies the WAL's committed frames. A header SQLite refuses ("file is not
+// a database") is replaced by the header of a fresh SQLite file of the same page size (the WAL's header names it;
+// otherwise each legal size is tried), which SQLite documents field by field: only the fields that describe the
+// content (database size, freelist) are cleared, so SQLite takes the size from the file and leaks the free pages.
+// Records are then read one at a time in seq order: a read that fails (a page SQLite cannot parse) skips one seq
+// and goes on, so one bad page costs the records on it, not the rest.
+import { copyFileSync, existsSync, mkdirSync, openSync, readSync, closeSync, rmSync, statSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { openSqlite, type SqlDatabase } from './sqlite-db.js';
+
+/** A `records` row as the spool keeps it. */
+export interface SalvagedRecord {
+  seq: number;
+  id: string;
+  received_at_ms: number;
+  row_format: string;
+  rows: number;
+  rejects: number;
+  row_data: Uint8Array;
+  reject_data: Uint8Array;
+}
+
+export interface Salvage {
+  records: SalvagedRecord[];
+  /** The batch saved for the replayer, when it could be read. */
+  plan: { from_seq: number; to_seq: number } | undefined;
+  /** Dedup entries that could be read (redeliveries of these bodies stay duplicates). */
+  seen: Array<{ id: string; at_ms: number }>;
+  /** Records the file held that could not be read (counted from the seq range: a lower bound when its ends are lost). */
+  lostRecords: number;
+  /** The header was rebuilt before anything could be read. */
+  headerRebuilt: boolean;
+}
+
+const HEADER_BYTES = 100;
+const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
+const PAGE_SIZES = [4096, 1024, 2048, 8192, 16384, 32768, 65536, 512];
+/** Consecutive unreadable seqs after which the rest of the range is given up (a whole subtree is gone). */
+const MAX_SKIPS = 100_000;
+
+/** Reads what it can of the damaged spool at `path` (with `path`-wal), working on copies under `scratchDir`. */
+export function salvageSpool(path: string, scratchDir: string): Salvage {
+  rmSync(scratchDir, { recursive: true, force: true });
+  mkdirSync(scratchDir, { recursive: true, mode: 0o700 });
+  const copy = join(scratchDir, 'salvage.sqlite');
+  const empty: Salvage = { records: [], plan: undefined, seen: [], lostRecords: 0, headerRebuilt: false };
+  try {
+    if (!existsSync(path)) return empty;
+    copyFileSync(path, copy);
+    if (existsSync(`${path}-wal`)) copyFileSync(`${path}-wal`, `${copy}-wal`);
+    let headerRebuilt = false;
+    let db = tryOpen(copy);
+    if (!db) {
+      for (const pageSize of pageSizeCandidates(copy)) {
+        writeHeader(copy, freshHeader(scratchDir, pageSize));
+        headerRebuilt = true;
+        db = tryOpen(copy);
+        if (db) break;
+      }
+    }
+    if (!db) return { ...empty, headerRebuilt };
+    try {
+      return { ...readRecords(db), plan: tryGet(() => db.prepare<[], { from_seq: number; to_seq: number }>('SELECT from_seq, to_seq FROM plan WHERE one = 1').get()), seen: readSeen(db), headerRebuilt };
+    } finally {
+      db.close();
+    }
+  } finally {
+    rmSync(scratchDir, { recursive: true, force: true });
+  }
+}
+
+/** The database opened with its schema readable, or undefined. */
+function tryOpen(path: string): SqlDatabase | undefined {
+  let db: SqlDatabase | undefined;
+  try {
+    db = openSqlite(path);
+    db.prepare('SELECT count(*) FROM sqlite_master').get();
+    return db;
+  } catch {
+    try {
+      db?.close();
+    } catch {
+      // nothing more to do with a database that would not open
+    }
+    return undefined;
+  }
+}
+
+function tryGet<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch {
+    return undefined;
+  }
+}
+
+function readRecords(db: SqlDatabase): { records: SalvagedRecord[]; lostRecords: number } {
+  const records: SalvagedRecord[] = [];
+  // `seq >= after + 1`, not `seq > after`: SQLite seeks the latter from `after`'s own leaf, the damaged one.
+  const next = db.prepare<[number], SalvagedRecord>('SELECT * FROM records WHERE seq >= ? ORDER BY seq LIMIT 1');
+  // The highest seq ever given (AUTOINCREMENT), else the table's own maximum: where the scan may stop.
+  const lastSeq =
+    tryGet(() => db.prepare<[], { seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'records'").get()?.seq) ??
+    tryGet(() => db.prepare<[], { m: number | null }>('SELECT max(seq) AS m FROM records').get()?.m ?? undefined);
+  let after = 0;
+  let firstSeq: number | undefined;
+  let skips = 0;
+  for (;;) {
+    if (lastSeq !== undefined && after >= lastSeq) break;
+    let row: SalvagedRecord | undefined;
+    try {
+      row = next.get(after + 1);
+    } catch {
+      if (++skips > MAX_SKIPS) break;
+      after++;
+      continue;
+    }
+    if (!row) break;
+    skips = 0;
+    after = row.seq;
+    if (!wellFormed(row)) continue;
+    firstSeq ??= row.seq;
+    records.push(row);
+  }
+  // Live records are one run of seqs (appended at the end, replayed from the start): what the run's span holds
+  // beyond what was read was lost. A lost first or last record is not seen here, hence a lower bound.
+  const span = records.length > 0 && lastSeq !== undefined ? lastSeq - (firstSeq ?? lastSeq) + 1 : records.length;
+  return { records, lostRecords: Math.max(0, span - records.length) };
+}
+
+/** A row whose cells have the types the spool wrote (garbage can read back as other types). */
+function wellFormed(r: SalvagedRecord): boolean {
+  if (typeof r.id !== 'string' || r.id.length === 0 || r.id.length > 1024) return false;
+  if (!Number.isSafeInteger(r.received_at_ms) || !Number.isSafeInteger(r.rows) || !Number.isSafeInteger(r.rejects)) return false;
+  if (!(r.row_data instanceof Uint8Array) || !(r.reject_data instanceof Uint8Array)) return false;
+  try {
+    const format = JSON.parse(r.row_format) as { format?: unknown };
+    return typeof format.format === 'string';
+  } catch {
+    return false;
+  }
+}
+
+function readSeen(db: SqlDatabase): Array<{ id: string; at_ms: number }> {
+  const seen: Array<{ id: string; at_ms: number }> = [];
+  try {
+    for (const s of db.prepare<[], { id: string; at_ms: number }>('SELECT id, at_ms FROM seen').iterate()) {
+      if (typeof s.id === 'string' && Number.isSafeInteger(s.at_ms)) seen.push(s);
+    }
+  } catch {
+    // the rest of the index is unreadable: those bodies, redelivered, are stored again (logs collapse copies)
+  }
+  return seen;
+}
+
+/** The page size the WAL's header names (bytes 8-11), then every legal size, the default first. */
+function pageSizeCandidates(path: string): number[] {
+  const sizes = [...PAGE_SIZES];
+  const wal = `${path}-wal`;
+  if (existsSync(wal) && statSync(wal).size >= 32) {
+    const head = readBytes(wal, 0, 32);
+    const size = head.readUInt32BE(8);
+    if (PAGE_SIZES.includes(size)) sizes.unshift(size);
+  }
+  const fileSize = statSync(path).size;
+  return [...new Set(sizes)].filter((s) => fileSize % s === 0 || s === sizes[0]);
+}
+
+/** The 100-byte header of a fresh WAL-mode SQLite file of `pageSize`, its content fields cleared. */
+function freshHeader(dir: string, pageSize: number): Buffer {
+  const path = join(dir, `header-${pageSize}.sqlite`);
+  rmSync(path, { force: true });
+  const db = openSqlite(path);
+  db.exec(`PRAGMA page_size = ${pageSize}; PRAGMA journal_mode = WAL; CREATE TABLE t (x INTEGER);`);
+  db.close();
+  const header = Buffer.from(readBytes(path, 0, HEADER_BYTES));
+  rmSync(path, { force: true });
+  if (!header.subarray(0, 16).equals(SQLITE_MAGIC)) throw new Error('salvage: a fresh SQLite file has no SQLite header');
+  header.writeUInt32BE(0, 28); // database size in pages: 0 = take it from the file size
+  header.writeUInt32BE(0, 32); // first freelist trunk page: none (free pages are leaked, never read)
+  header.writeUInt32BE(0, 36); // freelist pages
+  return header;
+}
+
+function writeHeader(path: string, header: Buffer): void {
+  const fd = openSync(path, 'r+');
+  try {
+    writeSync(fd, header, 0, header.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readBytes(path: string, offset: number, length: number): Buffer {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(length);
+    const n = readSync(fd, buf, 0, length, offset);
+    return buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}

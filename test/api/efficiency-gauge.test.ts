@@ -1,0 +1,45 @@
+// tallyhouse_idle_cost_share: each app's idle cost / cost of the last 7 local days, equal to what the simulator's
+// truth gives for the same days (its own split of the same rule), for a simulator whose "now" is the wall clock.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DateTime } from 'luxon';
+import { Registry } from 'prom-client';
+import type { Runtime } from '../../src/runtime.js';
+import { startSim, type Sim } from '../../src/sim/index.js';
+import { registerBusinessMetrics } from '../../src/http/business-metrics.js';
+import { idleCostShare } from '../../src/api/efficiency-gauges.js';
+import { openTestRuntime, closeRuntime } from '../support/store.js';
+import { runJob } from '../support/jobs.js';
+
+let rt: Runtime;
+let sim: Sim;
+const today = DateTime.utc().startOf('day');
+const from = today.minus({ days: 6 }).toISODate()!;
+const to = today.plus({ days: 1 }).toISODate()!;
+
+beforeAll(async () => {
+  rt = await openTestRuntime();
+  sim = await startSim({ seed: 4, now: new Date(), days: 3, apps: 5 });
+  for (const job of ['apps', 'usage', 'runners']) expect((await runJob(rt, sim, job, { from, to, timezone: 'UTC' })).status).toBe('ok');
+});
+afterAll(async () => {
+  await sim.close();
+  await closeRuntime(rt);
+});
+
+describe('tallyhouse_idle_cost_share', () => {
+  it('is the idle share of each app\u2019s cost over the last 7 days', async () => {
+    const registry = new Registry();
+    registerBusinessMetrics({ ...rt, registry }, [idleCostShare]);
+    const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('tallyhouse_idle_cost_share{'));
+    const perApp = new Map<string, { idle: bigint; cost: bigint }>();
+    for (const t of sim.truth.efficiency({ from, to })) {
+      const e = perApp.get(t.app) ?? { idle: 0n, cost: 0n };
+      e.idle += t.idle_picos;
+      e.cost += t.cost_total_picos;
+      perApp.set(t.app, e);
+    }
+    const expected = [...perApp].filter(([, e]) => e.cost > 0n).map(([app, e]) => `tallyhouse_idle_cost_share{app="${app}",currency="USD",timezone="UTC"} ${Number((e.idle * 1_000_000n) / e.cost) / 1e6}`);
+    expect(expected.length).toBeGreaterThan(1);
+    expect(lines.sort()).toEqual(expected.sort());
+  });
+});

@@ -1,0 +1,82 @@
+// Mutants of src/store/values.ts that survived the first Stryker run (issue 31.1) and are not equivalent, killed
+// with literals worked out by hand: an exponent form moves the point by its exponent (1.25e1 = 12.5, 1e-1 = 0.1,
+// 00.5e2 = 50), zeros that carry no value go, and a time without a zone is UTC whatever the machine's zone.
+// The survivors left are equivalent (see the commit note): anchors and checks that validation before them makes
+// redundant, and the fast path of isoToDateTime64 whose answer the Date path gives as well.
+import { describe, expect, it } from 'vitest';
+import { addDecimals, HAS_ZONE, ISO_DATE, isoToDateTime64, toDateTime64, toDecimalString } from '../../src/store/values.js';
+
+describe('toDecimalString: exponent forms, by hand', () => {
+  it.each([
+    ['1.5e3', '1500'], // no sign on the exponent
+    ['12e1', '120'], // more than one digit before the point
+    ['1.25e1', '12.5'], // the point lands inside the digits
+    ['1.5e1', '15'], // the point lands right after them
+    ['1e-1', '0.1'], // the point lands right before them
+    ['1e-7', '0.0000001'],
+    ['0.5e1', '5'], // a leading zero goes
+    ['00.5e2', '50'], // every leading zero goes
+    ['1.50e1', '15'], // a trailing zero after the point goes, and the point with it
+    ['1.500e1', '15'],
+    ['-1.5e1', '-15'], // the sign stays
+    ['-0e3', '0'], // but never on zero
+  ])('%s is %s', (text, expected) => {
+    expect(toDecimalString(text)).toBe(expected);
+  });
+
+  it('JSON numbers that JavaScript prints with an exponent', () => {
+    expect(toDecimalString(1e-7)).toBe('0.0000001');
+    expect(toDecimalString(-2.5e-8)).toBe('-0.000000025');
+    expect(toDecimalString(1.5e21)).toBe('1500000000000000000000');
+  });
+});
+
+describe('addDecimals', () => {
+  it('adds exactly, negatives subtracting, on 12 places by default', () => {
+    expect(addDecimals(['0.1', '0.2', '-0.05'])).toBe('0.25');
+    expect(addDecimals(['0.000000000001', '0.000000000001'])).toBe('0.000000000002');
+    expect(addDecimals(['1.5', '2.25'], 2)).toBe('3.75');
+    expect(addDecimals([])).toBe('0');
+  });
+});
+
+describe('toDateTime64', () => {
+  it('says what is not a time', () => {
+    expect(() => toDateTime64('not a time')).toThrow('not a valid time: "not a time"');
+    expect(toDateTime64(Date.UTC(2026, 10, 21, 10, 0, 0, 5))).toBe('2026-11-21 10:00:00.005');
+  });
+});
+
+describe('isoToDateTime64: a time without a zone is UTC, with or without seconds and fractions', () => {
+  it.each([
+    ['2026-11-21T10:00', '2026-11-21 10:00:00.000'],
+    ['2026-11-21T10:00:07', '2026-11-21 10:00:07.000'],
+    ['2026-11-21T10:00:07.25', '2026-11-21 10:00:07.250'],
+    ['2026-11-21T10:00:07.1234', '2026-11-21 10:00:07.123'],
+  ])('%s is %s in a process whose zone is Asia/Kolkata', (text, expected) => {
+    const tz = process.env.TZ;
+    process.env.TZ = 'Asia/Kolkata';
+    try {
+      expect(new Date('2026-11-21T10:00:00').getTimezoneOffset()).toBe(-330); // the zone is in effect
+      expect(isoToDateTime64(text)).toBe(expected);
+    } finally {
+      if (tz === undefined) delete process.env.TZ;
+      else process.env.TZ = tz;
+    }
+  });
+});
+
+describe('ISO_DATE and HAS_ZONE', () => {
+  it('ISO_DATE is a whole YYYY-MM-DD', () => {
+    expect(ISO_DATE.test('2026-11-21')).toBe(true);
+    expect(ISO_DATE.test('x2026-11-21')).toBe(false);
+    expect(ISO_DATE.test('2026-11-21T10:00')).toBe(false);
+  });
+
+  it('HAS_ZONE: Z, or an offset of hours, hours:minutes or hhmm', () => {
+    for (const t of ['2026-11-21T10:00:00Z', '2026-11-21T10:00:00z', '2026-11-21T10:00:00+05:30', '2026-11-21T10:00:00+0530', '2026-11-21T10:00:00-05']) {
+      expect(HAS_ZONE.test(t), t).toBe(true);
+    }
+    expect(HAS_ZONE.test('2026-11-21T10:00:00')).toBe(false);
+  });
+});
