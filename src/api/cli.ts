@@ -16,7 +16,7 @@ const USAGE =
   '       tallyhouse report focus --month YYYY-MM [--out file.csv]   (FOCUS 1.2, UTC days, both product lines)\n' +
   `       ${EFFICIENCY_USAGE}`;
 
-const REPORTS = ['finance', 'focus'];
+const REPORTS = ['finance', 'focus', 'efficiency'];
 
 const FINANCE_HELP =
   'Usage: tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n\n' +
@@ -34,6 +34,10 @@ export function reportHelp(kind: string | undefined): number {
     io.out(kind === 'finance' ? FINANCE_HELP : FOCUS_HELP);
     return 0;
   }
+  if (kind === 'efficiency') {
+    io.out(`Usage: ${EFFICIENCY_USAGE}\nThe month's busy, idle and draining spend per day, app and machine type (--hints: right-sizing and keep-warm hints).\n`);
+    return 0;
+  }
   if (kind !== undefined) {
     io.err(`tallyhouse report: unknown report ${JSON.stringify(kind)}${didYouMean(kind, REPORTS)}\nUsage: ${USAGE}`);
     return 2;
@@ -49,7 +53,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
   if (kind === 'focus') return focusCommand(rest);
   if (kind === 'efficiency') return efficiencyCommand(rest);
   if (kind !== 'finance') {
-    io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}${didYouMean(kind, REPORTS)}` : 'which report? finance or focus'}\nUsage: ${USAGE}`);
+    io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}${didYouMean(kind, REPORTS)}` : 'which report? finance, focus or efficiency'}\nUsage: ${USAGE}`);
     return 2;
   }
   let values: { month?: string; timezone?: string; out?: string; format?: string };

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from '../support/process.js';
 
 // The job names of jobs/index.ts, written out (the oracle is the README's list, not the code's).
-const JOBS = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions', 'logs', 'queue'];
+const JOBS = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions', 'logs', 'queue', 'runner-metrics'];
 const dataDir = join(mkdtempSync(join(tmpdir(), 'th-help-')), 'never-created');
 
 async function cli(args: string[]) {
@@ -39,7 +39,7 @@ describe('--help on every command and subcommand', () => {
     { args: ['help'], usage: /^Usage: tallyhouse <command>/ },
     { args: ['serve', '--help'], usage: /^Usage: tallyhouse serve\n/ },
     { args: ['migrate', '--help'], usage: /^Usage: tallyhouse migrate\n/ },
-    { args: ['collect', '--help'], usage: /^Usage: tallyhouse collect <job>[^]*\n {2}queue /m },
+    { args: ['collect', '--help'], usage: /^Usage: tallyhouse collect <job>[^]*\n {2}runner-metrics /m },
     { args: ['help', 'collect'], usage: /^Usage: tallyhouse collect <job>/ },
     ...JOBS.map((job) => ({ args: ['collect', job, '--help'], usage: new RegExp(`^Usage: tallyhouse collect ${job} \\[--from`) })),
     { args: ['collect', 'usage', '--from', '2026-01-01', '-h'], usage: /^Usage: tallyhouse collect usage / },
@@ -49,6 +49,7 @@ describe('--help on every command and subcommand', () => {
     { args: ['report', '--help'], usage: /^Usage: tallyhouse report finance [^]*report focus/ },
     { args: ['report', 'finance', '--help'], usage: /^Usage: tallyhouse report finance --month YYYY-MM \[--timezone ZONE\]/ },
     { args: ['report', 'focus', '--help'], usage: /^Usage: tallyhouse report focus --month YYYY-MM/ },
+    { args: ['report', 'efficiency', '--help'], usage: /^Usage: tallyhouse report efficiency --month YYYY-MM/ },
     { args: ['sim', '--help'], usage: /^usage: tallyhouse sim \[--port N\]/ },
     { args: ['sim', 'truth', '--help'], usage: /tallyhouse sim truth --from DATE --to DATE/ },
   ];
@@ -71,6 +72,7 @@ describe('a misspelt command, subcommand, job or option', () => {
     { args: ['collect', 'usgae', '--help'], line: 'tallyhouse collect: unknown job "usgae"; did you mean "usage"?' },
     { args: ['collect', 'usage', '--form', '2026-01-01'], line: 'tallyhouse collect usage: unknown option --form; did you mean --from?' },
     { args: ['report', 'fiance', '--month', '2026-10'], line: 'tallyhouse report: unknown report "fiance"; did you mean "finance"?' },
+    { args: ['report', 'efficency'], line: 'tallyhouse report: unknown report "efficency"; did you mean "efficiency"?' },
     { args: ['report', 'finance', '--mont', '2026-10'], line: 'tallyhouse report finance: unknown option --mont; did you mean --month?' },
     { args: ['report', 'focus', '--otu', 'x.csv'], line: 'tallyhouse report focus: unknown option --otu; did you mean --out?' },
     { args: ['logs', 'tial'], line: 'tallyhouse logs: unknown subcommand "tial"; did you mean "tail"?' },
