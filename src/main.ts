@@ -78,7 +78,7 @@ const commands: Record<string, Command> = {
   },
   help: {
     summary: 'show this help',
-    usage: 'tallyhouse help',
+    usage: 'tallyhouse help [command]',
     allowPositionals: true,
     run: async ({ positionals }) => {
       // `tallyhouse help collect usage` is `tallyhouse collect usage --help`.
