@@ -135,7 +135,7 @@ async function focusCommand(args: string[]): Promise<number> {
       // The commands with the month's dates, as the finance report's hint gives them (issue 30.5: it said `...`).
       const from = `${values.month}-01`;
       const to = DateTime.fromISO(from, { zone: 'utc' }).plus({ months: 1 }).toISODate()!;
-      io.err(`tallyhouse report focus: ${err.message.replaceAll('--timezone UTC ...', `--from ${from} --to ${to} --timezone UTC`)}\n`);
+      io.err(`tallyhouse report focus: ${err.message.replaceAll('--timezone UTC ...', `--timezone UTC --from ${from} --to ${to}`)}\n`);
       return 1;
     }
     const text = toCsv(focusTable(rows));

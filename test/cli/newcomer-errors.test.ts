@@ -110,7 +110,7 @@ describe('report focus on a month not collected in UTC (30.5)', () => {
     expect(r.code).toBe(1);
     expect(r.err).toBe(
       'tallyhouse report focus: no usage is collected in UTC for 2026-10 (a FOCUS file is in UTC days); collect it with: ' +
-        'tallyhouse collect usage --from 2026-10-01 --to 2026-11-01 --timezone UTC and tallyhouse collect models --from 2026-10-01 --to 2026-11-01 --timezone UTC, or add UTC to TIMEZONES\n',
+        'tallyhouse collect usage --timezone UTC --from 2026-10-01 --to 2026-11-01 and tallyhouse collect models --timezone UTC --from 2026-10-01 --to 2026-11-01, or add UTC to TIMEZONES\n',
     );
   }, 120_000);
 });
