@@ -61,4 +61,9 @@ describe('the query API for a newcomer', () => {
       expect(to?.description ?? to?.schema?.description, path).toContain('exclusive');
     }
   });
+
+  it('the finance route\'s summary names both product lines (issue 30.14: it omitted model APIs)', async () => {
+    const doc = (await get('/api/v1/openapi.json')).body as { paths: Record<string, { get: { summary: string } }> };
+    expect(doc.paths['/api/v1/reports/finance'].get.summary).toMatch(/serverless .*model APIs/);
+  });
 });
