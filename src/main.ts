@@ -47,7 +47,7 @@ const commands: Record<string, Command> = {
     run: () => migrateCommand(),
   },
   collect: {
-    summary: 'run one collector now (backfills with --from/--to); `tallyhouse collect` lists them',
+    summary: 'run one collector now (backfills with --from/--to); `tallyhouse collect --help` lists them',
     usage: 'tallyhouse collect <job> [--from YYYY-MM-DD --to YYYY-MM-DD] [--timezone ZONE]',
     raw: async (argv) => {
       const [{ collectCommand }, { allJobs }] = await Promise.all([import('./jobs/cli.js'), import('../jobs/index.js')]);
@@ -65,7 +65,7 @@ const commands: Record<string, Command> = {
     raw: async (argv) => (await import('./collectors/logs-tail.js')).logsCommand(argv),
   },
   report: {
-    summary: 'write a report from the store: `report finance --month YYYY-MM --timezone ZONE [--out file.csv]`, `report focus --month YYYY-MM`',
+    summary: 'write a report from the store: `report finance --month YYYY-MM [--timezone ZONE] [--out file.csv]`, `report focus --month YYYY-MM`, `report efficiency --month YYYY-MM`',
     usage:
       'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
       '       tallyhouse report focus --month YYYY-MM [--out file.csv]',
