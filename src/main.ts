@@ -313,8 +313,18 @@ export function reportFatal(err: unknown, write: (text: string) => void = (t) =>
     write(`tallyhouse: ${err.message}\n`);
     return 1;
   }
+  // Anything else is a bug: one line naming it, and the stack only when asked for (--debug, LOG_LEVEL=debug).
+  if (err instanceof Error && !debugRequested()) {
+    write(`tallyhouse: ${err.name}: ${err.message} (unexpected: run it again with --debug or LOG_LEVEL=debug for the stack, and report it)\n`);
+    return 1;
+  }
   write(`tallyhouse: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   return 1;
+}
+
+let debugFlag = false;
+function debugRequested(): boolean {
+  return debugFlag || ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '') || ['debug', 'trace'].includes(process.env.CLI_LOG_LEVEL ?? '');
 }
 
 export type { Config };
@@ -324,6 +334,11 @@ export async function run(argv: string[]): Promise<never> {
   const { EXIT_BROKEN_PIPE, flushStdio, stdoutClosed, watchStdio } = await import('./cli/stdio.js');
   watchStdio();
   let code: number;
+  // `--debug` anywhere: stacks of unexpected errors are printed (it is no command's option).
+  if (argv.includes('--debug')) {
+    debugFlag = true;
+    argv = argv.filter((a) => a !== '--debug');
+  }
   try {
     code = await main(argv);
   } catch (err) {

@@ -3,7 +3,7 @@
 // on, with a documented exit code, before any work where the input alone is wrong.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -112,5 +112,19 @@ describe('report focus on a month not collected in UTC (30.5)', () => {
       'tallyhouse report focus: no usage is collected in UTC for 2026-10 (a FOCUS file is in UTC days); collect it with: ' +
         'tallyhouse collect usage --timezone UTC --from 2026-10-01 --to 2026-11-01 and tallyhouse collect models --timezone UTC --from 2026-10-01 --to 2026-11-01, or add UTC to TIMEZONES\n',
     );
+  }, 120_000);
+});
+
+describe('an unexpected error', () => {
+  it('is one line without a stack, which --debug prints', async () => {
+    // DATA_DIR naming a regular file: nothing classifies that error, so it is the "unexpected" path.
+    const file = join(mkdtempSync(join(tmpdir(), 'th-unexpected-')), 'not-a-dir');
+    writeFileSync(file, '');
+    const r = await cli(['migrate'], { ...demo(file), LOG_LEVEL: 'info', CLI_LOG_LEVEL: 'warn' });
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^tallyhouse: Error: EEXIST: file already exists, mkdir '[^']+' \(unexpected: run it again with --debug or LOG_LEVEL=debug for the stack, and report it\)\n$/);
+    const d = await cli(['migrate', '--debug'], { ...demo(file), LOG_LEVEL: 'info', CLI_LOG_LEVEL: 'warn' });
+    expect(d.code).toBe(1);
+    expect(d.err).toMatch(/^tallyhouse: Error: EEXIST[^\n]*\n {4}at /);
   }, 120_000);
 });
