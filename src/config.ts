@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { readFileSync } from 'node:fs';
 import { IANAZone } from 'luxon';
 import cron from 'node-cron';
+import { closest } from './cli/suggest.js';
 
 // One schema for the whole environment, parsed once (CONTRIBUTING.md rule 4).
 
@@ -23,13 +24,31 @@ const timezoneList = z
   .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
   .pipe(
     z
-      .array(
-        z.string().refine((tz) => IANAZone.isValidZone(tz), {
-          error: 'expected IANA time zone names (e.g. UTC,Europe/Berlin); one of them is not one',
-        }),
-      )
-      .min(1, 'expected at least one IANA time zone'),
+      .array(z.string())
+      .min(1, 'expected at least one IANA time zone')
+      .superRefine((zones, ctx) => {
+        // Which one, by position, and the zone it likely meant; never the value itself (ConfigError's rule).
+        zones.forEach((tz, i) => {
+          if (IANAZone.isValidZone(tz)) return;
+          const near = closestZone(tz);
+          ctx.addIssue({
+            code: 'custom',
+            message: `expected IANA time zone names (e.g. UTC,Europe/Berlin); the ${ordinal(i + 1)} of ${zones.length} is not one${near ? ` (did you mean ${near}?)` : ''}`,
+          });
+        });
+      }),
   );
+
+function ordinal(n: number): string {
+  const suffix = n % 100 >= 11 && n % 100 <= 13 ? 'th' : (['th', 'st', 'nd', 'rd'][n % 10] ?? 'th');
+  return `${n}${suffix}`;
+}
+
+/** The known zone closest to a misspelt one (same rule as the CLI's "did you mean", src/cli/suggest.ts). */
+function closestZone(typed: string): string | undefined {
+  const zones = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
+  return closest(typed, [...zones, 'UTC']);
+}
 
 const cronExpression = z
   .string()

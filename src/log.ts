@@ -25,6 +25,10 @@ export const REDACT_PATHS = [
   'LOG_DRAIN_SECRET',
   'LOG_DRAIN_TOKEN',
   'API_TOKENS',
+  // The demo drain's generated signing key: nobody needs it (the in-process simulator signs with it), and a log
+  // is no place for a key (issue 30.13).
+  'demoDrainSigningKey',
+  '*.demoDrainSigningKey',
 ];
 
 export function createLogger(level = 'info', options: LoggerOptions = {}): Logger {
@@ -33,7 +37,9 @@ export function createLogger(level = 'info', options: LoggerOptions = {}): Logge
     level,
     base: { service: 'tallyhouse' },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true } } } : {}),
+    // One line a record on a terminal: with a line per field the "listening ... try: curl" line came after about
+    // 75 lines (issue 30.13). JSON (not a terminal) is unchanged.
+    ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, singleLine: true, ignore: 'service' } } } : {}),
     ...options,
   });
 }

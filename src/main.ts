@@ -4,6 +4,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, getConfig, isDemoMode, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { commandHost, commandIO } from './cli/io.js';
+import { describeArgsError, didYouMean, wantsHelp } from './cli/suggest.js';
 import type { Extension } from './runtime.js';
 import type { DemoWiring, JobRunnerHandle } from './jobs/extension.js';
 
@@ -46,7 +47,7 @@ const commands: Record<string, Command> = {
     run: () => migrateCommand(),
   },
   collect: {
-    summary: 'run one collector now (backfills with --from/--to); `tallyhouse collect` lists them',
+    summary: 'run one collector now (backfills with --from/--to); `tallyhouse collect --help` lists them',
     usage: 'tallyhouse collect <job> [--from YYYY-MM-DD --to YYYY-MM-DD] [--timezone ZONE]',
     raw: async (argv) => {
       const [{ collectCommand }, { allJobs }] = await Promise.all([import('./jobs/cli.js'), import('../jobs/index.js')]);
@@ -64,7 +65,7 @@ const commands: Record<string, Command> = {
     raw: async (argv) => (await import('./collectors/logs-tail.js')).logsCommand(argv),
   },
   report: {
-    summary: 'write a report from the store: `report finance --month YYYY-MM --timezone ZONE [--out file.csv]`, `report focus --month YYYY-MM`',
+    summary: 'write a report from the store: `report finance --month YYYY-MM [--timezone ZONE] [--out file.csv]`, `report focus --month YYYY-MM`, `report efficiency --month YYYY-MM`',
     usage:
       'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
       '       tallyhouse report focus --month YYYY-MM [--out file.csv]',
@@ -82,10 +83,12 @@ const commands: Record<string, Command> = {
   },
   help: {
     summary: 'show this help',
-    usage: 'tallyhouse help',
+    usage: 'tallyhouse help [command]',
     allowPositionals: true,
-    run: async () => {
-      process.stdout.write(usage());
+    run: async ({ positionals }) => {
+      // `tallyhouse help collect usage` is `tallyhouse collect usage --help`.
+      if (positionals.length > 0) return main([...positionals, '--help']);
+      commandIO().out(usage());
       return 0;
     },
   },
@@ -113,6 +116,25 @@ function usage(): string {
   const width = Math.max(...Object.keys(commands).map((n) => n.length));
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
   return `Usage: tallyhouse <command> [options]   (tallyhouse <command> --help; tallyhouse --version)\n\nCommands:\n${lines.join('\n')}\n\nConfiguration is read from the environment; see README.md.\n`;
+}
+
+/**
+ * `tallyhouse <command> [<subcommand>] --help`: the usage of what was named, exit 0; a misspelt subcommand is a
+ * usage error (exit 2) with "did you mean", so `collect usgae --help` does not print help for something else.
+ */
+async function commandHelp(name: string, command: Command, rest: string[]): Promise<number> {
+  const io = commandIO();
+  const sub = rest[0] !== undefined && !rest[0].startsWith('-') ? rest[0] : undefined;
+  if (name === 'collect') {
+    const [{ collectHelp }, { allJobs }] = await Promise.all([import('./jobs/cli.js'), import('../jobs/index.js')]);
+    return collectHelp(allJobs, sub);
+  }
+  if (name === 'report') return (await import('./api/cli.js')).reportHelp(sub);
+  if (name === 'logs') return (await import('./collectors/logs-tail.js')).logsHelp(sub);
+  if (name === 'sim') return (await import('./sim/cli.js')).simCommand(rest);
+  if (name === 'help') return main(['--help']);
+  io.out(`Usage: ${command.usage}\n\n${command.summary}\n`);
+  return 0;
 }
 
 /**
@@ -250,14 +272,12 @@ export async function main(argv: string[]): Promise<number> {
   }
   const command = commands[name];
   if (!command) {
-    commandIO().err(`tallyhouse: unknown command ${JSON.stringify(name)}\n\n${usage()}`);
+    // One line and the way on, as git and gh answer a typo (the whole list buried the suggestion).
+    commandIO().err(`tallyhouse: unknown command ${JSON.stringify(name)}${didYouMean(name, Object.keys(commands))}\nRun 'tallyhouse --help' to list the commands.\n`);
     return 2;
   }
-  // `--help` on any command (those that parse their own arguments, `collect` and `sim`, answer it themselves).
-  if ((rest.includes('--help') || rest.includes('-h')) && name !== 'collect' && name !== 'sim') {
-    commandIO().out(`Usage: ${command.usage}\n\n${command.summary}\n`);
-    return 0;
-  }
+  // `--help` on any command and subcommand, answered before any configuration is read or store opened.
+  if (wantsHelp(rest)) return commandHelp(name, command, rest);
   // While a service holds the data directory (or TALLYHOUSE_URL names one), it runs the command for us.
   if (HOSTED_COMMANDS.has(name) && !commandHost()) {
     const { findService, runInService } = await import('./cli/remote.js');
@@ -274,7 +294,7 @@ export async function main(argv: string[]): Promise<number> {
       strict: true,
     });
   } catch (err) {
-    commandIO().err(`tallyhouse ${name}: ${(err as Error).message}\n\nUsage: ${command.usage}\n`);
+    commandIO().err(`tallyhouse ${name}: ${describeArgsError(err, Object.keys(command.options ?? {}))}\nUsage: ${command.usage}\n`);
     return 2;
   }
   return command.run!(parsed);
@@ -303,8 +323,18 @@ export function reportFatal(err: unknown, write: (text: string) => void = (t) =>
     write(`tallyhouse: ${err.message}\n`);
     return 1;
   }
+  // Anything else is a bug: one line naming it, and the stack only when asked for (--debug, LOG_LEVEL=debug).
+  if (err instanceof Error && !debugRequested()) {
+    write(`tallyhouse: ${err.name}: ${err.message} (unexpected: run it again with --debug or LOG_LEVEL=debug for the stack, and report it)\n`);
+    return 1;
+  }
   write(`tallyhouse: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   return 1;
+}
+
+let debugFlag = false;
+function debugRequested(): boolean {
+  return debugFlag || ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '') || ['debug', 'trace'].includes(process.env.CLI_LOG_LEVEL ?? '');
 }
 
 export type { Config };
@@ -314,6 +344,11 @@ export async function run(argv: string[]): Promise<never> {
   const { EXIT_BROKEN_PIPE, flushStdio, stdoutClosed, watchStdio } = await import('./cli/stdio.js');
   watchStdio();
   let code: number;
+  // `--debug` anywhere: stacks of unexpected errors are printed (it is no command's option).
+  if (argv.includes('--debug')) {
+    debugFlag = true;
+    argv = argv.filter((a) => a !== '--debug');
+  }
   try {
     code = await main(argv);
   } catch (err) {

@@ -180,6 +180,15 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         variable: 'METRICS_TOKEN',
         expected: `a token of at least ${MIN_TOKEN_LENGTH} characters when HOST is not a loopback address: GET /metrics carries month-to-date cost per app`,
       },
+      // Named together (issue 30.8): API_TOKENS was named only on the next start, once METRICS_TOKEN was set.
+      ...((config.API_TOKENS ?? []).length === 0
+        ? [{ variable: 'API_TOKENS', expected: `comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters each when HOST is not a loopback address: the query API answers cost and logs` }]
+        : []),
+    ]);
+  }
+  if ((config.API_TOKENS ?? []).length === 0 && !isLoopbackHost(config.HOST)) {
+    throw new ConfigError([
+      { variable: 'API_TOKENS', expected: `comma-separated tokens of at least ${MIN_TOKEN_LENGTH} characters each when HOST is not a loopback address: the query API answers cost and logs` },
     ]);
   }
   // The port first: a busy port is one line before the store, the simulator or a job has started.
@@ -204,9 +213,27 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   }) as unknown as FastifyInstance;
   // First of all hooks, so every route (API, /metrics, push endpoints, admin) refuses a rebound Host.
   installHostCheck(app, config);
+  // A refused request's reason, from the error body it is answered with (issue 30.13: every 400 was logged as
+  // "WARN request failed" with no reason, so the log could not say what the client got wrong).
+  const reasons = new WeakMap<object, string>();
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (reply.statusCode >= 400 && typeof payload === 'string' && payload.length <= 16_384 && payload.startsWith('{')) {
+      try {
+        const body = JSON.parse(payload) as { error?: { message?: unknown } | string; message?: unknown };
+        const reason = typeof body.error === 'object' ? body.error?.message : body.message ?? body.error;
+        if (typeof reason === 'string') reasons.set(request, reason.slice(0, 500));
+      } catch {
+        // not JSON after all: no reason to add
+      }
+    }
+    return payload;
+  });
   app.addHook('onResponse', async (request, reply) => {
-    const fields = { method: request.method, url: request.url, statusCode: reply.statusCode, durationMs: Math.round(reply.elapsedTime) };
-    if (reply.statusCode >= 400 || reply.elapsedTime >= SLOW_REQUEST_MS) request.log.warn(fields, reply.statusCode >= 400 ? 'request failed' : 'slow request');
+    const fields = { method: request.method, url: request.url, statusCode: reply.statusCode, durationMs: Math.round(reply.elapsedTime), reason: reasons.get(request) };
+    // A client's mistake (4xx) is the client's to fix: info with the reason; the service's own failures warn.
+    if (reply.statusCode >= 500) request.log.warn(fields, 'request failed');
+    else if (reply.statusCode >= 400) request.log.info(fields, `request refused (${reply.statusCode})${fields.reason ? `: ${fields.reason}` : ''}`);
+    else if (reply.elapsedTime >= SLOW_REQUEST_MS) request.log.warn(fields, 'slow request');
     else request.log.debug(fields, 'request completed');
   });
   await app.register(healthRoutes, { store: rt.store, registry: rt.registry, metricsToken: config.METRICS_TOKEN });

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { DateTime, IANAZone } from 'luxon';
 import { getConfig } from '../config.js';
 import { commandIO } from '../cli/io.js';
+import { describeArgsError, didYouMean } from '../cli/suggest.js';
 import { withCommandRuntime } from '../service.js';
 import { financeProblem, financeReport, financeTable } from './finance.js';
 import { focusOptions, focusReport, focusTable, FocusNoDataError } from './focus.js';
@@ -17,6 +18,36 @@ const USAGE =
   '       tallyhouse report changes --month YYYY-MM [--baseline YYYY-MM] [--group-by ...]   (why the bill changed)\n' +
   `       ${EFFICIENCY_USAGE}`;
 
+const REPORTS = ['finance', 'focus', 'efficiency'];
+
+const FINANCE_HELP =
+  'Usage: tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n\n' +
+  'The monthly finance report of both product lines, from the store. --timezone (default UTC) is the zone whose\n' +
+  'month is reported; its usage must have been collected in that zone (TIMEZONES, or collect usage --timezone).\n' +
+  '--format defaults to json for an --out ending in .json, else csv.\n';
+const FOCUS_HELP =
+  'Usage: tallyhouse report focus --month YYYY-MM [--out file.csv]\n\n' +
+  'The month as a FOCUS 1.2 cost-and-usage CSV, in UTC days: it needs usage collected in UTC.\n';
+
+/** `tallyhouse report [finance|focus] --help`. */
+export function reportHelp(kind: string | undefined): number {
+  const io = commandIO();
+  if (kind === 'finance' || kind === 'focus') {
+    io.out(kind === 'finance' ? FINANCE_HELP : FOCUS_HELP);
+    return 0;
+  }
+  if (kind === 'efficiency') {
+    io.out(`Usage: ${EFFICIENCY_USAGE}\nThe month's busy, idle and draining spend per day, app and machine type (--hints: right-sizing and keep-warm hints).\n`);
+    return 0;
+  }
+  if (kind !== undefined) {
+    io.err(`tallyhouse report: unknown report ${JSON.stringify(kind)}${didYouMean(kind, REPORTS)}\nUsage: ${USAGE}`);
+    return 2;
+  }
+  io.out(`Usage: ${USAGE}`);
+  return 0;
+}
+
 /** `tallyhouse report finance|focus ...`: a report from the store, as CSV (default) or JSON. */
 export async function reportCommand(argv: string[]): Promise<number> {
   const io = commandIO();
@@ -25,7 +56,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
   if (kind === 'efficiency') return efficiencyCommand(rest);
   if (kind === 'changes') return changesCommand(rest);
   if (kind !== 'finance') {
-    io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}` : 'which report?'}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}${didYouMean(kind, REPORTS)}` : 'which report? finance, focus or efficiency'}\nUsage: ${USAGE}`);
     return 2;
   }
   let values: { month?: string; timezone?: string; out?: string; format?: string };
@@ -36,7 +67,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
       strict: true,
     }));
   } catch (err) {
-    io.err(`tallyhouse report finance: ${(err as Error).message}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse report finance: ${describeArgsError(err, ['month', 'timezone', 'out', 'format'])}\nUsage: ${USAGE}`);
     return 2;
   }
   const problems: string[] = [];
@@ -87,7 +118,7 @@ async function focusCommand(args: string[]): Promise<number> {
   try {
     ({ values } = parseArgs({ args, options: { month: { type: 'string' }, out: { type: 'string' } }, strict: true }));
   } catch (err) {
-    io.err(`tallyhouse report focus: ${(err as Error).message}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse report focus: ${describeArgsError(err, ['month', 'out'])}\nUsage: ${USAGE}`);
     return 2;
   }
   if (!values.month || !/^\d{4}-(0[1-9]|1[0-2])$/.test(values.month)) {
@@ -104,7 +135,10 @@ async function focusCommand(args: string[]): Promise<number> {
       rows = await focusReport(rt.store, values.month!, focusOptions(rt.config));
     } catch (err) {
       if (!(err instanceof FocusNoDataError)) throw err;
-      io.err(`tallyhouse report focus: ${err.message}\n`);
+      // The commands with the month's dates, as the finance report's hint gives them (issue 30.5: it said `...`).
+      const from = `${values.month}-01`;
+      const to = DateTime.fromISO(from, { zone: 'utc' }).plus({ months: 1 }).toISODate()!;
+      io.err(`tallyhouse report focus: ${err.message.replaceAll('--timezone UTC ...', `--timezone UTC --from ${from} --to ${to}`)}\n`);
       return 1;
     }
     const text = toCsv(focusTable(rows));

@@ -91,6 +91,8 @@ export interface FinanceReport {
 
 export const FINANCE_COLUMNS: Array<keyof FinanceRow> = [
   'row_type',
+  // Second, not 14th (issue 30.14): which product line a row is is the first thing a reader sorts by.
+  'product',
   'app',
   'machine_type',
   'currency',
@@ -103,7 +105,6 @@ export const FINANCE_COLUMNS: Array<keyof FinanceRow> = [
   'difference',
   'flagged',
   'month_complete',
-  'product',
   'endpoint_id',
   'unit',
   'quantity',
@@ -309,7 +310,11 @@ export async function financeReport(
 }
 
 export function financeTable(report: FinanceReport): Table {
-  return { columns: FINANCE_COLUMNS, rows: [...report.rows, ...report.product_totals, ...report.totals] as unknown as Table['rows'] };
+  // Machine-seconds do not apply to model API rows: empty in the table (they read as 0 seconds), kept in JSON.
+  const rows = [...report.rows, ...report.product_totals, ...report.totals].map((r) =>
+    r.product === 'model_api' ? { ...r, machine_seconds: '', surge_machine_seconds: '' } : r,
+  );
+  return { columns: FINANCE_COLUMNS, rows: rows as unknown as Table['rows'] };
 }
 
 /**

@@ -38,7 +38,8 @@ export const dateParam = (what: string) =>
     .refine((v) => {
       const d = new Date(`${v}T00:00:00Z`);
       return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(v) && v >= '2000-01-01' && v <= '2100-01-01';
-    }, `expected a real calendar date between 2000-01-01 and 2100-01-01 (${what})`);
+    }, `expected a real calendar date between 2000-01-01 and 2100-01-01 (${what})`)
+    .describe(`a date YYYY-MM-DD (${what})`);
 
 export const formatParam = z.enum(['json', 'csv']).optional();
 
@@ -49,8 +50,18 @@ export function parseQuery<S extends z.ZodType>(schema: S, request: FastifyReque
   const issue = result.error.issues[0];
   const parameter = String(issue.path[0] ?? 'query');
   let expected = issue.message;
+  const shape: Record<string, z.ZodType> = (schema as unknown as z.ZodObject).shape ?? {};
   if (issue.code === 'unrecognized_keys') {
-    return raise(badParameter(issue.keys[0], `unknown parameter; allowed: ${Object.keys((schema as unknown as z.ZodObject).shape ?? {}).join(', ')}`));
+    // Issue 30.9: a route without parameters said "allowed: " (empty), and format=csv on a JSON-only route no more.
+    const allowed = Object.keys(shape);
+    const why = issue.keys[0] === 'format' && !('format' in shape) ? 'this route answers JSON only' : 'unknown parameter';
+    return raise(badParameter(issue.keys[0], allowed.length > 0 ? `${why}; allowed: ${allowed.join(', ')}` : `${why}; this route takes no query parameters`));
+  }
+  if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) {
+    // A missing parameter said "Invalid input: expected string, received undefined": name it required, and what it takes.
+    const probe = shape[parameter]?.safeParse('');
+    const takes = probe && !probe.success ? probe.error.issues[0]?.message : undefined;
+    return raise(badParameter(parameter, `required${takes && !/received/.test(takes) ? `; ${takes}` : ''}`));
   }
   if (issue.code === 'invalid_value') expected = `expected one of ${issue.values.map(String).join(', ')}`;
   if (issue.code === 'invalid_type' && issue.expected === 'number') expected = 'expected a number';
@@ -132,6 +143,12 @@ export function sendTable(
 
 /** One place that turns errors into answers: client errors say what is wrong; nothing else leaks SQL or stacks. */
 export function installErrorHandler(app: FastifyInstance, rt: Pick<Runtime, 'logger'>): void {
+  // An unknown route answers in the API's own error shape (it was fastify's {message, error, statusCode}).
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({
+      error: { type: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}; the routes are listed at /api/v1/openapi.json` },
+    }),
+  );
   app.setErrorHandler((err, request, reply) => {
     if (err instanceof ApiError) {
       return reply.code(err.statusCode).send({

@@ -187,9 +187,9 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
     path: '/reports/finance',
     operationId: 'getFinanceReport',
     response: FinanceResponse,
-    summary: 'Monthly cost per app and machine type in a timezone, with totals per currency and a reconciliation',
+    summary: 'Monthly cost of both product lines in a timezone (serverless per app and machine type, model APIs per endpoint, unit and key), with totals per currency and a reconciliation',
     description:
-      'One row per app and machine type (machine-seconds, surge machine-seconds, subtotal, discount, total), a total row per currency, and the platform summary for the month compared with the sum of the daily buckets (flagged when they differ by more than 0.01). month_complete is false while the month is not over. A month with no usage collected in the timezone is a 404 naming the collect command; a month that has not started is a 400.',
+      'Serverless: one row per app and machine type (machine-seconds, surge machine-seconds, subtotal, discount, total); model APIs: one row per endpoint, unit and API key (quantity, subtotal, discount, total; machine-seconds empty in CSV); `product` says which; a subtotal row per product and currency, a total row per currency, and the platform summary for the month compared with the sum of the daily buckets (flagged when they differ by more than 0.01). month_complete is false while the month is not over. A month with no usage collected in the timezone is a 404 naming the collect command; a month that has not started is a 400.',
     query: z.strictObject({
       month: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM').refine((m) => m >= '2000-01' && m <= '2100-01', 'expected a month between 2000-01 and 2100-01'),
       timezone: z.string().default('UTC'),

@@ -88,8 +88,8 @@ export function sessionRoutes(app: FastifyInstance, registry: RouteRegistry, rt:
       const requests = await requestDetails(rt, ids, { from: first.minus({ days: 1 }), to: last.plus({ days: 1 }) });
       return {
         session_id,
-        items,
-        requests,
+        items: items.map((i) => isoTimes(i)),
+        requests: requests.map((r) => ({ ...r, ended_at: isoUtc(r.ended_at), log_lines: r.log_lines.map((l) => ({ ...l, timestamp: isoUtc(l.timestamp) })) })),
         request_ids_total: mentioned.length,
         truncated: { items: read.length > maxItems, requests: mentioned.length > ids.length },
       };
@@ -113,7 +113,16 @@ export function sessionRoutes(app: FastifyInstance, registry: RouteRegistry, rt:
       if (to <= from) throw badParameter('to', 'expected an end after from (to is exclusive)');
       checkRangeDays(to.diff(from, 'days').days, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
       const sessions = await sessionRanking(rt.store, { app: q.app, from: sql(from), to: sql(to), limit: q.limit, endpoint_ids: [] });
-      return { from: from.toISO(), to: to.toISO(), sessions };
+      return { from: from.toISO(), to: to.toISO(), sessions: sessions.map((x) => isoTimes(x)) };
     },
   });
+}
+
+/** Issue 30.14: the store's "2026-11-26 05:01:59.631" (UTC) as the ISO 8601 with Z the rest of the API answers. */
+const SQL_TIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?$/;
+function isoUtc<T>(value: T): T | string {
+  return typeof value === 'string' && SQL_TIME.test(value) ? DateTime.fromSQL(value, { zone: 'utc' }).toISO()! : value;
+}
+function isoTimes<T extends object>(row: T): T {
+  return Object.fromEntries(Object.entries(row).map(([k, v]) => [k, isoUtc(v)])) as T;
 }

@@ -140,6 +140,16 @@ export async function runInService(target: ServiceTarget, argv: string[]): Promi
   } catch (err) {
     throw new ServiceUnreachableError(target.url, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
   }
+  if ((res.statusCode === 401 || res.statusCode === 403) && process.env.TALLYHOUSE_ADMIN_TOKEN === target.token) {
+    // A wrong token is a setting to fix, not a service still starting or stopping (what the message said).
+    await res.body.dump();
+    throw new ConfigError([
+      {
+        variable: 'TALLYHOUSE_ADMIN_TOKEN',
+        expected: `the admin token of the service at ${redactUrl(target.url)}, which refused this one (HTTP ${res.statusCode}): copy "token" from that service's DATA_DIR/${ADMIN_FILE}`,
+      },
+    ]);
+  }
   if (res.statusCode !== 200) {
     const text = await res.body.text();
     throw new ServiceUnreachableError(target.url, `HTTP ${res.statusCode}: ${text.slice(0, 200)}`);

@@ -12,7 +12,9 @@ import { onStdoutClosed } from '../cli/stdio.js';
 import { createCommandLogger } from '../log.js';
 import { withCommandRuntime } from '../service.js';
 import { openPlatformSource } from '../jobs/platform-source.js';
-import { LogRecord, platformPaths, type PlatformClient } from '../platform/index.js';
+import { AppsResponse, LogRecord, PlatformError, platformPaths, type PlatformClient } from '../platform/index.js';
+import { LOG_LEVELS } from '../store/tables/logs.js';
+import { closest, describeArgsError, didYouMean } from '../cli/suggest.js';
 import type { Runtime } from '../runtime.js';
 import { REJECTS_TABLE } from '../store/writer.js';
 import { collectorRejects } from './common.js';
@@ -101,6 +103,9 @@ export async function followLogStream(platform: PlatformClient, o: FollowOptions
       if (ended) reason = ended;
     } catch (err) {
       if (o.signal.aborted) return;
+      // A refusal that retrying cannot change (404 no such app, 401/403 the key, 400 a filter) ends the tail: it
+      // reconnected forever, printing the same 404 with a growing wait.
+      if (err instanceof PlatformError && !err.retryable) throw new TailRefusedError(err);
       reason = err instanceof Error ? err.message : String(err);
     }
     if (o.signal.aborted) return;
@@ -113,6 +118,62 @@ export async function followLogStream(platform: PlatformClient, o: FollowOptions
       return;
     }
   }
+}
+
+/** The platform refused the stream for a reason a retry cannot change: the tail ends (exit 1) with it. */
+export class TailRefusedError extends Error {
+  constructor(readonly platformError: PlatformError) {
+    super(platformError.message);
+    this.name = 'TailRefusedError';
+  }
+}
+
+/** Levels `--level` accepts (any case; comma-separated for several): those the platform's records carry. */
+export const TAIL_LEVELS = Object.keys(LOG_LEVELS);
+
+/** `--level`'s value checked before anything is opened; upper-cased, as the platform matches levels exactly. */
+export function parseTailLevel(value: string): { level: string } | { error: string } {
+  const typedLevels = value.split(',').map((l) => l.trim());
+  const bad = typedLevels.find((l) => !TAIL_LEVELS.includes(l.toUpperCase()));
+  if (bad === undefined && typedLevels.length > 0) return { level: typedLevels.map((l) => l.toUpperCase()).join(',') };
+  const typed = bad ?? value;
+  return { error: `--level: unknown level ${JSON.stringify(typed)}${didYouMean(typed, TAIL_LEVELS)}; expected one of ${TAIL_LEVELS.join(', ')} (any case; comma-separated for several)` };
+}
+
+/** The next step after a 404 for `--app`: the closest app the platform lists ("did you mean"), or what it lists. */
+async function appHint(platform: PlatformClient, typed: string): Promise<string> {
+  let names: string[];
+  try {
+    const listing = await platform.getJson(platformPaths.apps, { schema: AppsResponse });
+    names = listing.apps.map((a) => (a.owner && a.name ? `${a.owner}/${a.name}` : a.endpoint_id));
+  } catch {
+    return '; check --app: an app\'s OWNER/NAME as the platform lists it, or its id';
+  }
+  const byName = names.map((n) => n.slice(n.indexOf('/') + 1));
+  const near = closest(typed, names) ?? (closest(typed, byName) !== undefined ? names[byName.indexOf(closest(typed, byName)!)] : undefined);
+  if (near !== undefined) return `; did you mean --app ${near}?`;
+  return `; --app takes OWNER/NAME as the platform lists it (${names.length} apps, e.g. ${names.slice(0, 3).join(', ')})`;
+}
+
+/** `tallyhouse logs [tail] --help`. */
+export function logsHelp(sub: string | undefined): number {
+  const io = commandIO();
+  if (sub !== undefined && sub !== 'tail') {
+    io.err(`tallyhouse logs: unknown subcommand ${JSON.stringify(sub)}${didYouMean(sub, ['tail'])}\nUsage: ${USAGE}`);
+    return 2;
+  }
+  io.out(
+    `Usage: ${USAGE}\n` +
+      'Follows the platform\'s live log stream until Ctrl-C; reconnects and resumes by itself when the stream drops.\n' +
+      '  --app OWNER/APP     only this app (its owner/name, or its id); an app the platform does not know ends the tail (exit 1)\n' +
+      `  --level LEVEL       only records of these levels: ${TAIL_LEVELS.join(', ')} (any case; comma-separated)\n` +
+      '  --search TEXT       only records whose message contains TEXT\n' +
+      '  --request-id ID     only the records of one request\n' +
+      '  --store             also store the records in the logs table (origin tail)\n' +
+      '  --json              NDJSON also on a terminal (the default when piped)\n' +
+      'Exit codes: 0 stopped (Ctrl-C, or the reader went away: 141), 1 the platform refused the stream, 2 a usage error.\n',
+  );
+  return 0;
 }
 
 const LEVEL_COLOURS: Record<string, string> = { ERROR: '\u001b[31m', CRITICAL: '\u001b[31m', FATAL: '\u001b[31m', WARNING: '\u001b[33m', WARN: '\u001b[33m', DEBUG: '\u001b[2m' };
@@ -193,7 +254,7 @@ export async function logsCommand(argv: string[]): Promise<number> {
   const io = commandIO();
   const [sub, ...rest] = argv;
   if (sub !== 'tail') {
-    io.err(`tallyhouse logs: ${sub ? `unknown subcommand ${JSON.stringify(sub)}` : 'which subcommand?'}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse logs: ${sub ? `unknown subcommand ${JSON.stringify(sub)}${didYouMean(sub, ['tail'])}` : 'which subcommand? tail'}\nUsage: ${USAGE}`);
     return 2;
   }
   let values: { app?: string; level?: string; search?: string; 'request-id'?: string; store?: boolean; json?: boolean };
@@ -211,8 +272,24 @@ export async function logsCommand(argv: string[]): Promise<number> {
       strict: true,
     }));
   } catch (err) {
-    io.err(`tallyhouse logs tail: ${(err as Error).message}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse logs tail: ${describeArgsError(err, ['app', 'level', 'search', 'request-id', 'store', 'json'])}\nUsage: ${USAGE}`);
     return 2;
+  }
+  // Arguments are checked before anything is opened: `--level err` streamed nothing forever.
+  let level: string | undefined;
+  if (values.level !== undefined) {
+    const checked = parseTailLevel(values.level);
+    if ('error' in checked) {
+      io.err(`tallyhouse logs tail: ${checked.error}\n`);
+      return 2;
+    }
+    level = checked.level;
+  }
+  for (const [name, value] of [['app', values.app], ['search', values.search], ['request-id', values['request-id']]] as const) {
+    if (value !== undefined && value.trim() === '') {
+      io.err(`tallyhouse logs tail: --${name}: expected a value, got an empty one\n`);
+      return 2;
+    }
   }
   const config = getConfig();
   const logger = createCommandLogger(config.CLI_LOG_LEVEL);
@@ -225,7 +302,7 @@ export async function logsCommand(argv: string[]): Promise<number> {
   process.once('SIGTERM', onSignal);
   // A reader that went away (`| head`) ends the tail as Ctrl-C does.
   const unwatchStdout = commandHost() ? () => undefined : onStdoutClosed(onSignal);
-  const filters: TailFilters = { app: values.app, level: values.level, search: values.search, requestId: values['request-id'] };
+  const filters: TailFilters = { app: values.app, level, search: values.search, requestId: values['request-id'] };
   const described = Object.entries(filters).filter(([, v]) => v).map(([k, v]) => `${k}=${v}`).join(' ');
   io.err(`tallyhouse logs tail: following the live log stream${described ? ` (${described})` : ''}${values.store ? ', storing the lines' : ''}; Ctrl-C to stop\n`);
   let printed = 0;
@@ -243,6 +320,7 @@ export async function logsCommand(argv: string[]): Promise<number> {
         else if (state.resumedFrom) io.err(`tallyhouse logs tail: reconnected; resuming after ${state.resumedFrom}\n`);
       },
     });
+  let code = 0;
   try {
     if (values.store) {
       await withCommandRuntime(config, async (rt) => {
@@ -258,11 +336,17 @@ export async function logsCommand(argv: string[]): Promise<number> {
       await follow(null);
       io.err(`tallyhouse logs tail: ${printed} line(s)\n`);
     }
+  } catch (err) {
+    if (!(err instanceof TailRefusedError)) throw err;
+    const e = err.platformError;
+    const next = e.status === 404 && values.app !== undefined ? await appHint(source.platform, values.app) : '';
+    io.err(`tallyhouse logs tail: the platform refused the stream (${escapeControls(e.status === null ? e.type : `${e.status} ${e.type}`)}): ${escapeControls(e.message)}${next}\n`);
+    code = 1;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     unwatchStdout();
     await source.close();
   }
-  return 0;
+  return code;
 }

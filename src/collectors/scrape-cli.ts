@@ -1,5 +1,9 @@
 import { parseArgs } from 'node:util';
-import { getConfig } from '../config.js';
+import { ZodError } from 'zod';
+import { getConfig, isDemoMode } from '../config.js';
+import { describeArgsError } from '../cli/suggest.js';
+import { createCommandLogger } from '../log.js';
+import { openPlatformSource } from '../jobs/platform-source.js';
 import { commandIO } from '../cli/io.js';
 import { sampleToJson } from '../promtext/index.js';
 import { redactUrl, redactUrls } from '../redact.js';
@@ -29,29 +33,75 @@ export async function scrapeCommand(argv: string[]): Promise<number> {
       strict: true,
     }));
   } catch (err) {
-    io.err(`tallyhouse scrape: ${(err as Error).message}\n\nUsage: ${USAGE}`);
+    io.err(`tallyhouse scrape: ${describeArgsError(err, ['target', 'job', 'header', 'dry-run'])}\nUsage: ${USAGE}`);
     return 2;
   }
-  const config = getConfig();
   let targets: ScrapeTarget[];
-  try {
-    const headers: Record<string, string> = {};
-    for (const h of values.header ?? []) {
-      const i = h.indexOf(':');
-      if (i <= 0) throw new Error(`--header ${JSON.stringify(h)}: expected "Name: value"`);
-      headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim();
+  const headers: Record<string, string> = {};
+  for (const h of values.header ?? []) {
+    const i = h.indexOf(':');
+    // A header's value may be a secret: only its name is echoed.
+    if (i <= 0) return usageError(`--header: expected "Name: value" (got ${i < 0 ? 'no colon' : 'no name'})`);
+    headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim();
+  }
+  if (values.target !== undefined) {
+    // A zod issue list was printed raw here; a URL without its scheme gets the one it likely meant.
+    const problem = targetProblem(values.target);
+    if (problem) return usageError(problem);
+    try {
+      targets = [commandLineTarget(values.target, values.job, headers)];
+    } catch (err) {
+      if (!(err instanceof ZodError)) throw err;
+      return usageError(`--target/--job/--header: ${err.issues.map((i) => `${i.path.join('.') || 'target'}: ${i.message}`).join('; ')}`);
     }
-    targets = values.target
-      ? [commandLineTarget(values.target, values.job, headers)]
-      : scrapeTargets(config, { baseUrl: config.SVC_BASE_URL, apiKey: config.SVC_API_KEY });
-  } catch (err) {
-    io.err(`tallyhouse scrape: ${(err as Error).message}\n`);
-    return 2;
+  } else {
+    const config = getConfig();
+    targets = scrapeTargets(config, { baseUrl: config.SVC_BASE_URL, apiKey: config.SVC_API_KEY });
+    // Demo mode: the service scrapes its built-in simulator's exposition, and so does this command (it said to set
+    // SVC_API_KEY, a key the demo does not need).
+    if (targets.length === 0 && isDemoMode(config)) return scrapeDemo(values['dry-run'] ?? false);
   }
   if (targets.length === 0) {
-    io.err('tallyhouse scrape: no target: give --target URL, or set SCRAPE_TARGETS or SVC_API_KEY\n');
+    io.err('tallyhouse scrape: no target: give --target URL, or set SCRAPE_TARGETS (or SVC_API_KEY for the platform\'s own exposition)\n');
     return 2;
   }
+  return scrapeNow(targets, values['dry-run'] ?? false);
+}
+
+function usageError(message: string): number {
+  commandIO().err(`tallyhouse scrape: ${message}\nUsage: ${USAGE}`);
+  return 2;
+}
+
+/** What is wrong with a --target, or undefined: an http(s) URL, never one carrying credentials in the clear. */
+export function targetProblem(target: string): string | undefined {
+  let url: URL | undefined;
+  try {
+    url = new URL(target);
+  } catch {
+    url = undefined;
+  }
+  if (url && (url.protocol === 'http:' || url.protocol === 'https:')) return undefined;
+  const guess = /^[\w.-]+(:\d+)?(\/|$)/.test(target) || /^\[[0-9a-f:]+\](:\d+)?(\/|$)/i.test(target) ? `; did you mean --target ${redactUrl(`http://${target}`)}?` : '';
+  return `--target: expected an http(s) URL such as http://127.0.0.1:9100/metrics${guess}`;
+}
+
+/** Demo mode without targets: one scrape of a simulator started for this command, as the service scrapes its own. */
+async function scrapeDemo(dryRun: boolean): Promise<number> {
+  const config = getConfig();
+  const source = await openPlatformSource(config, createCommandLogger(config.CLI_LOG_LEVEL), { demoNoticeLevel: 'info' });
+  try {
+    commandIO().err('tallyhouse scrape: demo mode (no SVC_API_KEY): scraping the built-in platform simulator, as the service does\n');
+    return await scrapeNow(scrapeTargets(config, { baseUrl: source.sim!.url, apiKey: source.sim!.keys.api }), dryRun);
+  } finally {
+    await source.close();
+  }
+}
+
+async function scrapeNow(targets: ScrapeTarget[], dryRun: boolean): Promise<number> {
+  const io = commandIO();
+  const config = getConfig();
+  const values = { 'dry-run': dryRun };
   if (values['dry-run']) {
     let failed = 0;
     for (const target of targets) {

@@ -5,7 +5,8 @@ import { commandHost, commandIO } from '../cli/io.js';
 import { closeRuntime, openRuntime } from '../service.js';
 import type { JobArgs, JobDefinition } from './job.js';
 import { COMMON_OPTIONS, parseJobArgs, UsageError } from './options.js';
-import { openPlatformSource } from './platform-source.js';
+import { openPlatformSource, runtimeFor } from './platform-source.js';
+import { describeArgsError, didYouMean } from '../cli/suggest.js';
 import { consoleProgress } from './progress.js';
 import { Scheduler } from './scheduler.js';
 
@@ -26,7 +27,11 @@ export function collectUsage(allJobs: JobDefinition[]): string {
 export function parseCollectArgs(allJobs: JobDefinition[], argv: string[]): { job: JobDefinition; args: JobArgs } | { error: string } {
   const [name, ...rest] = argv;
   const job = allJobs.find((j) => j.name === name);
-  if (!job) return { error: `tallyhouse collect: ${name ? `unknown job ${JSON.stringify(name)}` : 'which job?'}\n\n${collectUsage(allJobs)}` };
+  if (!job) {
+    if (!name) return { error: `tallyhouse collect: which job?\n\n${collectUsage(allJobs)}` };
+    const jobs = allJobs.map((j) => j.name);
+    return { error: `tallyhouse collect: unknown job ${JSON.stringify(name)}${didYouMean(name, jobs)}\nJobs: ${jobs.join(', ')} ('tallyhouse collect --help' describes them)\n` };
+  }
   const names = [...COMMON_OPTIONS, ...Object.keys(job.options?.shape ?? {})];
   try {
     const { values } = parseArgs({
@@ -39,10 +44,30 @@ export function parseCollectArgs(allJobs: JobDefinition[], argv: string[]): { jo
   } catch (err) {
     const parseArgsError = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS_');
     if (!(err instanceof UsageError) && !parseArgsError) throw err;
-    // parseArgs explains how to pass a positional that starts with '-': not what a collect user needs.
-    const message = (err as Error).message.replace(/\. To specify a positional argument.*$/, '');
-    return { error: `tallyhouse collect ${job.name}: ${message}\n\n${jobUsage(job)}\n` };
+    const message = parseArgsError ? describeArgsError(err, names) : (err as Error).message;
+    return { error: `tallyhouse collect ${job.name}: ${message}\nUsage: tallyhouse collect ${job.name} [options]\n${jobUsage(job)}\n` };
   }
+}
+
+/** `tallyhouse collect [<job>] --help`: every job, or the one named with its options; a misspelt job is exit 2. */
+export function collectHelp(allJobs: JobDefinition[], name: string | undefined): number {
+  const io = commandIO();
+  if (name === undefined) {
+    io.out(`Usage: ${collectUsage(allJobs)}`);
+    return 0;
+  }
+  const job = allJobs.find((j) => j.name === name);
+  if (!job) {
+    io.err((parseCollectArgs(allJobs, [name]) as { error: string }).error);
+    return 2;
+  }
+  io.out(
+    `Usage: tallyhouse collect ${job.name} [--from YYYY-MM-DD --to YYYY-MM-DD] [--timezone ZONE] [job options]\n\n` +
+      `${jobUsage(job)}\n\nWithout --from/--to it runs as a scheduled run would (from its checkpoint). --to is exclusive;\n` +
+      '--timezone (optional): the zone whose days the range is read in (and usage is kept per); default each zone of\n' +
+      'TIMEZONES (UTC unless set).\n',
+  );
+  return 0;
 }
 
 /** Exit code of a collect that did not start (the job is already running, or the service is stopping): try again later (EX_TEMPFAIL). */
@@ -57,6 +82,18 @@ export async function collectCommand(allJobs: JobDefinition[], argv: string[]): 
     return 2;
   }
   const { job, args } = parsed;
+  // A range wholly after now has nothing to collect: it ran and said "0 rows", exit 0, as if there were none.
+  // Checked on the wall clock, before anything is opened; a platform on a simulator's clock (PLATFORM_CLOCK) has its own now.
+  if (args.range && getConfig().PLATFORM_CLOCK === 'wall') {
+    const { fromMs } = args.range.instants(args.timezone ?? 'UTC');
+    const nowMs = Date.now();
+    if (fromMs > nowMs) {
+      io.err(
+        `tallyhouse collect ${job.name}: --from: ${new Date(fromMs).toISOString()} is in the future (now ${new Date(nowMs).toISOString()}): nothing to collect; give a range that has started\n`,
+      );
+      return 2;
+    }
+  }
   const result = await runJobNow(allJobs, job, args);
   if (result.status === 'skipped') {
     io.err(`tallyhouse collect ${job.name}: not started: ${result.error || 'the job was not run'} (exit ${EXIT_NOT_STARTED})\n`);
@@ -79,7 +116,7 @@ async function runJobNow(allJobs: JobDefinition[], job: JobDefinition, args: Job
   const rt = await openRuntime(config, { logger });
   const source = await openPlatformSource(config, logger, { demoNoticeLevel: 'info' });
   try {
-    const scheduler = new Scheduler({ runtime: rt, platform: source.platform, jobs: allJobs, now: source.now });
+    const scheduler = new Scheduler({ runtime: runtimeFor(rt, source), platform: source.platform, jobs: allJobs, now: source.now });
     return await scheduler.run(job.name, 'manual', args, consoleProgress());
   } finally {
     await source.close();

@@ -1,7 +1,7 @@
 import type { Extension } from '../runtime.js';
 import type { HostedJobRunner } from '../cli/io.js';
 import type { JobDefinition } from './job.js';
-import { openPlatformSource } from './platform-source.js';
+import { openPlatformSource, runtimeFor } from './platform-source.js';
 import { Scheduler } from './scheduler.js';
 import { Scraper } from '../collectors/scraper.js';
 import { applyMetricsRetention } from '../store/tables/metrics.js';
@@ -39,7 +39,7 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
         if (address && typeof address !== 'string') sim.pushTo(`http://127.0.0.1:${address.port}`);
       });
     }
-    const scheduler = new Scheduler({ runtime: rt, platform: source.platform, jobs, now: source.now });
+    const scheduler = new Scheduler({ runtime: runtimeFor(rt, source), platform: source.platform, jobs, now: source.now });
     handle.runner = { run: (job, args, progress) => scheduler.run(job, 'manual', args, progress) };
     const scraper = new Scraper(
       rt,
@@ -63,7 +63,7 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
     }
     if (rt.config.JOBS_ENABLED && rt.config.STARTUP_JOBS) {
       const names = scheduler.scheduledJobs().map((j) => j.name);
-      rt.logger.info({ jobs: names }, `start-up pass: ${names.join(', ')}, once now, one after the other`);
+      rt.logger.info(`start-up pass: ${names.join(', ')}, once now, one after the other`);
       void scheduler.startupPass().then(() => rt.logger.info('start-up pass done'));
     }
     return {

@@ -3,6 +3,11 @@ import { isDemoMode } from '../config.js';
 import type { Logger } from '../log.js';
 import { PlatformClient } from '../platform/index.js';
 import { redactUrl, redactUrls } from '../redact.js';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Runtime } from '../runtime.js';
+import type { World } from '../sim/index.js';
+import { formatNanos } from '../sim/money.js';
 
 /** Where the collectors read from: the configured platform, or the built-in simulator in demo mode. */
 export interface PlatformSource {
@@ -10,6 +15,11 @@ export interface PlatformSource {
   /** The clock jobs see. */
   now: () => Date;
   demo: boolean;
+  /**
+   * Demo mode with PRICES_FILE unset: the simulator's unit prices, written as a prices file under DATA_DIR, so that
+   * the requests job prices every request (runtimeFor gives the job a configuration naming it).
+   */
+  demoPricesFile?: string;
   /** The in-process simulator in demo mode: where it is, its keys, and where it should push drain lines and webhooks. */
   sim?: { url: string; keys: { api: string; admin: string }; pushTo(serviceUrl: string): void };
   close(): Promise<void>;
@@ -59,10 +69,12 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
     maxInFlight: config.PLATFORM_MAX_IN_FLIGHT,
     logger: logger.child({ component: 'platform' }),
   });
+  const demoPricesFile = config.PRICES_FILE ? undefined : writeDemoPrices(config.DATA_DIR, sim.world);
   return {
     platform,
     now: () => sim.clock.now(),
     demo: true,
+    demoPricesFile,
     sim: {
       url: sim.url,
       keys: sim.keys,
@@ -112,4 +124,36 @@ async function simulatorClock(platform: PlatformClient, baseUrl: string, logger:
   }, SIM_CLOCK_POLL_MS);
   timer.unref();
   return { now: () => new Date(latest), stop: () => clearInterval(timer) };
+}
+
+/**
+ * The demo's price list (issue 30.10: every request cost was null, having no price): for each serverless endpoint
+ * of the caller's apps, the price of a machine-second of its app's first machine type at its owner's rate, which is
+ * what one billable unit is in the simulator (a billed second of the request), in USD, in effect from 2000-01-01.
+ * Derived from the world alone, so a restart writes the same list and the requests job finds nothing changed.
+ */
+export function demoPrices(world: World): Array<{ endpoint_id: string; unit_price: string; currency: string; effective_from: string }> {
+  return world.endpoints
+    .filter((ep) => !ep.isModel && world.apps[ep.appIndex]?.ownedByCaller)
+    .map((ep) => {
+      const app = world.apps[ep.appIndex];
+      return { endpoint_id: ep.id, unit_price: formatNanos(world.price(app.owner, app.machineTypes[0]).unitPriceNanos), currency: 'USD', effective_from: DEMO_PRICES_FROM };
+    });
+}
+
+export const DEMO_PRICES_FROM = '2000-01-01';
+export const DEMO_PRICES_FILE = 'demo-prices.json';
+
+function writeDemoPrices(dataDir: string, world: World): string {
+  const file = join(dataDir, DEMO_PRICES_FILE);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  writeFileSync(`${file}.tmp`, `${JSON.stringify(demoPrices(world), null, 1)}\n`, { mode: 0o600 });
+  renameSync(`${file}.tmp`, file);
+  return file;
+}
+
+/** The runtime a job runs with: in demo mode without PRICES_FILE, its configuration names the demo's price list. */
+export function runtimeFor<T extends Runtime>(rt: T, source: PlatformSource): T {
+  if (!source.demoPricesFile || rt.config.PRICES_FILE) return rt;
+  return { ...rt, config: Object.freeze({ ...rt.config, PRICES_FILE: source.demoPricesFile }) };
 }

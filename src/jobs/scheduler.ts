@@ -159,7 +159,8 @@ export class Scheduler {
     }
     // What runs when, in one line.
     const when = Object.entries(schedules).map(([name, expression]) => `${name} "${expression}"`).join(', ');
-    this.opts.runtime.logger.info({ schedules }, `jobs scheduled: ${when}`);
+    // The message alone: with the schedules as a field too, they were printed twice (issue 30.13).
+    this.opts.runtime.logger.info(`jobs scheduled: ${when}`);
   }
 
   /** Stops the schedules, asks running jobs to stop, and waits for them. */

@@ -1,6 +1,7 @@
 // `tallyhouse sim [options]` serves the simulator until SIGINT/SIGTERM; `tallyhouse sim truth ...` prints the
 // ground truth as JSON and exits. Wired into src/main.ts by its owner.
 import { parseArgs } from 'node:util';
+import { describeArgsError, didYouMean } from '../cli/suggest.js';
 import { startSim, DEFAULT_NOW } from './index.js';
 import { SimModel } from './model.js';
 import { Webhooks } from './webhooks.js';
@@ -66,8 +67,16 @@ export async function simCommand(argv: string[]): Promise<number> {
     if (argv[0] === 'truth') return truthCommand(argv.slice(1));
     return await serveCommand(argv);
   } catch (err) {
-    if (err instanceof UsageError || err instanceof ScenarioError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`${(err as Error).message}\n${SERVE_USAGE}\n`);
+    if (err instanceof UsageError || err instanceof ScenarioError) {
+      process.stderr.write(`tallyhouse sim: ${err.message}\n${SERVE_USAGE}\n`);
+      return 2;
+    }
+    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      // An unknown option or a misspelt `truth` gets "did you mean" (src/cli/suggest.ts).
+      const options = [...new Set([...SERVE_USAGE.matchAll(/--([a-z-]+)/g)].map((m) => m[1]))];
+      const stray = /^Unexpected argument '([^']+)'/.exec((err as Error).message)?.[1];
+      const message = stray !== undefined ? `unknown subcommand ${JSON.stringify(stray)}${didYouMean(stray, ['truth'])}` : describeArgsError(err, options);
+      process.stderr.write(`tallyhouse sim: ${message}\n${SERVE_USAGE}\n`);
       return 2;
     }
     throw err;

@@ -114,7 +114,7 @@ describe('GET /reports/finance', () => {
     expect(res.status).toBe(200);
     const text = await res.text();
     expect(text.split('\r\n')[0]).toBe(
-      'row_type,app,machine_type,currency,machine_seconds,surge_machine_seconds,subtotal,discount,total,platform_summary_total,difference,flagged,month_complete,product,endpoint_id,unit,quantity,api_key,final',
+      'row_type,product,app,machine_type,currency,machine_seconds,surge_machine_seconds,subtotal,discount,total,platform_summary_total,difference,flagged,month_complete,endpoint_id,unit,quantity,api_key,final',
     );
     // Tamper with one stored summary row: the reconciliation must notice.
     const [victim] = await queryRows<{ app: string; machine_type: string }>(

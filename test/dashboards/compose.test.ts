@@ -218,3 +218,37 @@ describe('Dockerfile', () => {
     for (const entry of ['.env', '.git', 'node_modules', 'dist', 'data']) expect(ignored).toContain(entry);
   });
 });
+
+// Issue 30.15: a newcomer's compose start. Appended (not merged into the blocks above) so branches merge cleanly.
+describe('compose for a newcomer', () => {
+  it('.env.example lists every variable compose requires, empty (so compose refuses until it is filled), and the token minimum', () => {
+    const required = [...new Set([...read('docker-compose.yml').matchAll(/\$\{([A-Z_]+):\?/g)].map((m) => m[1]))].sort();
+    const example = read('.env.example');
+    const set = [...example.matchAll(/^([A-Z_]+)=(.*)$/gm)].map((m) => ({ name: m[1], value: m[2] }));
+    expect(set.map((v) => v.name).sort()).toEqual(required);
+    expect(set.every((v) => v.value === '')).toBe(true);
+    // Every optional variable it names is one compose passes on.
+    for (const [, name] of example.matchAll(/^#([A-Z_]+)=/gm)) expect(read('docker-compose.yml')).toContain(`\${${name}:-`);
+    expect(example).toContain('at least 16 characters');
+    expect(example).toContain('at least 32');
+    expect(example).toContain('exit code 2');
+  });
+
+  it('Prometheus scrapes every Tallyhouse instance, the second when the two-instances profile runs it', () => {
+    const config = parse(read('dashboards/prometheus/prometheus.yml'));
+    const job = config.scrape_configs.find((j: { job_name: string }) => j.job_name === 'tallyhouse');
+    const port = String(services.tallyhouse.environment!.PORT);
+    const instances = Object.entries(services).filter(([, s]) => s.image === 'tallyhouse:local').map(([name]) => name).sort();
+    expect(instances).toEqual(['tallyhouse', 'tallyhouse-2']);
+    const staticNames = job.static_configs.flatMap((c: { targets: string[] }) => c.targets.map((t) => t.split(':')[0]));
+    const dnsNames = (job.dns_sd_configs ?? []).flatMap((c: { names: string[]; port: number }) => {
+      expect(String(c.port)).toBe(port);
+      return c.names;
+    });
+    expect([...staticNames, ...dnsNames].sort()).toEqual(instances);
+    // The profile's instance is found by name (no target while it does not run), and named as the static one is.
+    expect(services['tallyhouse-2'].profiles).toEqual(['two-instances']);
+    expect(dnsNames).toEqual(['tallyhouse-2']);
+    expect(job.relabel_configs).toContainEqual({ source_labels: ['__meta_dns_name'], regex: '(.+)', target_label: 'instance', replacement: `\${1}:${port}` });
+  });
+});

@@ -32,8 +32,8 @@ describe('tallyhouse collect: usage errors', () => {
       'tallyhouse collect analytics: --timeframe: Invalid option: expected one of "minute"|"hour"|"day" (got "week")',
     );
     expect(usageLine(['events', '--page-limit', '0'])).toMatch(/^tallyhouse collect events: --page-limit: .* \(got "0"\)$/);
-    expect(usageLine(['usage', '--bogus', 'x'])).toBe("tallyhouse collect usage: Unknown option '--bogus'");
-    expect(usageLine(['usage', '--kinds', 'models'])).toBe("tallyhouse collect usage: Unknown option '--kinds'");
+    expect(usageLine(['usage', '--bogus', 'x'])).toBe("tallyhouse collect usage: unknown option --bogus");
+    expect(usageLine(['usage', '--kinds', 'models'])).toBe("tallyhouse collect usage: unknown option --kinds");
     expect(usageLine(['usage', '--from', '2026-11-01'])).toBe('tallyhouse collect usage: a backfill needs both --from and --to (--to is exclusive)');
     expect(usageLine(['usage', '--from', '2026-11-01T00:00', '--to', '2026-11-02'])).toBe(
       'tallyhouse collect usage: --from: expected a date YYYY-MM-DD (got "2026-11-01T00:00")',
