@@ -36,6 +36,8 @@ COPY --from=deps --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/dist ./dist
 # src/store/migrate.ts reads ../../sql/ next to itself: from dist/src/store/ that is dist/sql/.
 COPY --chown=root:root sql ./dist/sql
+# The demo's simulator scenario (src/jobs/platform-source.ts reads it next to the compiled simulator).
+COPY --chown=root:root src/sim/scenarios ./dist/src/sim/scenarios
 # DATA_DIR holds the log drain's spool; the code stays root-owned and read-only to the service user.
 RUN mkdir -p /var/lib/tallyhouse && chown node:node /var/lib/tallyhouse
 USER node

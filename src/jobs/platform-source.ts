@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import type { Config } from '../config.js';
 import { isDemoMode } from '../config.js';
 import type { Logger } from '../log.js';
@@ -56,8 +57,11 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
     };
   }
   // Demo mode: a simulated platform in this process, its clock following real time.
-  const { startSim } = await import('../sim/index.js');
-  const sim = await startSim({ now: new Date(), realtime: true, host: '127.0.0.1', port: 0, drainSecret: opts.drainSecret });
+  const [{ startSim }, { readScenarioFile }] = await Promise.all([import('../sim/index.js'), import('../sim/scenario.js')]);
+  // The demo's platform carries the shipped scenario (a price change, a runaway key, an error burst, ...), so change
+  // attribution, budgets and the anomalies job have something to find on a first start.
+  const scenario = readScenarioFile(fileURLToPath(new URL('../sim/scenarios/demo.json', import.meta.url)));
+  const sim = await startSim({ now: new Date(), realtime: true, host: '127.0.0.1', port: 0, drainSecret: opts.drainSecret, scenario });
   logger[opts.demoNoticeLevel ?? 'warn'](
     { simulator: sim.url },
     'demo mode: no platform key configured (SVC_API_KEY / SVC_ADMIN_KEY), so Tallyhouse collects from its built-in platform simulator. To use a real account set SVC_BASE_URL, SVC_API_KEY and SVC_ADMIN_KEY (an ADMIN-scope key for usage).',

@@ -26,11 +26,12 @@ export async function resolve(specifier, context, next) {
 }\`));
 `;
 
-/** The image's /app: dist/ (compiled), dist/sql/, bin/, package.json, node_modules (linked). */
+/** The image's /app: dist/ (compiled), dist/sql/, the demo scenario, bin/, package.json, node_modules (linked). */
 async function imageLayout(): Promise<string> {
   const app = mkdtempSync(join(tmpdir(), 'tallyhouse-image-'));
   await promisify(execFile)(join(ROOT, 'node_modules/.bin/tsc'), ['-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(app, 'dist')], { cwd: ROOT });
   cpSync(join(ROOT, 'sql'), join(app, 'dist/sql'), { recursive: true });
+  cpSync(join(ROOT, 'src/sim/scenarios'), join(app, 'dist/src/sim/scenarios'), { recursive: true }); // the Dockerfile's COPY
   cpSync(join(ROOT, 'bin'), join(app, 'bin'), { recursive: true });
   cpSync(join(ROOT, 'package.json'), join(app, 'package.json'));
   symlinkSync(join(ROOT, 'node_modules'), join(app, 'node_modules'), 'dir');
