@@ -80,7 +80,11 @@ function parseBudgetList(text: string): BudgetEntry[] | null {
 export const JOB_NAMES = ['apps', 'usage', 'models', 'requests', 'analytics', 'runners', 'events', 'revisions', 'logs', 'queue', 'runner-metrics', 'anomalies'] as const;
 /** A job name as it appears in an environment variable: upper case, `-` as `_` (JOB_RUNNER_METRICS_CRON). */
 type EnvName<N extends string> = N extends `${infer A}-${infer B}` ? `${A}_${EnvName<B>}` : N;
-const jobCronFields = Object.fromEntries(JOB_NAMES.map((n) => [`JOB_${n.toUpperCase().replace(/-/g, '_')}_CRON`, cronExpression.optional()])) as Record<
+/** The variable that overrides a job's schedule: upper case, `-` as `_` (runner-metrics: JOB_RUNNER_METRICS_CRON). */
+export function jobCronVariable(jobName: string): string {
+  return `JOB_${jobName.toUpperCase().replace(/-/g, '_')}_CRON`;
+}
+const jobCronFields = Object.fromEntries(JOB_NAMES.map((n) => [jobCronVariable(n), cronExpression.optional()])) as Record<
   `JOB_${Uppercase<EnvName<(typeof JOB_NAMES)[number]>>}_CRON`,
   z.ZodOptional<typeof cronExpression>
 >;

@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { JOB_NAMES } from '../src/config.js';
+import { JOB_NAMES, jobCronVariable } from '../src/config.js';
 import { runCli } from './support/process.js';
 
 async function runsByJob(url: string): Promise<Map<string, number>> {
@@ -21,7 +21,7 @@ describe('npm start (demo) logs for people', () => {
   it('names the API and an example command in its first 25 lines, and a scheduled round of every job adds under 5 lines', async () => {
     // Every job every 30 seconds, so a whole round happens within the test (and a slow machine finishes a run
     // before its next tick: a skipped tick is a warning, rightly).
-    const crons = Object.fromEntries(JOB_NAMES.map((n) => [`JOB_${n.toUpperCase()}_CRON`, '*/30 * * * * *']));
+    const crons = Object.fromEntries(JOB_NAMES.map((n) => [jobCronVariable(n), '*/30 * * * * *']));
     const serve = runCli(['serve'], { PORT: '0', DATA_DIR: mkdtempSync(join(tmpdir(), 'th-quiet-')), ...crons });
     try {
       const [, url] = await serve.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)"/);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import cron, { type ScheduledTask } from 'node-cron';
+import { jobCronVariable } from '../config.js';
 import { counter, gauge, histogram, markStoreChanged } from '../metrics.js';
 import type { Runtime } from '../runtime.js';
 import { authFailureMessage, PlatformError, type PlatformClient } from '../platform/index.js';
@@ -109,7 +110,7 @@ export class Scheduler {
 
   /** The cron expression a job runs on: JOB_<NAME>_CRON or its default. */
   cronFor(job: JobDefinition): string {
-    const key = `JOB_${job.name.toUpperCase().replace(/-/g, '_')}_CRON` as keyof Runtime['config'];
+    const key = jobCronVariable(job.name) as keyof Runtime['config'];
     const override = this.opts.runtime.config[key];
     return typeof override === 'string' ? override : job.defaultCron;
   }

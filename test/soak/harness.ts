@@ -15,6 +15,7 @@ import { startSim, type Sim } from '../../src/sim/index.js';
 import { mulberry32 } from '../../src/sim/prng.js';
 import { decimalToScaled } from '../../src/store/values.js';
 import { allJobs } from '../../jobs/index.js';
+import { jobCronVariable } from '../../src/config.js';
 import { runCli, type Spawned } from '../support/process.js';
 import { freePort } from '../support/prometheus.js';
 
@@ -169,7 +170,7 @@ interface Instance {
 function fastSchedules(): Record<string, string> {
   const env: Record<string, string> = {};
   allJobs.forEach((job, i) => {
-    env[`JOB_${job.name.toUpperCase()}_CRON`] = `${i % 3}-59/3 * * * * *`;
+    env[jobCronVariable(job.name)] = `${i % 3}-59/3 * * * * *`;
   });
   return env;
 }
