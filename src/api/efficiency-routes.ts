@@ -132,6 +132,21 @@ const HintSchema = z.object({
   idle_hours: z.string().nullable(), evidence: z.string(),
 });
 
+/** The query of both efficiency routes (daily and hourly): a range of local days, a zone, apps, the format. */
+const efficiencyQuery = z.strictObject({
+  from: dateParam('first local day'),
+  to: dateParam('day after the last'),
+  timezone: z.string().default('UTC').describe('timezone the usage and history were collected in'),
+  app: listParam().describe('only these apps (name or owner/name, repeatable)'),
+  format: formatParam,
+});
+
+function checkEfficiencyRange(rt: Runtime, q: { from: string; to: string; timezone: string }): void {
+  checkZone(rt, q.timezone);
+  if (q.to <= q.from) throw badParameter('to', 'expected a day after from (to is exclusive)');
+  checkRangeDays(DateTime.fromISO(q.to).diff(DateTime.fromISO(q.from), 'days').days, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
+}
+
 /** GET /efficiency and /recommendations: spend by runner state, GPU use and VRAM headroom; right-sizing and keep-warm hints. */
 export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
   registry.get(app, {
@@ -142,18 +157,10 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
     description:
       'Each daily usage row is split by the app-day\'s hourly avg runner history (running : idle : draining), exactly (largest remainder at 12 decimals); ' +
       'an app with several machine types on a day has the same state mix apportioned to each. A day with no billed runner in the history counts as idle.',
-    query: z.strictObject({
-      from: dateParam('first local day'),
-      to: dateParam('day after the last'),
-      timezone: z.string().default('UTC').describe('timezone the usage and history were collected in'),
-      app: listParam().describe('only these apps (name or owner/name, repeatable)'),
-      format: formatParam,
-    }),
+    query: efficiencyQuery,
     csv: true,
     handler: async (q, request, reply) => {
-      checkZone(rt, q.timezone);
-      if (q.to <= q.from) throw badParameter('to', 'expected a day after from (to is exclusive)');
-      checkRangeDays(DateTime.fromISO(q.to).diff(DateTime.fromISO(q.from), 'days').days, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
+      checkEfficiencyRange(rt, q);
       const rows = await loadEfficiency(rt.store, { from: q.from, to: q.to, timezone: q.timezone, apps: q.app });
       return sendTable(reply, request, q.format, efficiencyTable(rows), () => ({
         from: q.from, to: q.to, timezone: q.timezone,
@@ -176,18 +183,10 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
     }),
     summary: 'Busy, idle and draining machine-seconds and cost per local hour, app, machine type and currency',
     description: 'Usage is daily: each daily row is split by the app-day\'s runner history per hour and state (largest remainder), so the hours of a day add up to its row; the daily figures of /efficiency are the reference.',
-    query: z.strictObject({
-      from: dateParam('first local day'),
-      to: dateParam('day after the last'),
-      timezone: z.string().default('UTC').describe('timezone the usage and history were collected in'),
-      app: listParam().describe('only these apps (name or owner/name, repeatable)'),
-      format: formatParam,
-    }),
+    query: efficiencyQuery,
     csv: true,
     handler: async (q, request, reply) => {
-      checkZone(rt, q.timezone);
-      if (q.to <= q.from) throw badParameter('to', 'expected a day after from (to is exclusive)');
-      checkRangeDays(DateTime.fromISO(q.to).diff(DateTime.fromISO(q.from), 'days').days, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
+      checkEfficiencyRange(rt, q);
       const rows = await loadEfficiencyHourly(rt.store, { from: q.from, to: q.to, timezone: q.timezone, apps: q.app });
       return sendTable(reply, request, q.format, toTable(rows, EFFICIENCY_HOUR_COLUMNS), () => ({ from: q.from, to: q.to, timezone: q.timezone, rows }), 'efficiency-hourly.csv');
     },
