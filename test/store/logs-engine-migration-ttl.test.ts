@@ -1,14 +1,11 @@
 // Migration 023 copies `logs` into a new table. A store kept for LOG_RETENTION_DAYS=90 (applyLogRetention changed
 // the old table's TTL) holds lines older than the migration file's 30 days: the copy must not give them a TTL that
 // a merge acts on before the service sets LOG_RETENTION_DAYS on the new table again.
-import { mkdtempSync, cpSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/store/client.js';
-import { MIGRATIONS_DIR, loadMigrations, migrate } from '../../src/store/migrate.js';
+import { migrate } from '../../src/store/migrate.js';
 import { applyLogRetention } from '../../src/store/tables/logs.js';
-import { processDataDir, queryRows } from '../support/store.js';
+import { migrationsBefore, processDataDir, queryRows } from '../support/store.js';
 
 let store: Store;
 beforeAll(async () => {
@@ -18,16 +15,9 @@ afterAll(async () => {
   await store.close();
 });
 
-function migrationsBefore023(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sql-'));
-  cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-  for (const m of loadMigrations(dir)) if (m.version >= 23) rmSync(join(dir, m.name));
-  return dir;
-}
-
 describe('migration 023 and a longer log retention', () => {
   it('keeps lines older than 30 days that LOG_RETENTION_DAYS=90 kept, through merges, until the retention is applied again', async () => {
-    await migrate(store, { dir: migrationsBefore023() });
+    await migrate(store, { dir: migrationsBefore(23) });
     expect(await applyLogRetention(store, 90)).toBe(true);
     // Lines 60 days old (inside 90 days, outside 30), one per day over three days, and one of today.
     await store.client.command({

@@ -1,13 +1,10 @@
 // Migration 023 copies `logs` into a new table and renames it in. On a server store another writer (a second
 // instance, a CLI fill, an older version during an upgrade) may insert into the old table after the copy read it
 // and before the renames: that row must be in the new table, not dropped with the old one.
-import { mkdtempSync, cpSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/store/client.js';
-import { MIGRATIONS_DIR, loadMigrations, migrate } from '../../src/store/migrate.js';
-import { processDataDir, queryRows } from '../support/store.js';
+import { loadMigrations, migrate } from '../../src/store/migrate.js';
+import { migrationsBefore, processDataDir, queryRows } from '../support/store.js';
 
 let store: Store;
 beforeAll(async () => {
@@ -17,20 +14,13 @@ afterAll(async () => {
   await store.close();
 });
 
-function migrationsBefore023(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sql-'));
-  cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-  for (const m of loadMigrations(dir)) if (m.version >= 23) rmSync(join(dir, m.name));
-  return dir;
-}
-
 const row = (message: string, app: string, stored: string) =>
   `('2026-11-20 10:00:00.001', 'INFO', '${app}', 'req-1', 'w1', '${message}', '${stored}', '00000000-0000-4000-8000-000000000001', 1, 'drain', '${stored}')`;
 const INSERT = 'INSERT INTO logs (timestamp, level, app, request_id, worker, message, received_at, batch_id, line, origin, stored_at) VALUES';
 
 describe('migration 023 beside another writer', () => {
   it('keeps a row inserted into the old table between the copy and the renames', async () => {
-    await migrate(store, { dir: migrationsBefore023() });
+    await migrate(store, { dir: migrationsBefore(23) });
     await store.client.command({ query: `${INSERT} ${row('before', 'a', '2026-11-20 10:05:00.000')}` });
     const [m023] = loadMigrations().filter((m) => m.version === 23);
     const copied = m023.statements.findIndex((s) => /CREATE TABLE IF NOT EXISTS logs_023_copy/.test(s)) + 1;

@@ -1,13 +1,10 @@
 // Issue 28.2: migration 023 moves `logs` onto a ReplacingMergeTree over the record's identity. The rows stored
 // before it are all kept, copies of a record collapse to one (the drain's), and the migration run again from the
 // top, whichever point an interrupted run reached, ends in the same table.
-import { mkdtempSync, cpSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/store/client.js';
-import { MIGRATIONS_DIR, loadMigrations, migrate } from '../../src/store/migrate.js';
-import { processDataDir, queryRows } from '../support/store.js';
+import { loadMigrations, migrate } from '../../src/store/migrate.js';
+import { migrationsBefore, processDataDir, queryRows } from '../support/store.js';
 
 let store: Store;
 beforeAll(async () => {
@@ -18,13 +15,6 @@ afterAll(async () => {
 });
 
 /** Migrations up to 022 only (the store as it was before 023). */
-function migrationsBefore023(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sql-'));
-  cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-  for (const m of loadMigrations(dir)) if (m.version >= 23) rmSync(join(dir, m.name));
-  return dir;
-}
-
 // Three records: r1 by history and again by the drain, r2 by history twice (two fills), r3 by the drain once.
 const OLD_ROWS = `INSERT INTO logs (timestamp, level, app, request_id, worker, message, received_at, batch_id, line, origin, stored_at) VALUES
   ('2026-11-20 10:00:00.001', 'INFO', 'a', 'req-1', 'w1', 'r1', '2026-11-20 10:05:00', '00000000-0000-4000-8000-000000000001', 1, 'history', '2026-11-20 10:05:00.000'),
@@ -46,7 +36,7 @@ const EXPECTED = [
 
 describe('migration 023: logs keyed by the record', () => {
   it('keeps every record stored before it, once, the drain\'s copy first, and runs again from any point', async () => {
-    await migrate(store, { dir: migrationsBefore023() });
+    await migrate(store, { dir: migrationsBefore(23) });
     await store.client.command({ query: OLD_ROWS });
     const [m023] = loadMigrations().filter((m) => m.version === 23);
     const run = async (statements: string[]) => {

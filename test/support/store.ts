@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig, type Config } from '../../src/config.js';
@@ -7,6 +7,7 @@ import type { Runtime } from '../../src/runtime.js';
 import { applyTtlDays } from '../../src/store/retention.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
+import { MIGRATIONS_DIR, loadMigrations } from '../../src/store/migrate.js';
 
 /** A fresh data directory for this test file (chDB binds one per process; vitest forks one process per file). */
 export function tempDataDir(prefix = 'tallyhouse-test-'): string {
@@ -79,4 +80,12 @@ export async function queryRows<T = Record<string, unknown>>(
 ): Promise<T[]> {
   const rs = await rt.store.client.query({ query, query_params: params, format: 'JSONEachRow' });
   return rs.json<T>();
+}
+
+/** A copy of sql/ without the migrations from `version` on: a store as an older release left it. */
+export function migrationsBefore(version: number): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sql-'));
+  cpSync(MIGRATIONS_DIR, dir, { recursive: true });
+  for (const m of loadMigrations(dir)) if (m.version >= version) rmSync(join(dir, m.name));
+  return dir;
 }
