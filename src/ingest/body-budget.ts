@@ -43,17 +43,28 @@ export function closeWithoutReading(res: ServerResponse): void {
 
 export type SlotRefusal = { refused: string };
 
+/** How long an address whose body was dropped for its rate waits behind other addresses for a read slot. */
+export const SLOW_ADDRESS_MEMORY_MS = 15 * 60_000;
+/** Slow addresses remembered at most (the oldest forgotten first): a bound on what hostile addresses cost. */
+export const SLOW_ADDRESSES_KEPT = 10_000;
+
 /**
  * Bodies read at once on one endpoint: `max` in all, `perAddress` from one remote address, so connections from one
  * address cannot take every slot. Without `queue`, a body beyond either is refused (the sender retries). With
  * `queue` (the drain: the platform does not retry a failed batch), it waits, its bytes unread, and a freed slot goes
- * to the first waiter whose address is under its share: a legitimate sender is never behind a queue of one hostile
- * address's connections. A wait ends at the server's request deadline (PUSH_BODY_TIMEOUT_MS, Node's 408), when the
- * connection closes (`gone`), or with a slot.
+ * to a waiter whose address is under its share: a legitimate sender is never behind a queue of one hostile
+ * address's connections. Among those, an address whose body was dropped for its rate within SLOW_ADDRESS_MEMORY_MS
+ * (`markSlow`) comes after every other, then the first come: trickling senders from several addresses (each under
+ * its share) would otherwise each hold a slot for a whole rate window ahead of a signed batch that queued after
+ * them (40 from 8 loopback addresses kept one waiting 47 s, past the platform's 10 s delivery timeout). A wait ends
+ * at the server's request deadline (PUSH_BODY_TIMEOUT_MS, Node's 408), when the connection closes (`gone`), or
+ * with a slot.
  */
 export class ReadSlots {
   private busy = 0;
   private readonly byAddress = new Map<string, number>();
+  /** Address -> when a body of it was last dropped for its rate (oldest first; at most SLOW_ADDRESSES_KEPT). */
+  private readonly slowAt = new Map<string, number>();
   private readonly waiting: Array<{ address: string; grant: () => void }> = [];
 
   constructor(
@@ -119,10 +130,35 @@ export class ReadSlots {
       const left = (this.byAddress.get(address) ?? 1) - 1;
       if (left > 0) this.byAddress.set(address, left);
       else this.byAddress.delete(address);
-      // The first waiter whose address is under its share gets the slot.
-      const next = this.waiting.findIndex((w) => this.free(w.address));
+      // The first waiter whose address is under its share and not recently slow gets the slot, else the first
+      // under its share.
+      const now = Date.now();
+      let next = -1;
+      for (let i = 0; i < this.waiting.length; i++) {
+        if (!this.free(this.waiting[i].address)) continue;
+        if (!this.recentlySlow(this.waiting[i].address, now)) {
+          next = i;
+          break;
+        }
+        if (next === -1) next = i;
+      }
       if (next !== -1) this.waiting.splice(next, 1)[0].grant();
     };
+  }
+
+  /** A body from `address` was dropped for its rate: its waiting bodies come after other addresses' for a while. */
+  markSlow(address: string, now = Date.now()): void {
+    this.slowAt.delete(address);
+    this.slowAt.set(address, now);
+    if (this.slowAt.size > SLOW_ADDRESSES_KEPT) this.slowAt.delete(this.slowAt.keys().next().value as string);
+  }
+
+  private recentlySlow(address: string, now: number): boolean {
+    const at = this.slowAt.get(address);
+    if (at === undefined) return false;
+    if (now - at < SLOW_ADDRESS_MEMORY_MS) return true;
+    this.slowAt.delete(address);
+    return false;
   }
 }
 
@@ -214,7 +250,7 @@ export class SlowBodyGuard {
   constructor(
     readonly minBytesPerSecond: number,
     readonly windowMs: number,
-    private readonly onDrop: (endpoint: PushEndpoint) => void = () => undefined,
+    private readonly onDrop: (endpoint: PushEndpoint, address: string) => void = () => undefined,
   ) {
     this.minBytesPerWindow = Math.ceil((minBytesPerSecond * windowMs) / 1000);
   }
@@ -257,7 +293,7 @@ export class SlowBodyGuard {
         continue;
       }
       this.watched.delete(w);
-      this.onDrop(w.endpoint);
+      this.onDrop(w.endpoint, socket.remoteAddress ?? 'unknown');
       if (!w.res.headersSent && socket.writable) {
         socket.write(
           `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(SLOW_BODY)}\r\n\r\n${SLOW_BODY}`,
@@ -292,9 +328,10 @@ export class PushBudgets {
       faro: new ReadSlots(limits.FARO_MAX_BODIES_READING, limits.FARO_MAX_BODIES_PER_ADDRESS, { max: 'FARO_MAX_BODIES_READING', perAddress: 'FARO_MAX_BODIES_PER_ADDRESS' }),
     };
     this.unverified = new UnverifiedBytes(limits.PUSH_UNVERIFIED_MAX_BYTES, limits.PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS);
-    this.guard = new SlowBodyGuard(limits.PUSH_BODY_MIN_BYTES_PER_SECOND, limits.PUSH_BODY_RATE_WINDOW_MS, (endpoint) =>
-      this.refusedTotal.inc({ endpoint, reason: 'slow' }),
-    );
+    this.guard = new SlowBodyGuard(limits.PUSH_BODY_MIN_BYTES_PER_SECOND, limits.PUSH_BODY_RATE_WINDOW_MS, (endpoint, address) => {
+      this.refusedTotal.inc({ endpoint, reason: 'slow' });
+      this.slots[endpoint].markSlow(address);
+    });
     if (registry) {
       const slots = this.slots;
       new Gauge({
@@ -304,6 +341,15 @@ export class PushBudgets {
         registers: [registry],
         collect() {
           for (const [endpoint, s] of Object.entries(slots)) this.set({ endpoint }, s.inUse);
+        },
+      });
+      new Gauge({
+        name: 'tallyhouse_push_bodies_waiting',
+        help: 'Push bodies waiting, unread, for a read slot, by endpoint (only the drain queues).',
+        labelNames: ['endpoint'],
+        registers: [registry],
+        collect() {
+          for (const [endpoint, s] of Object.entries(slots)) this.set({ endpoint }, s.waiters);
         },
       });
       const unverified = this.unverified;

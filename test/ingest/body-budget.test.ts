@@ -61,6 +61,36 @@ describe('ReadSlots', () => {
   });
 });
 
+describe('ReadSlots: slow addresses wait behind the others', () => {
+  it('a freed slot skips waiters of an address whose body was dropped for its rate, for the others (then theirs, first come)', async () => {
+    const slots = new ReadSlots(2, 1, NAMES, true);
+    const order: string[] = [];
+    const wait = (address: string, name: string) =>
+      (slots.acquire(address) as Promise<unknown>).then((r) => {
+        order.push(name);
+        return r as () => void;
+      });
+    // Two trickling senders from two addresses hold both slots; each address queues a second body, then the
+    // platform's batch (a third address) queues behind them.
+    const a1 = slots.acquire('10.0.0.1') as () => void;
+    const b1 = slots.acquire('10.0.0.2') as () => void;
+    const a2 = wait('10.0.0.1', 'a2');
+    const b2 = wait('10.0.0.2', 'b2');
+    const platform = wait('10.0.0.9', 'platform');
+    // Both are dropped for their rate (the guard marks the address, then the closed connection releases the slot).
+    slots.markSlow('10.0.0.1');
+    a1();
+    await platform;
+    expect(order).toEqual(['platform']);
+    slots.markSlow('10.0.0.2');
+    b1();
+    await a2; // only slow addresses wait now: the first come
+    expect(order).toEqual(['platform', 'a2']);
+    expect([slots.inUse, slots.waiters]).toEqual([2, 1]);
+    void b2;
+  });
+});
+
 describe('UnverifiedBytes', () => {
   it('bounds the bytes overall and per address; one body alone from its address may pass its share; release returns every byte once', () => {
     const budget = new UnverifiedBytes(100, 30);
