@@ -43,6 +43,22 @@ export function closeWithoutReading(res: ServerResponse): void {
 
 export type SlotRefusal = { refused: string };
 
+/**
+ * The network an address is remembered as slow by: its /24 (IPv4, IPv4-mapped IPv6) or /64 (IPv6). One host holds
+ * many addresses of its network (loopback 127.0.0.0/8, an IPv6 /64): 40 trickling senders from 40 addresses of one
+ * /24 kept a signed batch waiting 55 s when each address was remembered alone.
+ */
+export function slowNetworkOf(address: string): string {
+  const v4 = /^(?:::ffff:)?(\d{1,3}\.\d{1,3}\.\d{1,3})\.\d{1,3}$/i.exec(address);
+  if (v4) return `${v4[1]}.0/24`;
+  if (!address.includes(':')) return address;
+  const [head, tail] = address.toLowerCase().split('::', 2);
+  const left = head ? head.split(':') : [];
+  const right = tail === undefined ? [] : tail ? tail.split(':') : [];
+  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
 /** How long an address whose body was dropped for its rate waits behind other addresses for a read slot. */
 export const SLOW_ADDRESS_MEMORY_MS = 15 * 60_000;
 /** Slow addresses remembered at most (the oldest forgotten first): a bound on what hostile addresses cost. */
@@ -53,8 +69,8 @@ export const SLOW_ADDRESSES_KEPT = 10_000;
  * address cannot take every slot. Without `queue`, a body beyond either is refused (the sender retries). With
  * `queue` (the drain: the platform does not retry a failed batch), it waits, its bytes unread, and a freed slot goes
  * to a waiter whose address is under its share: a legitimate sender is never behind a queue of one hostile
- * address's connections. Among those, an address whose body was dropped for its rate within SLOW_ADDRESS_MEMORY_MS
- * (`markSlow`) comes after every other, then the first come: trickling senders from several addresses (each under
+ * address's connections. Among those, an address whose network (/24, /64) had a body dropped for its rate within
+ * SLOW_ADDRESS_MEMORY_MS (`markSlow`) comes after every other, then the first come: trickling senders from several addresses (each under
  * its share) would otherwise each hold a slot for a whole rate window ahead of a signed batch that queued after
  * them (40 from 8 loopback addresses kept one waiting 47 s, past the platform's 10 s delivery timeout). A wait ends
  * at the server's request deadline (PUSH_BODY_TIMEOUT_MS, Node's 408), when the connection closes (`gone`), or
@@ -63,7 +79,7 @@ export const SLOW_ADDRESSES_KEPT = 10_000;
 export class ReadSlots {
   private busy = 0;
   private readonly byAddress = new Map<string, number>();
-  /** Address -> when a body of it was last dropped for its rate (oldest first; at most SLOW_ADDRESSES_KEPT). */
+  /** Network (slowNetworkOf) -> when a body from it was last dropped for its rate (oldest first; at most SLOW_ADDRESSES_KEPT). */
   private readonly slowAt = new Map<string, number>();
   private readonly waiting: Array<{ address: string; grant: () => void }> = [];
 
@@ -148,16 +164,18 @@ export class ReadSlots {
 
   /** A body from `address` was dropped for its rate: its waiting bodies come after other addresses' for a while. */
   markSlow(address: string, now = Date.now()): void {
-    this.slowAt.delete(address);
-    this.slowAt.set(address, now);
+    const network = slowNetworkOf(address);
+    this.slowAt.delete(network);
+    this.slowAt.set(network, now);
     if (this.slowAt.size > SLOW_ADDRESSES_KEPT) this.slowAt.delete(this.slowAt.keys().next().value as string);
   }
 
   private recentlySlow(address: string, now: number): boolean {
-    const at = this.slowAt.get(address);
+    const network = slowNetworkOf(address);
+    const at = this.slowAt.get(network);
     if (at === undefined) return false;
     if (now - at < SLOW_ADDRESS_MEMORY_MS) return true;
-    this.slowAt.delete(address);
+    this.slowAt.delete(network);
     return false;
   }
 }

@@ -2,7 +2,7 @@
 // unauthenticated bytes. Expected values are the limits given here, worked by hand.
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { ReadSlots, UnverifiedBytes } from '../../src/ingest/body-budget.js';
+import { ReadSlots, slowNetworkOf, UnverifiedBytes } from '../../src/ingest/body-budget.js';
 
 const NAMES = { max: 'MAX', perAddress: 'PER_ADDRESS' };
 
@@ -76,7 +76,7 @@ describe('ReadSlots: slow addresses wait behind the others', () => {
     const b1 = slots.acquire('10.0.0.2') as () => void;
     const a2 = wait('10.0.0.1', 'a2');
     const b2 = wait('10.0.0.2', 'b2');
-    const platform = wait('10.0.0.9', 'platform');
+    const platform = wait('10.9.0.9', 'platform');
     // Both are dropped for their rate (the guard marks the address, then the closed connection releases the slot).
     slots.markSlow('10.0.0.1');
     a1();
@@ -88,6 +88,29 @@ describe('ReadSlots: slow addresses wait behind the others', () => {
     expect(order).toEqual(['platform', 'a2']);
     expect([slots.inUse, slots.waiters]).toEqual([2, 1]);
     void b2;
+  });
+});
+
+describe('ReadSlots: slow networks', () => {
+  it('a body dropped for its rate marks its /24 (IPv4) or /64 (IPv6): the other addresses of that network wait behind other networks too', async () => {
+    expect(['127.0.0.41', '::ffff:127.0.0.9', '2001:db8:0:1:aaaa::1', '2001:db8::1:0:0:5', '10.1.2.3'].map(slowNetworkOf)).toEqual([
+      '127.0.0.0/24', '127.0.0.0/24', '2001:db8:0:1::/64', '2001:db8:0:0::/64', '10.1.2.0/24',
+    ]);
+    const slots = new ReadSlots(1, 1, NAMES, true);
+    const order: string[] = [];
+    const wait = (address: string, name: string) =>
+      (slots.acquire(address) as Promise<unknown>).then((r) => {
+        order.push(name);
+        return r as () => void;
+      });
+    const first = slots.acquire('127.0.0.2') as () => void;
+    const sibling = wait('127.0.0.3', 'sibling'); // another address of the trickling host's network, first in line
+    const platform = wait('10.9.8.7', 'platform');
+    slots.markSlow('127.0.0.2');
+    first();
+    (await Promise.race([platform, sibling]))(); // whichever got the slot releases it: the other gets it then
+    await Promise.all([platform, sibling]);
+    expect(order).toEqual(['platform', 'sibling']);
   });
 });
 

@@ -125,9 +125,9 @@ function slowSender(endpoint: Endpoint, i: number, localAddress = '127.0.0.1', e
 }
 
 /** A complete request from another address (127.0.0.2): the legitimate sender. */
-function post(path: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; body: any; at: number }> {
+function post(path: string, headers: Record<string, string>, body: Buffer, localAddress = '127.0.0.2'): Promise<{ status: number; body: any; at: number }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, localAddress: '127.0.0.2', method: 'POST', path, headers: { ...headers, 'content-length': String(body.length) } });
+    const req = httpRequest({ host: '127.0.0.1', port, localAddress, method: 'POST', path, headers: { ...headers, 'content-length': String(body.length) } });
     req.on('response', (res) => {
       let text = '';
       res.on('data', (d: Buffer) => (text += d.toString()));
@@ -243,13 +243,15 @@ describe('slow senders on every push endpoint', () => {
   }, 120_000);
 
   it('slow senders from four addresses with a second body queued each: once the first are dropped for their rate, the signed batch from another address gets the next slot ahead of those queued bodies', async () => {
-    const addresses = ['127.0.0.21', '127.0.0.22', '127.0.0.23', '127.0.0.24'];
+    // Four addresses of one /24 (a host holds many), the batch from another network (slow networks are remembered:
+    // the earlier tests' slow senders from 127.0.0.1 made 127.0.0.0/24 one).
+    const addresses = ['127.0.1.21', '127.0.1.22', '127.0.1.23', '127.0.1.24'];
     const first = addresses.map((address, i) => slowSender('drain', 200 + i, address));
     while ((await drainBodiesReading()) < 4) await new Promise((r) => setTimeout(r, 25));
     const second = addresses.map((address, i) => slowSender('drain', 210 + i, address));
     while ((await drainBodiesWaiting()) < 4) await new Promise((r) => setTimeout(r, 25));
     const batch = Buffer.from(`${JSON.stringify({ timestamp: '2026-11-21T10:00:02.000Z', level: 'INFO', message: 'ahead of slow addresses', svc_app_name: 'acme-app' })}\n`);
-    const res = await post(DRAIN_PATH, { 'content-type': 'application/x-ndjson', 'x-svc-signature': createHmac('sha256', SECRET).update(batch).digest('hex') }, batch);
+    const res = await post(DRAIN_PATH, { 'content-type': 'application/x-ndjson', 'x-svc-signature': createHmac('sha256', SECRET).update(batch).digest('hex') }, batch, '127.0.2.2');
     expect([res.status, res.body.accepted]).toEqual([200, 1]);
     // It waited for the first wave's drop, not for the queued bodies of the addresses just dropped as slow (FIFO
     // gave each of those a slot first, for a whole window more: the platform's delivery timeout is 10 s).
