@@ -44,16 +44,43 @@ export function closeWithoutReading(res: ServerResponse): void {
 export type SlotRefusal = { refused: string };
 
 /**
+ * The network an address is remembered as slow by: its /24 (IPv4, IPv4-mapped IPv6) or /64 (IPv6). One host holds
+ * many addresses of its network (loopback 127.0.0.0/8, an IPv6 /64): 40 trickling senders from 40 addresses of one
+ * /24 kept a signed batch waiting 55 s when each address was remembered alone.
+ */
+export function slowNetworkOf(address: string): string {
+  const v4 = /^(?:::ffff:)?(\d{1,3}\.\d{1,3}\.\d{1,3})\.\d{1,3}$/i.exec(address);
+  if (v4) return `${v4[1]}.0/24`;
+  if (!address.includes(':')) return address;
+  const [head, tail] = address.toLowerCase().split('::', 2);
+  const left = head ? head.split(':') : [];
+  const right = tail === undefined ? [] : tail ? tail.split(':') : [];
+  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
+/** How long an address whose body was dropped for its rate waits behind other addresses for a read slot. */
+export const SLOW_ADDRESS_MEMORY_MS = 15 * 60_000;
+/** Slow addresses remembered at most (the oldest forgotten first): a bound on what hostile addresses cost. */
+export const SLOW_ADDRESSES_KEPT = 10_000;
+
+/**
  * Bodies read at once on one endpoint: `max` in all, `perAddress` from one remote address, so connections from one
  * address cannot take every slot. Without `queue`, a body beyond either is refused (the sender retries). With
  * `queue` (the drain: the platform does not retry a failed batch), it waits, its bytes unread, and a freed slot goes
- * to the first waiter whose address is under its share: a legitimate sender is never behind a queue of one hostile
- * address's connections. A wait ends at the server's request deadline (PUSH_BODY_TIMEOUT_MS, Node's 408), when the
- * connection closes (`gone`), or with a slot.
+ * to a waiter whose address is under its share: a legitimate sender is never behind a queue of one hostile
+ * address's connections. Among those, an address whose network (/24, /64) had a body dropped for its rate within
+ * SLOW_ADDRESS_MEMORY_MS (`markSlow`) comes after every other, then the first come: trickling senders from several addresses (each under
+ * its share) would otherwise each hold a slot for a whole rate window ahead of a signed batch that queued after
+ * them (40 from 8 loopback addresses kept one waiting 47 s, past the platform's 10 s delivery timeout). A wait ends
+ * at the server's request deadline (PUSH_BODY_TIMEOUT_MS, Node's 408), when the connection closes (`gone`), or
+ * with a slot.
  */
 export class ReadSlots {
   private busy = 0;
   private readonly byAddress = new Map<string, number>();
+  /** Network (slowNetworkOf) -> when a body from it was last dropped for its rate (oldest first; at most SLOW_ADDRESSES_KEPT). */
+  private readonly slowAt = new Map<string, number>();
   private readonly waiting: Array<{ address: string; grant: () => void }> = [];
 
   constructor(
@@ -119,10 +146,37 @@ export class ReadSlots {
       const left = (this.byAddress.get(address) ?? 1) - 1;
       if (left > 0) this.byAddress.set(address, left);
       else this.byAddress.delete(address);
-      // The first waiter whose address is under its share gets the slot.
-      const next = this.waiting.findIndex((w) => this.free(w.address));
+      // The first waiter whose address is under its share and not recently slow gets the slot, else the first
+      // under its share.
+      const now = Date.now();
+      let next = -1;
+      for (let i = 0; i < this.waiting.length; i++) {
+        if (!this.free(this.waiting[i].address)) continue;
+        if (!this.recentlySlow(this.waiting[i].address, now)) {
+          next = i;
+          break;
+        }
+        if (next === -1) next = i;
+      }
       if (next !== -1) this.waiting.splice(next, 1)[0].grant();
     };
+  }
+
+  /** A body from `address` was dropped for its rate: its waiting bodies come after other addresses' for a while. */
+  markSlow(address: string, now = Date.now()): void {
+    const network = slowNetworkOf(address);
+    this.slowAt.delete(network);
+    this.slowAt.set(network, now);
+    if (this.slowAt.size > SLOW_ADDRESSES_KEPT) this.slowAt.delete(this.slowAt.keys().next().value as string);
+  }
+
+  private recentlySlow(address: string, now: number): boolean {
+    const network = slowNetworkOf(address);
+    const at = this.slowAt.get(network);
+    if (at === undefined) return false;
+    if (now - at < SLOW_ADDRESS_MEMORY_MS) return true;
+    this.slowAt.delete(network);
+    return false;
   }
 }
 
@@ -214,7 +268,7 @@ export class SlowBodyGuard {
   constructor(
     readonly minBytesPerSecond: number,
     readonly windowMs: number,
-    private readonly onDrop: (endpoint: PushEndpoint) => void = () => undefined,
+    private readonly onDrop: (endpoint: PushEndpoint, address: string) => void = () => undefined,
   ) {
     this.minBytesPerWindow = Math.ceil((minBytesPerSecond * windowMs) / 1000);
   }
@@ -257,7 +311,7 @@ export class SlowBodyGuard {
         continue;
       }
       this.watched.delete(w);
-      this.onDrop(w.endpoint);
+      this.onDrop(w.endpoint, socket.remoteAddress ?? 'unknown');
       if (!w.res.headersSent && socket.writable) {
         socket.write(
           `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(SLOW_BODY)}\r\n\r\n${SLOW_BODY}`,
@@ -292,9 +346,10 @@ export class PushBudgets {
       faro: new ReadSlots(limits.FARO_MAX_BODIES_READING, limits.FARO_MAX_BODIES_PER_ADDRESS, { max: 'FARO_MAX_BODIES_READING', perAddress: 'FARO_MAX_BODIES_PER_ADDRESS' }),
     };
     this.unverified = new UnverifiedBytes(limits.PUSH_UNVERIFIED_MAX_BYTES, limits.PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS);
-    this.guard = new SlowBodyGuard(limits.PUSH_BODY_MIN_BYTES_PER_SECOND, limits.PUSH_BODY_RATE_WINDOW_MS, (endpoint) =>
-      this.refusedTotal.inc({ endpoint, reason: 'slow' }),
-    );
+    this.guard = new SlowBodyGuard(limits.PUSH_BODY_MIN_BYTES_PER_SECOND, limits.PUSH_BODY_RATE_WINDOW_MS, (endpoint, address) => {
+      this.refusedTotal.inc({ endpoint, reason: 'slow' });
+      this.slots[endpoint].markSlow(address);
+    });
     if (registry) {
       const slots = this.slots;
       new Gauge({
@@ -304,6 +359,15 @@ export class PushBudgets {
         registers: [registry],
         collect() {
           for (const [endpoint, s] of Object.entries(slots)) this.set({ endpoint }, s.inUse);
+        },
+      });
+      new Gauge({
+        name: 'tallyhouse_push_bodies_waiting',
+        help: 'Push bodies waiting, unread, for a read slot, by endpoint (only the drain queues).',
+        labelNames: ['endpoint'],
+        registers: [registry],
+        collect() {
+          for (const [endpoint, s] of Object.entries(slots)) this.set({ endpoint }, s.waiters);
         },
       });
       const unverified = this.unverified;

@@ -2,7 +2,7 @@
 // unauthenticated bytes. Expected values are the limits given here, worked by hand.
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { ReadSlots, UnverifiedBytes } from '../../src/ingest/body-budget.js';
+import { ReadSlots, slowNetworkOf, UnverifiedBytes } from '../../src/ingest/body-budget.js';
 
 const NAMES = { max: 'MAX', perAddress: 'PER_ADDRESS' };
 
@@ -58,6 +58,59 @@ describe('ReadSlots', () => {
     eSlot();
     eSlot();
     expect(slots.inUse).toBe(0);
+  });
+});
+
+describe('ReadSlots: slow addresses wait behind the others', () => {
+  it('a freed slot skips waiters of an address whose body was dropped for its rate, for the others (then theirs, first come)', async () => {
+    const slots = new ReadSlots(2, 1, NAMES, true);
+    const order: string[] = [];
+    const wait = (address: string, name: string) =>
+      (slots.acquire(address) as Promise<unknown>).then((r) => {
+        order.push(name);
+        return r as () => void;
+      });
+    // Two trickling senders from two addresses hold both slots; each address queues a second body, then the
+    // platform's batch (a third address) queues behind them.
+    const a1 = slots.acquire('10.0.0.1') as () => void;
+    const b1 = slots.acquire('10.0.0.2') as () => void;
+    const a2 = wait('10.0.0.1', 'a2');
+    const b2 = wait('10.0.0.2', 'b2');
+    const platform = wait('10.9.0.9', 'platform');
+    // Both are dropped for their rate (the guard marks the address, then the closed connection releases the slot).
+    slots.markSlow('10.0.0.1');
+    a1();
+    await platform;
+    expect(order).toEqual(['platform']);
+    slots.markSlow('10.0.0.2');
+    b1();
+    await a2; // only slow addresses wait now: the first come
+    expect(order).toEqual(['platform', 'a2']);
+    expect([slots.inUse, slots.waiters]).toEqual([2, 1]);
+    void b2;
+  });
+});
+
+describe('ReadSlots: slow networks', () => {
+  it('a body dropped for its rate marks its /24 (IPv4) or /64 (IPv6): the other addresses of that network wait behind other networks too', async () => {
+    expect(['127.0.0.41', '::ffff:127.0.0.9', '2001:db8:0:1:aaaa::1', '2001:db8::1:0:0:5', '10.1.2.3'].map(slowNetworkOf)).toEqual([
+      '127.0.0.0/24', '127.0.0.0/24', '2001:db8:0:1::/64', '2001:db8:0:0::/64', '10.1.2.0/24',
+    ]);
+    const slots = new ReadSlots(1, 1, NAMES, true);
+    const order: string[] = [];
+    const wait = (address: string, name: string) =>
+      (slots.acquire(address) as Promise<unknown>).then((r) => {
+        order.push(name);
+        return r as () => void;
+      });
+    const first = slots.acquire('127.0.0.2') as () => void;
+    const sibling = wait('127.0.0.3', 'sibling'); // another address of the trickling host's network, first in line
+    const platform = wait('10.9.8.7', 'platform');
+    slots.markSlow('127.0.0.2');
+    first();
+    (await Promise.race([platform, sibling]))(); // whichever got the slot releases it: the other gets it then
+    await Promise.all([platform, sibling]);
+    expect(order).toEqual(['platform', 'sibling']);
   });
 });
 

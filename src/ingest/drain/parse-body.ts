@@ -8,6 +8,16 @@ export const MAX_LISTED_ERRORS = 100;
 export const REJECT_SOURCE = 'log_drain';
 /** Rows are handed on in chunks of about this many characters. */
 const SEAL_CHARS = 64 * 1024;
+/**
+ * Reject rows a batch may store one by one, in characters: this much, plus REJECT_CHARS_PER_BODY_BYTE per byte of
+ * the (decoded) body read so far. A reject row costs ~150 characters besides its line (time, reason, batch id), so
+ * a body of tiny bad lines (`x\n`, 2 bytes each) made 75 times its size: a signed 15 MB body of `{}` lines made
+ * ~1 GB of rejects, 1.9 GB of memory and a spool record SQLite refused (500, the batch lost). Real bad lines, each
+ * longer than that overhead, stay under the budget and are all kept; past it, lines are counted (the answer's
+ * `rejected`) and one `rejects_over_budget` row says how many and which.
+ */
+export const REJECT_BASE_CHARS = 1024 * 1024;
+export const REJECT_CHARS_PER_BODY_BYTE = 4;
 
 export interface ParseOptions {
   /** application/json (an array, or NDJSON) rather than application/x-ndjson. */
@@ -58,6 +68,10 @@ export class BatchParser {
   private readonly rows: Sealer;
   private readonly rejects: Sealer;
   private readonly summary: ParseSummary = { accepted: 0, rejected: 0, errors: [] };
+  private bodyBytes = 0;
+  private rejectChars = 0;
+  /** Rejected lines past the reject budget: counted, not stored one by one. */
+  private overBudget: { count: number; first: number; last: number; raw: string } | undefined;
 
   constructor(private readonly opts: ParseOptions, sink: ParseSink) {
     this.rows = new Sealer((buf, n) => sink.onRows(buf, n));
@@ -76,6 +90,7 @@ export class BatchParser {
   /** Takes the next bytes of the (decoded) body; after a failure the rest is ignored. */
   push(chunk: Buffer): void {
     if (this.summary.failure) return;
+    this.bodyBytes += chunk.length;
     try {
       this.splitter.push(chunk);
     } catch (err) {
@@ -93,6 +108,16 @@ export class BatchParser {
       }
     }
     this.rows.flush();
+    if (this.overBudget) {
+      const { count, first, last, raw } = this.overBudget;
+      this.rejects.add(
+        this.rejectRow(
+          first,
+          `rejects_over_budget: ${count} more rejected lines (lines ${first} to ${last}) are counted, not stored one by one: the batch's reject rows reached ${REJECT_BASE_CHARS} characters plus ${REJECT_CHARS_PER_BODY_BYTE} per body byte; this row keeps the first one's text`,
+          raw,
+        ),
+      );
+    }
     this.rejects.flush();
     return this.summary;
   }
@@ -128,15 +153,28 @@ export class BatchParser {
   private reject(line: number, reason: string, raw: string): void {
     this.summary.rejected++;
     if (this.summary.errors.length < MAX_LISTED_ERRORS) this.summary.errors.push({ line, reason });
-    this.rejects.add(
-      JSON.stringify({
-        rejected_at: this.opts.ctx.receivedAt,
-        source: REJECT_SOURCE,
-        reason,
-        raw: truncateUtf8(raw, MAX_REJECT_RAW_BYTES),
-        line,
-        batch_id: this.opts.ctx.batchId,
-      }),
-    );
+    if (this.overBudget) {
+      this.overBudget.count++;
+      this.overBudget.last = line;
+      return;
+    }
+    const row = this.rejectRow(line, reason, raw);
+    if (this.rejectChars + row.length > REJECT_BASE_CHARS + REJECT_CHARS_PER_BODY_BYTE * this.bodyBytes) {
+      this.overBudget = { count: 1, first: line, last: line, raw };
+      return;
+    }
+    this.rejectChars += row.length + 1;
+    this.rejects.add(row);
+  }
+
+  private rejectRow(line: number, reason: string, raw: string): string {
+    return JSON.stringify({
+      rejected_at: this.opts.ctx.receivedAt,
+      source: REJECT_SOURCE,
+      reason,
+      raw: truncateUtf8(raw, MAX_REJECT_RAW_BYTES),
+      line,
+      batch_id: this.opts.ctx.batchId,
+    });
   }
 }
