@@ -182,12 +182,15 @@ describe('slow senders on every push endpoint', () => {
     const batch = Buffer.from(`${JSON.stringify({ timestamp: '2026-11-21T10:00:00.123Z', level: 'INFO', message: 'through', svc_app_name: 'acme-app' })}\n`);
     const webhook = Buffer.from(JSON.stringify({ request_id: 'req-good', status: 'OK', payload: {} }));
     const faro = Buffer.from(JSON.stringify({ meta: { app: { name: 'web' }, session: { id: 'sess-1' } }, logs: [{ message: 'hi', level: 'info', timestamp: '2026-11-21T10:00:00.000Z', context: {} }] }));
+    const sentAt = performance.now();
     const [[drainRes, drainOpen], [webhookRes, webhookOpen], [faroRes, faroOpen]] = await Promise.all([
       post(DRAIN_PATH, { 'content-type': 'application/x-ndjson', 'x-svc-signature': createHmac('sha256', SECRET).update(batch).digest('hex') }, batch).then((r) => [r, openOf('drain')] as const),
       post(WEBHOOK_PATH, { 'content-type': 'application/json', ...webhookHeaders('req-good', webhook) }, webhook).then((r) => [r, openOf('webhooks')] as const),
       post(FARO_PATH, { 'content-type': 'application/json', 'x-api-key': FARO_KEY }, faro).then((r) => [r, openOf('faro')] as const),
     ]);
 
+    // Reported, not asserted (tests assert no timing): the issue's goal is an answer within 2 s.
+    console.log(`good requests beside ${SLOW} slow connections per endpoint answered in ${Math.round(performance.now() - sentAt)} ms (all three)`);
     expect([drainRes.status, drainRes.body.accepted, drainRes.body.rejected]).toEqual([200, 1, 0]);
     expect([webhookRes.status, webhookRes.body.request_id]).toEqual([200, 'req-good']);
     expect([faroRes.status, faroRes.body.accepted, faroRes.body.rejected]).toEqual([202, 1, 0]);
