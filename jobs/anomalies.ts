@@ -36,7 +36,7 @@ export const anomaliesJob = defineJob({
       ctx.log.warn(`anomalies: volume, error rate and latency are judged from hourly analytics; ANALYTICS_TIMEFRAME is ${config.ANALYTICS_TIMEFRAME}, so only cost is judged`);
     }
     const result = await evaluateAnomalies(ctx, { timezone, fromMs, toMs, nowMs });
-    ctx.log.info(result, `anomalies: ${result.findings} finding(s) over ${result.series} series`);
+    ctx.log[ctx.summaryLevel ?? 'info'](result, `anomalies: ${result.findings} finding(s) over ${result.series} series`);
     if (!ctx.range) await ctx.checkpoints.save('anomalies', checkpointKey, new Date(Math.floor(nowMs / HOUR_MS) * HOUR_MS).toISOString());
     if (config.NOTIFY_WEBHOOK_URL && config.NOTIFY_WEBHOOK_SECRET) {
       const sent = await notifyFindings(

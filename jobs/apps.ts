@@ -15,6 +15,6 @@ export const appsJob = defineJob({
   async run(ctx) {
     if (ctx.range) ctx.log.warn('the apps listing is the current state only; --from/--to are ignored');
     const result = await collectApps(ctx);
-    ctx.log.info(result, 'apps collected');
+    ctx.log[ctx.summaryLevel ?? 'info'](result, 'apps collected');
   },
 });

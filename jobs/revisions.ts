@@ -21,6 +21,6 @@ export const revisionsJob = defineJob({
       const ids = [...result.refused.keys()].sort();
       ctx.log.warn({ apps: ids }, `revisions skipped ${ids.length} app(s) the platform refused (403/404): ${ids.join(', ')}`);
     }
-    ctx.log.info({ rows: result.rows, rejected: result.rejected }, 'revisions collected');
+    ctx.log[ctx.summaryLevel ?? 'info']({ rows: result.rows, rejected: result.rejected }, 'revisions collected');
   },
 });

@@ -38,6 +38,6 @@ export const runnerMetricsJob = defineJob({
       ctx.log.warn({ runners: ids.length, scraped: chosen.length }, `runner metrics: ${ids.length} runners to scrape, over --max-runners; ${chosen.length} this run, the others in later runs`);
     }
     const result = await collectRunnerMetrics(ctx, chosen, concurrency);
-    ctx.log.info({ ...result }, `runner metrics: ${result.scraped} of ${result.runners} runner(s) scraped, ${result.gone} gone (404)`);
+    ctx.log[ctx.summaryLevel ?? 'info']({ ...result }, `runner metrics: ${result.scraped} of ${result.runners} runner(s) scraped, ${result.gone} gone (404)`);
   },
 });

@@ -24,6 +24,12 @@ export interface JobContext {
   platform: PlatformClient;
   checkpoints: Checkpoints;
   log: Logger;
+  /**
+   * The level of a run's routine summary ("apps collected", "N runners scraped"): debug for a scheduled run, so an
+   * idle service logs next to nothing (/metrics and job_runs tell the rest), info for a run a person started.
+   * Absent (a context built elsewhere): info.
+   */
+  summaryLevel?: 'debug' | 'info';
   /** Pass to every platform call: counts retries for job_runs and stops the run on shutdown. */
   call: CallContext;
   signal: AbortSignal;

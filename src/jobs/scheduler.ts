@@ -237,6 +237,7 @@ export class Scheduler {
           platform: this.opts.platform,
           checkpoints: job.sharded ? this.shardCheckpoints : this.checkpoints,
           log,
+          summaryLevel: routine,
           signal: controller.signal,
           call: {
             signal: controller.signal,
