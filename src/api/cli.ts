@@ -9,6 +9,7 @@ import { withCommandRuntime } from '../service.js';
 import { financeProblem, financeReport, financeTable } from './finance.js';
 import { focusOptions, focusReport, focusTable, FocusNoDataError } from './focus.js';
 import { toCsv } from './http.js';
+import { monthReportOptions } from './report-options.js';
 import { efficiencyCommand, EFFICIENCY_USAGE } from './efficiency-cli.js';
 import { CHANGE_GROUP_NAMES, costChangesReport, costChangesTable } from './cost-changes-report.js';
 
@@ -70,12 +71,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
     io.err(`tallyhouse report finance: ${describeArgsError(err, ['month', 'timezone', 'out', 'format'])}\nUsage: ${USAGE}`);
     return 2;
   }
-  const problems: string[] = [];
-  if (!values.month || !/^\d{4}-(0[1-9]|1[0-2])$/.test(values.month)) problems.push('--month: expected YYYY-MM');
-  const timezone = values.timezone ?? 'UTC';
-  if (!IANAZone.isValidZone(timezone)) problems.push(`--timezone: unknown IANA time zone ${JSON.stringify(timezone)}`);
-  const format = values.format ?? (values.out?.endsWith('.json') ? 'json' : 'csv');
-  if (format !== 'csv' && format !== 'json') problems.push('--format: expected csv or json');
+  const { problems, timezone, format } = monthReportOptions(values);
   if (problems.length === 0 && DateTime.fromFormat(values.month!, 'yyyy-MM', { zone: timezone }) > DateTime.now()) {
     problems.push(`--month: expected a month that has started in ${timezone}; ${values.month} has not`);
   }
@@ -229,3 +225,4 @@ async function changesCommand(args: string[]): Promise<number> {
     return 0;
   });
 }
+

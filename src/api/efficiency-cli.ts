@@ -1,12 +1,13 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DateTime, IANAZone } from 'luxon';
+import { DateTime } from 'luxon';
 import { getConfig } from '../config.js';
 import { commandIO } from '../cli/io.js';
 import { withCommandRuntime } from '../service.js';
 import { efficiencyTable, hintTable, loadEfficiency, loadRecommendations } from './efficiency-routes.js';
 import { toCsv } from './http.js';
+import { monthReportOptions } from './report-options.js';
 
 export const EFFICIENCY_USAGE =
   'tallyhouse report efficiency --month YYYY-MM [--timezone ZONE] [--hints] [--margin-percent N] [--out file.csv] [--format csv|json]\n';
@@ -31,12 +32,7 @@ export async function efficiencyCommand(args: string[]): Promise<number> {
     io.err(`tallyhouse report efficiency: ${(err as Error).message}\n\nUsage: ${EFFICIENCY_USAGE}`);
     return 2;
   }
-  const problems: string[] = [];
-  if (!values.month || !/^\d{4}-(0[1-9]|1[0-2])$/.test(values.month)) problems.push('--month: expected YYYY-MM');
-  const timezone = values.timezone ?? 'UTC';
-  if (!IANAZone.isValidZone(timezone)) problems.push(`--timezone: unknown IANA time zone ${JSON.stringify(timezone)}`);
-  const format = values.format ?? (values.out?.endsWith('.json') ? 'json' : 'csv');
-  if (format !== 'csv' && format !== 'json') problems.push('--format: expected csv or json');
+  const { problems, timezone, format } = monthReportOptions(values);
   const margin = values['margin-percent'] === undefined ? undefined : Number(values['margin-percent']);
   if (margin !== undefined && !(Number.isFinite(margin) && margin >= 0 && margin <= 1000)) problems.push('--margin-percent: expected a number from 0 to 1000');
   if (values.out && !existsSync(dirname(resolve(values.out)))) problems.push(`--out: the directory ${dirname(resolve(values.out))} does not exist`);

@@ -12,7 +12,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync, renameSync, rmSy
 import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { isDamagedFileError, openSqlite, type SqlDatabase, type SqlStatement } from './sqlite-db.js';
-import { salvageSpool, type Salvage } from './salvage.js';
+import { salvageSpool, type Salvage, type SalvagedRecord } from './salvage.js';
 import { counter } from '../../../metrics.js';
 import type { Logger } from '../../../log.js';
 import { passKillPoint } from './kill-points.js';
@@ -52,16 +52,8 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
-interface RecordRow {
-  seq: number;
-  id: string;
-  received_at_ms: number;
-  row_format: string;
-  rows: number;
-  rejects: number;
-  row_data: Uint8Array;
-  reject_data: Uint8Array;
-}
+/** A `records` row as the spool keeps it (one definition, shared with the salvage). */
+type RecordRow = SalvagedRecord;
 
 const asBuffer = (b: Uint8Array): Buffer => (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 
