@@ -81,6 +81,7 @@ async function run(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
   }
 }
 
+const month = () => z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM');
 const date = (what: string) => z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected a date YYYY-MM-DD').describe(what);
 const instant = (what: string) =>
   z.string().regex(/^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/, 'expected a date YYYY-MM-DD or an ISO 8601 date-time').describe(what);
@@ -203,7 +204,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       description:
         'Each configured budget (BUDGETS, BUDGETS_FILE, APP_BUDGETS): spent this month, the month-end forecast with a 90% interval, status ok | at_risk | over, and whether spent is final (GET /api/v1/budgets).',
       inputSchema: {
-        month: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM').optional().describe('default: the current month'),
+        month: month().optional().describe('default: the current month'),
         today: date('the day to answer as of (default: today in timezone)').optional(),
         timezone: z.string().max(64).optional().describe('default: the first of TIMEZONES'),
       },
@@ -227,7 +228,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       description:
         "A month's cost per app and machine type in a timezone, totals per currency, and the reconciliation with the platform's own monthly summary (GET /api/v1/reports/finance). month_complete is false while the month is not over.",
       inputSchema: {
-        month: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM'),
+        month: month(),
         timezone: z.string().max(64).default('UTC'),
       },
       outputSchema: open({ month: z.string(), timezone: z.string(), rows: Rows, totals: z.unknown(), reconciliation: z.unknown() }),
@@ -424,7 +425,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
 
   server.registerPrompt(
     'explain_month_bill',
-    { title: "Explain this month's bill", description: 'Walk through a month: totals, the largest apps, reconciliation with the platform, what is not final yet.', argsSchema: { month: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM'), timezone: z.string().optional() } },
+    { title: "Explain this month's bill", description: 'Walk through a month: totals, the largest apps, reconciliation with the platform, what is not final yet.', argsSchema: { month: month(), timezone: z.string().optional() } },
     ({ month, timezone }) => ({
       messages: [
         {
