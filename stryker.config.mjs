@@ -3,8 +3,9 @@
 // the related tests once per mutant (per-test coverage picks which), so it is slow; incremental mode keeps the
 // results of mutants whose code and tests did not change (reports/stryker-incremental.json).
 //
-// Stryker's vitest runner runs the tests in one worker thread; the embedded store (chDB) must not be opened in a
-// worker thread, so the tests it runs are those that open no store (vitest.mutation.config.ts picks them).
+// Stryker's vitest runner asks for one worker thread; vitest.mutation.config.ts sets the pool back to forks (the
+// embedded store must not be opened in a worker thread), so every test file but the soak counts, store ones too.
+// One module's own tests only: `npm run mutation -- --mutate src/store/writer.ts --testFiles test/store/writer.test.ts`.
 
 /** The modules mutated by default: money, collection, ingestion and the endpoints people and scrapers call. */
 export const MUTATION_SCOPE = [
@@ -46,6 +47,8 @@ export default {
   // Two cores shared with other work: one test process by default (--concurrency raises it).
   concurrency: 1,
   timeoutMS: 30_000,
+  // The initial run is every related test file once with coverage: over the whole scope, close to `npm test`.
+  dryRunTimeoutMinutes: 120,
   tempDirName: 'reports/.stryker-tmp',
   ignorePatterns: ['data', 'dist', 'reports', '.vitest-results.json', '.bench-*', 'bench'],
   cleanTempDir: 'always',
