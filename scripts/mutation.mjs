@@ -9,7 +9,16 @@ const stryker = fileURLToPath(new URL('../node_modules/@stryker-mutator/core/bin
 // process.env.TZ (test/store/values.test.ts checks that parsing ignores the machine's zone that way). So the whole
 // run is in a zone that is not UTC, which asks the same question of every test.
 const env = { ...process.env, TZ: process.env.TZ || 'Asia/Kolkata' };
-const run = spawnSync(process.execPath, [stryker, 'run', ...process.argv.slice(2)], { stdio: 'inherit', env });
+// --testFiles goes to vitest.mutation.config.ts (TALLYHOUSE_MUTATION_TEST_FILES), not to Stryker: given to Stryker,
+// it makes every static mutant survive (see there).
+const args = [];
+for (let i = 2; i < process.argv.length; i++) {
+  const arg = process.argv[i];
+  if (arg === '--testFiles') env.TALLYHOUSE_MUTATION_TEST_FILES = process.argv[++i] ?? '';
+  else if (arg.startsWith('--testFiles=')) env.TALLYHOUSE_MUTATION_TEST_FILES = arg.slice('--testFiles='.length);
+  else args.push(arg);
+}
+const run = spawnSync(process.execPath, [stryker, 'run', ...args], { stdio: 'inherit', env });
 if (run.status !== 0) process.exit(run.status ?? 1);
 const scores = spawnSync(process.execPath, [fileURLToPath(new URL('./mutation-scores.mjs', import.meta.url))], { stdio: 'inherit' });
 process.exit(scores.status ?? 1);

@@ -80,3 +80,42 @@ describe('ISO_DATE and HAS_ZONE', () => {
     expect(HAS_ZONE.test('2026-11-21T10:00:00')).toBe(false);
   });
 });
+
+// The platform's `...Z` form takes a fast path (a regular expression, no Date); anything it does not match goes
+// through Date.parse. Each text below is not an ISO 8601 time (a non-digit, a short field, text around it), so
+// the answer is null: a fast path that matched it would hand ClickHouse a time that is not one.
+describe('isoToDateTime64: the fast path takes only whole YYYY-MM-DDTHH:MM:SS[.fff]Z', () => {
+  it.each([
+    ['2026-11-21T10:00:07Z', '2026-11-21 10:00:07.000'],
+    ['2026-11-21T10:00:07.5Z', '2026-11-21 10:00:07.500'],
+    ['2026-11-21T10:00:07.25Z', '2026-11-21 10:00:07.250'],
+    ['2026-11-21T10:00:07.125Z', '2026-11-21 10:00:07.125'],
+  ])('%s is %s', (text, expected) => {
+    expect(isoToDateTime64(text)).toBe(expected);
+  });
+
+  it.each([
+    'x2026-11-21T10:00:07Z', // text before
+    '2026-11-21T10:00:07Zx', // text after
+    '6-11-21T10:00:07Z', // a year of one digit
+    'abcd-11-21T10:00:07Z',
+    '2026-1-21T10:00:07Z', // a month of one digit
+    '2026-ab-21T10:00:07Z',
+    '2026-11-2T10:00:07Z', // a day of one digit
+    '2026-11-abT10:00:07Z',
+    '2026-11-21T1:00:07Z', // an hour of one digit
+    '2026-11-21Tab:00:07Z',
+    '2026-11-21T10:0:07Z', // minutes of one digit
+    '2026-11-21T10:ab:07Z',
+    '2026-11-21T10:00:7Z', // seconds of one digit
+    '2026-11-21T10:00:abZ',
+    '2026-11-21T10:00:07.abcZ', // a fraction that is not digits
+  ])('%s is not a time: null', (text) => {
+    expect(isoToDateTime64(text)).toBeNull();
+  });
+
+  it('null and undefined are null', () => {
+    expect(isoToDateTime64(null)).toBeNull();
+    expect(isoToDateTime64(undefined)).toBeNull();
+  });
+});
