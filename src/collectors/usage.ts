@@ -145,7 +145,8 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
     [
       tableWrite(usageBuckets, [...buckets, ...bucketTombstones]),
       tableWrite(usageSummaries, [...summaries, ...summaryTombstones]),
-      dayCollectionWrite('serverless', range, readWhole ? dayRows : [], ctx.now()),
+      // Only a whole read is evidence (sql/026): an empty one would let two reads that refused a row agree.
+      ...(readWhole ? [dayCollectionWrite('serverless', range, dayRows, ctx.now())] : []),
     ],
     rejects,
     { timezone, from: range.from, to: range.to },
