@@ -51,7 +51,7 @@ afterAll(async () => {
 const get = async (query: string) => {
   asked.length = 0;
   const res = await app.inject({ method: 'GET', url: `/cost/requests?${query}` });
-  return { res, body: res.headers['content-type']?.startsWith('application/json') ? res.json() : undefined };
+  return { res, body: String(res.headers['content-type'] ?? '').startsWith('application/json') ? res.json() : undefined };
 };
 // Counts are numbers in the answer (ClickHouse sends UInt64 quoted), amounts exact decimal text.
 const COLUMNS = { request_count: 5, billed_requests: 4, unbilled_requests: 1, billable_units: '8', unpriced_requests: 0, currency: 'USD' };
