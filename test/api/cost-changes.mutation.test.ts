@@ -72,7 +72,8 @@ describe('attributeChanges, more cases by hand', () => {
         difference: '-1.5', volume: '0', price: '0', discount: '0', new: '0', gone: '-1.5',
       },
     ]);
-    expect(created.items[0]).toMatchObject({ difference: '1.25', volume: '0', price: '0', discount: '0', new: '1.25', gone: '0' });
+    expect(created.items).toHaveLength(1);
+    expect(created.items[0]).toMatchObject({ item: 'CPU', difference: '1.25', volume: '0', price: '0', discount: '0', new: '1.25', gone: '0' });
     expect([gone.new, gone.gone, created.new, created.gone]).toEqual(['0', '-1.5', '1.25', '0']);
     // |-1.5| > |1.25|: the gone group ranks first.
     expect(r.groups.map((g) => g.status)).toEqual(['gone', 'new']);
@@ -131,6 +132,20 @@ describe('attributeChanges, more cases by hand', () => {
     expect(r.groups[0].items[0].baseline.quantity).toBe('2');
   });
 
+  it('an item with no quantity either side (a fee): its change is all price', () => {
+    // 0 units for 1 -> 0 units for 2: no price per unit to carry, so volume 0 and price = 2 - 1 = 1.
+    const r = attributeChanges({ baseline: [line({ app: 'x' }, 'fee', '0', '1')], current: [line({ app: 'x' }, 'fee', '0', '2')] });
+    expect(r.groups[0]).toMatchObject({ volume: '0', price: '1', difference: '1' });
+  });
+
+  it('items in name order, whichever period brought them', () => {
+    const r = attributeChanges({
+      baseline: [line({ app: 'x' }, 'GPU', '1', '1')],
+      current: [line({ app: 'x' }, 'GPU', '1', '1'), line({ app: 'x' }, 'CPU', '1', '1')],
+    });
+    expect(r.groups[0].items.map((i) => i.item)).toEqual(['CPU', 'GPU']);
+  });
+
   it('names the side and the figure of an amount it cannot keep', () => {
     const bad = '0.0000000000001';
     expect(() => attributeChanges({ baseline: [], current: [line({ app: 'x' }, 'u', bad, '1')] })).toThrow('cost line current quantity: 0.0000000000001 has more than 12 decimals');
@@ -166,5 +181,20 @@ describe('describeGroupChange, by hand', () => {
     );
     // GPU: volume = (0 - 1) x 1 = -1, price = (5 - 1) - (-1) = 5; its current unit price is none (no quantity).
     expect(describeGroupChange(q)).toBe('price effect +5 USD on a');
+    // Price largest (CPU 1 -> 2: +10) beside an item new to the group (GPU: volume +1): only CPU's price moved.
+    const [n] = changes([line({ app: 'a' }, 'CPU', '10', '10')], [line({ app: 'a' }, 'CPU', '10', '20'), line({ app: 'a' }, 'GPU', '1', '1')]);
+    expect(describeGroupChange(n)).toBe('price effect +10 USD on a: unit price CPU 1 -> 2');
+    // Two prices moved (CPU 1 -> 2: +10, GPU 2 -> 3: +1): both named.
+    const [two] = changes(
+      [line({ app: 'a' }, 'CPU', '10', '10'), line({ app: 'a' }, 'GPU', '1', '2')],
+      [line({ app: 'a' }, 'CPU', '10', '20'), line({ app: 'a' }, 'GPU', '1', '3')],
+    );
+    expect(describeGroupChange(two)).toBe('price effect +11 USD on a: unit price CPU 1 -> 2, GPU 2 -> 3');
+  });
+
+  it('a volume change is not followed by the prices that moved less', () => {
+    // 10 -> 30 units, unit price 1 -> 1.1: volume = 20 x 1 = 20, price = (33 - 10) - 20 = 3.
+    const [v] = changes([line({ app: 'a' }, 'CPU', '10', '10')], [line({ app: 'a' }, 'CPU', '30', '33')]);
+    expect(describeGroupChange(v)).toBe('volume effect +20 USD on a');
   });
 });
