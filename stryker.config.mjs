@@ -5,7 +5,9 @@
 //
 // Stryker's vitest runner asks for one worker thread; vitest.mutation.config.ts sets the pool back to forks (the
 // embedded store must not be opened in a worker thread), so every test file but the soak counts, store ones too.
-// One module's own tests only: `npm run mutation -- --mutate src/store/writer.ts --testFiles test/store/writer.test.ts`.
+// One module's own tests only: `npm run mutation -- --mutate src/store/writer.ts --testFiles test/store/writer.test.ts --force`
+// (scripts/mutation.mjs hands --testFiles to vitest.mutation.config.ts: given to Stryker 9.6.1, it made every static
+// mutant survive). A whole-scope run takes hours on a shared machine; one module takes minutes (CONTRIBUTING.md).
 
 /** The modules mutated by default: money, collection, ingestion and the endpoints people and scrapers call. */
 export const MUTATION_SCOPE = [

@@ -12,6 +12,15 @@ import base from './vitest.config.js';
 // survived a --testFiles run; limited here, the run is the same and static mutants are activated before loading.
 const only = process.env.TALLYHOUSE_MUTATION_TEST_FILES?.split(',').map((f) => f.trim()).filter(Boolean);
 
+// A test can kill a mutant only in its own process: the vitest runner activates a mutant through a global of the
+// test process, never through the environment (`__STRYKER_ACTIVE_MUTANT__`, which only Stryker's command runner
+// sets), so a CLI or service the test spawns runs the sandbox's code with no mutant active. `related` already
+// leaves out the test files that import nothing of src/ or jobs/ (the CLI, architecture and dashboard-file tests).
+// These import src/ only for the simulator and an oracle's decimal arithmetic (values.ts) and run everything they
+// test in children: they would run for every static mutant of what they import (minutes each) and could only
+// "kill" a values.ts mutant through their own oracle.
+const CHILD_PROCESS_ONLY = ['test/api/cost-changes-cli.test.ts', 'test/jobs/startup-pass.test.ts', 'test/mcp/stdio-standalone.test.ts'];
+
 export default defineConfig({
   ...base,
   plugins: [
@@ -26,6 +35,6 @@ export default defineConfig({
     ...base.test,
     reporters: ['default'],
     ...(only && only.length > 0 ? { include: only } : {}),
-    exclude: ['test/soak/**', '**/node_modules/**'],
+    exclude: ['test/soak/**', '**/node_modules/**', ...CHILD_PROCESS_ONLY],
   },
 });

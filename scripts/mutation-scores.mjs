@@ -8,6 +8,8 @@ import { MUTATION_SCOPE } from '../stryker.config.mjs';
 
 const reportPath = process.argv[2] ?? 'reports/mutation/mutation.json';
 const report = JSON.parse(readFileSync(reportPath, 'utf8'));
+// Optional: the run's --mutate patterns (comma-separated, line ranges allowed): only the files they name.
+const only = process.argv[3]?.split(',').map((p) => p.trim().replace(/:\d+(:\d+)?-\d+(:\d+)?$/, '')).filter(Boolean);
 
 /** A scope pattern as a regular expression over repository paths ('**' any folders, '*' within one name). */
 export function patternRegExp(pattern) {
@@ -24,6 +26,7 @@ const moduleOf = (file) => scope.find((s) => s.re.test(file))?.pattern ?? file;
 const modules = new Map();
 const survivors = [];
 for (const [file, { mutants }] of Object.entries(report.files)) {
+  if (only && !only.some((p) => patternRegExp(p).test(file))) continue;
   const name = moduleOf(file);
   const m = modules.get(name) ?? { files: new Set(), Killed: 0, Timeout: 0, Survived: 0, NoCoverage: 0, errors: 0, Ignored: 0 };
   m.files.add(file);

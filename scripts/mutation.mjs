@@ -18,7 +18,11 @@ for (let i = 2; i < process.argv.length; i++) {
   else if (arg.startsWith('--testFiles=')) env.TALLYHOUSE_MUTATION_TEST_FILES = arg.slice('--testFiles='.length);
   else args.push(arg);
 }
+// The report also carries the incremental file's results of modules this run did not mutate: print only this run's.
+const mutateAt = args.findIndex((a) => a === '--mutate' || a === '-m' || a.startsWith('--mutate='));
+const mutated = mutateAt < 0 ? undefined : args[mutateAt].startsWith('--mutate=') ? args[mutateAt].slice('--mutate='.length) : args[mutateAt + 1];
 const run = spawnSync(process.execPath, [stryker, 'run', ...args], { stdio: 'inherit', env });
 if (run.status !== 0) process.exit(run.status ?? 1);
-const scores = spawnSync(process.execPath, [fileURLToPath(new URL('./mutation-scores.mjs', import.meta.url))], { stdio: 'inherit' });
+const scoreArgs = mutated ? ['reports/mutation/mutation.json', mutated] : [];
+const scores = spawnSync(process.execPath, [fileURLToPath(new URL('./mutation-scores.mjs', import.meta.url)), ...scoreArgs], { stdio: 'inherit' });
 process.exit(scores.status ?? 1);
