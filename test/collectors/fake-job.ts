@@ -35,7 +35,13 @@ export interface FakeJob {
 export function fakeJob(opts: {
   pages: (path: string, query: Record<string, unknown>) => unknown[];
   query?: (sql: string, params: Record<string, unknown>) => unknown[];
+  /** Answers getJson calls. */
+  json?: (path: string, query: Record<string, unknown>) => unknown;
   now?: Date;
+  /** Configuration the code under test reads (nothing else is set). */
+  config?: Record<string, unknown>;
+  /** Saved checkpoints, `job key` -> value; saves land here too. */
+  checkpoints?: Map<string, string>;
 }): FakeJob {
   const job: Omit<FakeJob, 'ctx'> = { calls: [], rows: {}, rejects: [], queries: [], execs: [], commands: [], warnings: [], notes: [], added: [], registry: createRegistry({ defaultMetrics: false }) };
   const writer = {
@@ -80,8 +86,20 @@ export function fakeJob(opts: {
     now: () => opts.now ?? new Date('2026-11-21T12:00:00Z'),
     note: (n: string) => job.notes.push(n),
     addRows: (n: number) => job.added.push(n),
-    runtime: { writer, store, registry: job.registry, config: {} },
+    runtime: { writer, store, registry: job.registry, config: opts.config ?? {} },
+    checkpoints: {
+      get: async (jobName: string, key: string) => opts.checkpoints?.get(`${jobName} ${key}`) ?? null,
+      save: async (jobName: string, key: string, value: string) => {
+        opts.checkpoints?.set(`${jobName} ${key}`, value);
+      },
+    },
     platform: {
+      async getJson(path: string, o: { query?: Record<string, unknown>; schema?: { parse(v: unknown): unknown } } = {}) {
+        const query = o.query ?? {};
+        job.calls.push({ path, query, scope: undefined });
+        const value = opts.json ? opts.json(path, query) : {};
+        return o.schema ? o.schema.parse(value) : value;
+      },
       async *paginate(path: string, o: { query?: Record<string, unknown>; scope?: unknown; method?: unknown; body?: unknown; schema: { parse(v: unknown): unknown } }) {
         const query = o.query ?? {};
         job.calls.push({ path, query, scope: o.scope, ...(o.method === undefined ? {} : { method: o.method, body: o.body }) });
