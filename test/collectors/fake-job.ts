@@ -40,6 +40,8 @@ export function fakeJob(opts: {
   now?: Date;
   /** Configuration the code under test reads (nothing else is set). */
   config?: Record<string, unknown>;
+  /** Tables whose rows the writer refuses (each counted as rejected, none written). */
+  refuse?: string[];
   /** Saved checkpoints, `job key` -> value; saves land here too. */
   checkpoints?: Map<string, string>;
 }): FakeJob {
@@ -47,7 +49,8 @@ export function fakeJob(opts: {
   const writer = {
     insertLines(table: { name: string }, lines: string[]) {
       (job.rows[table.name] ??= []).push(...lines.map((l) => JSON.parse(l) as Record<string, unknown>));
-      return Promise.resolve({ written: lines.length, rejected: 0 });
+      const refused = opts.refuse?.includes(table.name) ?? false;
+      return Promise.resolve({ written: refused ? 0 : lines.length, rejected: refused ? lines.length : 0 });
     },
     reject(rows: readonly RejectRow[]) {
       job.rejects.push(...rows);
