@@ -406,6 +406,12 @@ describe('collectUsageChunk', () => {
     expect(result.tombstones).toBe(1);
   });
 
+  it('stores a row without an app under the empty name', async () => {
+    const job = usageJob({ series: [{ bucket: '2026-11-21T00:00:00Z', results: [{ ...discounted, app: null }] }] });
+    await collectUsageChunk(job.ctx, { timezone: 'UTC', from: '2026-11-21', to: '2026-11-22' });
+    expect(job.rows.usage_buckets.map((r) => [r.app, r.environment])).toEqual([['', '']]);
+  });
+
   it('an empty list of apps asks for every app', async () => {
     const job = usageJob({ series: [{ bucket: '2026-11-21T00:00:00Z', results: [discounted] }] });
     const result = await collectUsageChunk(job.ctx, { timezone: 'UTC', from: '2026-11-21', to: '2026-11-22', apps: [] });

@@ -74,6 +74,12 @@ describe('PlatformClient: construction and paths', () => {
     ]);
   });
 
+  it('takes a relative path holding a URL in its query as relative', async () => {
+    const server = await serve([json(200, { ok: 1 })]);
+    await client(`${server.baseUrl}/prefix`).getJson('/v1/serverless/apps?next=http://other.example/x');
+    expect(server.requests.map((r) => [r.path, r.query.get('next'), r.headers.authorization])).toEqual([['/prefix/v1/serverless/apps', 'http://other.example/x', 'Key api-key-1']]);
+  });
+
   it('sends no key at all when none is set', async () => {
     const server = await serve([json(200, { ok: 1 })]);
     await client(server.baseUrl, { apiKey: '', adminKey: '' }).getJson(platformPaths.apps);
