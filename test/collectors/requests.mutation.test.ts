@@ -202,6 +202,17 @@ describe('requestPages', () => {
     ]);
   });
 
+  it('refuses a page without an items list (the envelope is checked)', async () => {
+    const f = fakeContext([], recordingWriter().writer);
+    (f.ctx.platform as unknown as { paginate: unknown }).paginate = async function* (_path: string, opts: { schema: { parse(v: unknown): unknown } }) {
+      yield opts.schema.parse({ has_more: false, next_cursor: null });
+    };
+    const walk = async () => {
+      for await (const _ of requestPages(f.ctx, WINDOW)) void _;
+    };
+    await expect(walk()).rejects.toThrow(/items/);
+  });
+
   it('asks nothing for a window without endpoint ids', async () => {
     const f = fakeContext([[item]], recordingWriter().writer);
     const got: unknown[][] = [];
@@ -274,6 +285,15 @@ describe('toRequestLine: bounds and odd values', () => {
     expect(reason({ ...item, started_at: {} })).toBe('started_at: expected string, received object');
     expect(reason({ ...item, sent_at: 'later' })).toBe('sent_at: not an ISO 8601 timestamp: "later"');
     expect(reason(null)).toBe('(item): expected object, received null');
+  });
+
+  it('writes absent or null start and send times as NULL, not as text', () => {
+    const r = toRequestLine({ ...item, sent_at: null }, collected);
+    if ('reason' in r) throw new Error(r.reason);
+    expect(JSON.parse(r.line)).toMatchObject({ started_at: null, sent_at: null, gateway_request_id: null, runner_id: null });
+    const s = toRequestLine({ ...item, started_at: '2026-11-21T10:00:00Z', sent_at: '2026-11-21T10:00:01Z' }, collected);
+    if ('reason' in s) throw new Error(s.reason);
+    expect(JSON.parse(s.line)).toMatchObject({ started_at: '2026-11-21 10:00:00.000', sent_at: '2026-11-21 10:00:01.000' });
   });
 
   it('keeps a gateway id that is not a string as its JSON text, and a billed flag per item', () => {
