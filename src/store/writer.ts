@@ -48,7 +48,11 @@ export interface RejectRow {
 }
 
 interface Entry {
+  /** The rows as lines, or [] when they came encoded. */
   lines: string[];
+  /** The rows already encoded: newline-terminated lines, as insertEncodedLines() takes them; null for lines. */
+  encoded: Buffer[] | null;
+  rows: number;
   bytes: number;
   written: number;
   rejected: number;
@@ -117,34 +121,42 @@ export class BatchWriter {
    * definition carries its row type, so rows of another table do not compile (CONTRIBUTING.md rule 13).
    */
   insert<S extends z.ZodObject>(table: TableDef<S>, rows: ReadonlyArray<z.input<S>>): Promise<WriteResult> {
-    return this.enqueue(
-      table.name,
-      rows.map((r) => JSON.stringify(r)),
-    );
+    const lines = rows.map((r) => JSON.stringify(r));
+    return this.enqueue(table.name, lines, null, lines.length);
   }
 
   /** Like insert(), for rows already serialized as JSONEachRow lines of `table`. */
   insertLines(table: TableDef<z.ZodObject>, lines: string[]): Promise<WriteResult> {
-    return this.enqueue(table.name, lines);
+    return this.enqueue(table.name, lines, null, lines.length);
   }
 
-  private async enqueue(table: string, lines: string[]): Promise<WriteResult> {
-    if (this.closed) throw new Error(`the writer is closed; ${lines.length} rows for ${table} were not accepted`);
+  /**
+   * Like insertLines(), for `rows` JSONEachRow lines of `table` already encoded (UTF-8), each line ending in a
+   * newline; a chunk holds whole lines. They go to the store as they are (no join, no second encoding), and are
+   * split into lines only if the store refuses the batch for its data (to isolate the bad row).
+   */
+  insertEncodedLines(table: TableDef<z.ZodObject>, chunks: Buffer[], rows: number): Promise<WriteResult> {
+    return this.enqueue(table.name, [], chunks, rows);
+  }
+
+  private async enqueue(table: string, lines: string[], encoded: Buffer[] | null, rows: number): Promise<WriteResult> {
+    if (this.closed) throw new Error(`the writer is closed; ${rows} rows for ${table} were not accepted`);
     if (!TABLE_NAME.test(table)) throw new Error(`invalid table name ${JSON.stringify(table)}`);
-    if (lines.length === 0) return { written: 0, rejected: 0 };
+    if (rows === 0) return { written: 0, rejected: 0 };
     while (this.bufferedBytes >= this.maxBufferedBytes) {
       await new Promise<void>((r) => this.spaceWaiters.push(r));
     }
     let bytes = 0;
-    for (const l of lines) bytes += l.length + 1;
+    if (encoded) for (const c of encoded) bytes += c.length;
+    else for (const l of lines) bytes += l.length + 1;
     const buffer = this.bufferFor(table);
     const committed = new Promise<WriteResult>((resolve, reject) => {
       if (buffer.rows === 0) buffer.oldestAt = Date.now();
-      buffer.entries.push({ lines, bytes, written: 0, rejected: 0, pendingLines: lines.length, resolve, reject });
-      buffer.rows += lines.length;
+      buffer.entries.push({ lines, encoded, rows, bytes, written: 0, rejected: 0, pendingLines: rows, resolve, reject });
+      buffer.rows += rows;
       buffer.bytes += bytes;
       this.bufferedBytes += bytes;
-      this.metrics.buffered.inc({ table }, lines.length);
+      this.metrics.buffered.inc({ table }, rows);
       if (buffer.rows >= this.maxRows || buffer.bytes >= this.maxBytes) void this.flushTable(buffer);
     });
     // Callers commonly flush before awaiting their rows; a batch the store refuses meanwhile must fail the caller
@@ -155,10 +167,8 @@ export class BatchWriter {
 
   /** Records rows that could not be ingested in the dead-letter table. */
   reject(rows: readonly RejectRow[]): Promise<WriteResult> {
-    return this.enqueue(
-      REJECTS_TABLE,
-      rows.map((r) => JSON.stringify(toRejectRecord(r))),
-    );
+    const lines = rows.map((r) => JSON.stringify(toRejectRecord(r)));
+    return this.enqueue(REJECTS_TABLE, lines, null, lines.length);
   }
 
   /** Flushes now (one table, or all) and waits until every row handed in before the call is committed. */
@@ -229,10 +239,10 @@ export class BatchWriter {
     let bytes = 0;
     while (buffer.entries.length > 0) {
       const next = buffer.entries[0];
-      if (taken.length > 0 && (rows + next.lines.length > this.maxRows || bytes + next.bytes > this.maxBytes)) break;
+      if (taken.length > 0 && (rows + next.rows > this.maxRows || bytes + next.bytes > this.maxBytes)) break;
       buffer.entries.shift();
       taken.push(next);
-      rows += next.lines.length;
+      rows += next.rows;
       bytes += next.bytes;
     }
     buffer.rows -= rows;
@@ -242,22 +252,25 @@ export class BatchWriter {
   }
 
   private async writeBatch(table: string, entries: Entry[]): Promise<void> {
-    const lines: Line[] = [];
+    let rows = 0;
     let bytes = 0;
     for (const entry of entries) {
-      for (const text of entry.lines) lines.push({ text, entry });
+      rows += entry.rows;
       bytes += entry.bytes;
     }
     try {
-      await this.writeLines(table, lines);
+      await this.writeEntries(table, entries, rows);
     } catch (err) {
       // A store that refuses the statement itself (a missing table, a read-only user: 'permanent' errors) or a
       // programming error: the callers learn it; transient failures are retried and bad rows dead-lettered.
       for (const e of entries) e.reject(err);
     } finally {
       this.bufferedBytes -= bytes;
-      this.metrics.buffered.dec({ table }, lines.length);
-      for (const entry of entries) entry.lines = [];
+      this.metrics.buffered.dec({ table }, rows);
+      for (const entry of entries) {
+        entry.lines = [];
+        entry.encoded = null;
+      }
       const waiters = this.spaceWaiters;
       this.spaceWaiters = [];
       for (const w of waiters) w();
@@ -265,30 +278,75 @@ export class BatchWriter {
   }
 
   /**
+   * A whole batch in one insert, its rows sent as they were handed in (encoded chunks as they are, lines joined
+   * once per entry): no per-row objects and one encoding on the way to the store. Only when the store refuses the
+   * data are the rows split into lines, for writeLines to isolate the bad one.
+   */
+  private async writeEntries(table: string, entries: Entry[], rows: number): Promise<void> {
+    const parts: Buffer[] = [];
+    for (const e of entries) {
+      if (e.encoded) parts.push(...e.encoded);
+      else parts.push(Buffer.from(`${e.lines.join('\n')}\n`));
+    }
+    const refusal = await this.sendWithRetry(table, parts, rows);
+    if (refusal === null) {
+      for (const e of entries) this.settle(e, 'written', e.rows);
+      return;
+    }
+    const lines: Line[] = [];
+    for (const e of entries) for (const text of e.encoded ? splitLines(e.encoded) : e.lines) lines.push({ text, entry: e });
+    await this.isolate(table, lines, refusal, 'written');
+  }
+
+  /**
    * Writes lines, retrying transient failures with the same token until they land. A data error
    * splits the batch in two, so one bad row is isolated and its neighbours are written.
    */
   private async writeLines(table: string, lines: Line[], outcome: 'written' | 'rejected' = 'written'): Promise<void> {
-    const body = lines.map((l) => l.text).join('\n');
-    const token = createHash('sha256').update(table).update('\n').update(body).digest('hex');
+    const refusal = await this.sendWithRetry(table, [Buffer.from(`${lines.map((l) => l.text).join('\n')}\n`)], lines.length);
+    if (refusal === null) {
+      for (const l of lines) this.settle(l.entry, outcome, 1);
+      return;
+    }
+    await this.isolate(table, lines, refusal, outcome);
+  }
+
+  /** Rows the store refused for their data: halves until the bad row is alone, then it goes to ingest_rejects. */
+  private async isolate(table: string, lines: Line[], refusal: unknown, outcome: 'written' | 'rejected'): Promise<void> {
+    if (lines.length > 1) {
+      const mid = Math.floor(lines.length / 2);
+      await this.writeLines(table, lines.slice(0, mid), outcome);
+      await this.writeLines(table, lines.slice(mid), outcome);
+      return;
+    }
+    await this.deadLetter(table, lines[0], refusal);
+  }
+
+  /**
+   * Sends one batch, retrying transient failures with the same token until it lands: null once it is committed,
+   * or the error of a store that refused its data. A statement the store refuses ('permanent') throws.
+   */
+  private async sendWithRetry(table: string, parts: Buffer[], rows: number): Promise<unknown> {
+    const hash = createHash('sha256').update(table).update('\n');
+    for (const p of parts) hash.update(p);
+    const token = hash.digest('hex');
     for (let attempt = 1; ; attempt++) {
       const started = process.hrtime.bigint();
       try {
-        await this.send(table, body, token);
+        await this.send(table, parts, token);
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         this.metrics.flushSeconds.observe({ table }, seconds);
         this.metrics.batches.inc({ table });
-        this.metrics.batchRows.observe({ table }, lines.length);
-        this.metrics.rowsWritten.inc({ table }, lines.length);
-        for (const l of lines) this.settle(l.entry, outcome);
-        return;
+        this.metrics.batchRows.observe({ table }, rows);
+        this.metrics.rowsWritten.inc({ table }, rows);
+        return null;
       } catch (err) {
         const kind = classifyStoreError(err);
         this.metrics.failures.inc({ table, kind });
         if (kind === 'transient') {
           const delayMs = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** Math.min(attempt - 1, 16));
           this.logger?.warn(
-            { table, rows: lines.length, attempt, delayMs, err: storeErrorCode(err) },
+            { table, rows, attempt, delayMs, err: storeErrorCode(err) },
             'store write failed; retrying with the same deduplication token',
           );
           await sleep(delayMs * (0.5 + Math.random() / 2));
@@ -296,17 +354,10 @@ export class BatchWriter {
         }
         if (kind === 'permanent') {
           // Retrying cannot help and the rows are not at fault: fail the batch back to its callers.
-          this.logger?.error({ table, rows: lines.length, err: storeErrorCode(err) }, 'store refused the batch; it is not retried');
+          this.logger?.error({ table, rows, err: storeErrorCode(err) }, 'store refused the batch; it is not retried');
           throw err;
         }
-        if (lines.length > 1) {
-          const mid = Math.floor(lines.length / 2);
-          await this.writeLines(table, lines.slice(0, mid), outcome);
-          await this.writeLines(table, lines.slice(mid), outcome);
-          return;
-        }
-        await this.deadLetter(table, lines[0], err);
-        return;
+        return err;
       }
     }
   }
@@ -317,7 +368,7 @@ export class BatchWriter {
     if (table === REJECTS_TABLE) {
       // The dead-letter table itself refused a row: nothing left to put it in but the log.
       this.logger?.error({ table, bytes: line.text.length }, 'ingest_rejects refused a row; it is lost');
-      this.settle(line.entry, 'rejected');
+      this.settle(line.entry, 'rejected', 1);
       return;
     }
     const record = toRejectRecord({
@@ -328,23 +379,30 @@ export class BatchWriter {
     await this.writeLines(REJECTS_TABLE, [{ text: JSON.stringify(record), entry: line.entry }], 'rejected');
   }
 
-  private settle(entry: Entry, outcome: 'written' | 'rejected'): void {
-    if (outcome === 'written') entry.written++;
-    else entry.rejected++;
-    entry.pendingLines--;
+  private settle(entry: Entry, outcome: 'written' | 'rejected', rows: number): void {
+    if (outcome === 'written') entry.written += rows;
+    else entry.rejected += rows;
+    entry.pendingLines -= rows;
     if (entry.pendingLines === 0) queueMicrotask(() => entry.resolve({ written: entry.written, rejected: entry.rejected }));
   }
 
-  private send(table: string, body: string, token: string): Promise<void> {
+  private send(table: string, parts: Buffer[], token: string): Promise<void> {
     return insertEncoded(this.store, {
       table,
       format: 'JSONEachRow',
-      parts: [body],
+      parts,
       settings: { insert_deduplication_token: token, async_insert: 0 },
       infileDir: this.infileDir,
       fileTag: String(++this.infileSeq),
     });
   }
+}
+
+/** Encoded newline-terminated lines back into lines (JSON escapes a newline inside a value, so none splits a row). */
+function splitLines(chunks: Buffer[]): string[] {
+  const lines = Buffer.concat(chunks).toString('utf8').split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
 }
 
 function toRejectRecord(row: RejectRow): Record<string, unknown> {

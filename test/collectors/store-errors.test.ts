@@ -57,6 +57,7 @@ describe('RequestSink', () => {
     const writer = {
       // The store answers a moment later (a macrotask), while the collector is waiting for the platform.
       insertLines: () => new Promise((_, reject) => setTimeout(() => reject(refused), 5)),
+      insertEncodedLines: () => new Promise((_, reject) => setTimeout(() => reject(refused), 5)),
       reject: () => Promise.resolve({ written: 0, rejected: 0 }),
       flush: () => Promise.resolve(),
     };

@@ -1,0 +1,11 @@
+-- Settled months of `requests` merge into one part each, so the raw cost queries' FINAL reads them without
+-- merging (issue 34.5: GET /cost/requests on the raw table, p99 609 ms at 10M requests).
+--
+-- FINAL merges the copies of each request across a partition's parts while it reads them; a partition that is
+-- one part of level > 0 has no copies left, and ClickHouse reads it as it is (the partition key is a function of
+-- the sorting key, so no request spans two partitions). Ordinary merges leave a month in several parts for good.
+-- A partition whose parts are all older than min_age_to_force_merge_seconds (seconds) is merged into one: a
+-- month stops receiving rows a few hours after it ends (REQUESTS_RECOLLECT_HOURS) and is then merged once;
+-- a backfill into it is merged again an hour after it. The month in progress keeps receiving rows every few
+-- minutes and merges as before. Merging keeps the best copy of each request: the data read does not change.
+ALTER TABLE requests MODIFY SETTING min_age_to_force_merge_seconds = 3600, min_age_to_force_merge_on_partition_only = 1;
