@@ -4,7 +4,7 @@
 // to app,endpoint and repeats count once; limit keeps the top movers; bad ranges are a 400 naming the parameter.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { parse as parseCsv } from 'csv-parse/sync';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { costChangeRoutes } from '../../src/api/cost-changes-routes.js';
 import { badParameter, installErrorHandler, parseQuery } from '../../src/api/http.js';
 import { RouteRegistry } from '../../src/api/routes.js';
@@ -40,7 +40,11 @@ const store = {
   },
 };
 
-beforeAll(async () => {
+// Built on first use inside a test, not in beforeAll: a route that fails to register then fails a test, which
+// Stryker counts (a failing hook left it counting no test at all, and the mutant as survived).
+let built: Promise<void> | undefined;
+const ready = () => (built ??= build());
+async function build(): Promise<void> {
   app = Fastify();
   const rt = { store, config, logger: createLogger('silent') } as unknown as Runtime;
   installErrorHandler(app, rt);
@@ -50,12 +54,13 @@ beforeAll(async () => {
     if (tz !== 'UTC') throw badParameter('timezone', 'expected one of the collected timezones: UTC');
   });
   await app.ready();
-});
+}
 afterAll(async () => {
   await app?.close();
 });
 
 const get = async (query: string) => {
+  await ready();
   asked.length = 0;
   return app.inject({ method: 'GET', url: `/cost/changes?${query}` });
 };
