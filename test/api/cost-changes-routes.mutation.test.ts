@@ -130,6 +130,13 @@ describe('GET /cost/changes, by hand', () => {
     ]);
     expect(await error('from=2026-11-01&to=2026-11-03&timezone=Europe/Paris')).toEqual([400, 'timezone', 'timezone: expected one of the collected timezones: UTC']);
     expect(timezones.at(-1)).toBe('Europe/Paris');
+    // A bad date names which one.
+    expect(await error('from=2026-11-1&to=2026-11-03')).toEqual([400, 'from', 'from: expected a date YYYY-MM-DD (current period: first local day, inclusive)']);
+    expect(await error('from=2026-11-01&to=3')).toEqual([400, 'to', 'to: expected a date YYYY-MM-DD (current period: last local day, exclusive)']);
+    expect((await error('from=2026-11-01&to=2026-11-03&baseline_from=x'))[2]).toMatch(/^baseline_from: expected a date YYYY-MM-DD \(baseline: first local day/);
+    expect((await error('from=2026-11-01&to=2026-11-03&baseline_to=x'))[2]).toMatch(/^baseline_to: expected a date YYYY-MM-DD \(baseline: last local day, exclusive/);
+    // Each product by name.
+    for (const product of ['all', 'serverless', 'model_api']) expect((await get(`from=2026-11-01&to=2026-11-03&product=${product}`)).json().product).toBe(product);
     // 31 days is within the limit.
     expect((await get('from=2026-10-01&to=2026-11-01')).statusCode).toBe(200);
   });

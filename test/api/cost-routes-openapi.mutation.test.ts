@@ -18,22 +18,27 @@ type Operation = { operationId: string; summary: string; description?: string; p
 let app: FastifyInstance;
 let paths: Record<string, { get: Operation }>;
 
-const line = { g_app: 'acme/a', g_endpoint: 'svc-ai/flux', app: 'acme/a', machine_type: 'CPU', is_surge: true, currency: 'USD', quantity: '1', subtotal: '1', discount: '0.1', endpoint_id: 'svc-ai/flux', unit: 'image' };
+// Every status once: acme/a changed, acme/u unchanged, acme/g gone, acme/n new (baseline 1 November, current the 2nd).
+const line = (app: string, quantity = '1', subtotal = '1') =>
+  ({ g_app: app, g_endpoint: 'svc-ai/flux', app, machine_type: 'CPU', is_surge: true, currency: 'USD', quantity, subtotal, discount: '0.1', endpoint_id: 'svc-ai/flux', unit: 'image' });
 const store = {
   client: {
     query: async ({ query, query_params }: { query: string; query_params: Record<string, unknown> }) => {
       let rows: unknown[] = [];
-      if (query.includes('FROM usage_buckets') || query.includes('FROM model_usage_buckets')) rows = query_params.from === '2026-11-01' ? [line] : [{ ...line, quantity: '2', subtotal: '3' }];
+      if (query.includes('FROM usage_buckets') || query.includes('FROM model_usage_buckets')) {
+        rows = query_params.from === '2026-11-01' ? [line('acme/a'), line('acme/u'), line('acme/g')] : [line('acme/a', '2', '3'), line('acme/u'), line('acme/n')];
+      }
       return { json: async () => rows };
     },
   },
 };
 
-// Built on first use inside a test, not in beforeAll: a route that fails to register then fails a test, which
-// Stryker counts (a failing hook left it counting no test at all, and the mutant as survived).
-let built: Promise<void> | undefined;
-const ready = () => (built ??= build());
+// Built inside each test, not in beforeAll nor once: a route that fails to register then fails a test, which
+// Stryker counts (a failing hook left it counting no test at all), and each test covers the route specs it reads
+// (per-test coverage gave a spec's lines to whichever test built the app first).
+const ready = () => build();
 async function build(): Promise<void> {
+  await app?.close();
   app = Fastify();
   const rt = { store, writer: {}, config: { API_MAX_RANGE_DAYS: 31, LATE_BILLING_WINDOW_HOURS: 48, TIMEZONES: ['UTC'] }, logger: createLogger('silent') } as unknown as Runtime;
   installErrorHandler(app, rt);
@@ -104,9 +109,16 @@ describe('the OpenAPI document of the cost routes', () => {
     // Every documented field says what it holds: a type, an enum or alternatives, never an empty schema.
     expect(untyped(schema, '$')).toEqual([]);
     expect(described.length).toBeGreaterThanOrEqual(documentedFields);
-    const res = await app.inject({ method: 'GET', url });
-    expect(res.statusCode).toBe(200);
-    conforms(schema, res.json(), '$');
+    for (const u of path.endsWith('changes') ? ['all', 'serverless', 'model_api'].map((p) => `${url}&product=${p}`) : [url]) {
+      const res = await app.inject({ method: 'GET', url: u });
+      expect(res.statusCode, u).toBe(200);
+      conforms(schema, res.json(), '$');
+    }
+    if (path.endsWith('changes')) {
+      const statuses = (await app.inject({ method: 'GET', url })).json().groups.map((g: { status: string }) => g.status).sort();
+      // Serverless by app: acme/a changed, acme/g gone, acme/n new, acme/u unchanged; model APIs: svc-ai/flux changed.
+      expect(statuses).toEqual(['changed', 'changed', 'gone', 'new', 'unchanged']);
+    }
   });
 
   it('the change report answers a group and its item with every part, each documented', async () => {
