@@ -4,7 +4,7 @@
 // to app,endpoint and repeats count once; limit keeps the top movers; bad ranges are a 400 naming the parameter.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { parse as parseCsv } from 'csv-parse/sync';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { costChangeRoutes } from '../../src/api/cost-changes-routes.js';
 import { badParameter, installErrorHandler, parseQuery } from '../../src/api/http.js';
 import { RouteRegistry } from '../../src/api/routes.js';
@@ -40,7 +40,11 @@ const store = {
   },
 };
 
-beforeAll(async () => {
+// Built on first use inside a test, not in beforeAll: a route that fails to register then fails a test, which
+// Stryker counts (a failing hook left it counting no test at all, and the mutant as survived).
+let built: Promise<void> | undefined;
+const ready = () => (built ??= build());
+async function build(): Promise<void> {
   app = Fastify();
   const rt = { store, config, logger: createLogger('silent') } as unknown as Runtime;
   installErrorHandler(app, rt);
@@ -50,12 +54,13 @@ beforeAll(async () => {
     if (tz !== 'UTC') throw badParameter('timezone', 'expected one of the collected timezones: UTC');
   });
   await app.ready();
-});
+}
 afterAll(async () => {
   await app?.close();
 });
 
 const get = async (query: string) => {
+  await ready();
   asked.length = 0;
   return app.inject({ method: 'GET', url: `/cost/changes?${query}` });
 };
@@ -125,6 +130,13 @@ describe('GET /cost/changes, by hand', () => {
     ]);
     expect(await error('from=2026-11-01&to=2026-11-03&timezone=Europe/Paris')).toEqual([400, 'timezone', 'timezone: expected one of the collected timezones: UTC']);
     expect(timezones.at(-1)).toBe('Europe/Paris');
+    // A bad date names which one.
+    expect(await error('from=2026-11-1&to=2026-11-03')).toEqual([400, 'from', 'from: expected a date YYYY-MM-DD (current period: first local day, inclusive)']);
+    expect(await error('from=2026-11-01&to=3')).toEqual([400, 'to', 'to: expected a date YYYY-MM-DD (current period: last local day, exclusive)']);
+    expect((await error('from=2026-11-01&to=2026-11-03&baseline_from=x'))[2]).toMatch(/^baseline_from: expected a date YYYY-MM-DD \(baseline: first local day/);
+    expect((await error('from=2026-11-01&to=2026-11-03&baseline_to=x'))[2]).toMatch(/^baseline_to: expected a date YYYY-MM-DD \(baseline: last local day, exclusive/);
+    // Each product by name.
+    for (const product of ['all', 'serverless', 'model_api']) expect((await get(`from=2026-11-01&to=2026-11-03&product=${product}`)).json().product).toBe(product);
     // 31 days is within the limit.
     expect((await get('from=2026-10-01&to=2026-11-01')).statusCode).toBe(200);
   });

@@ -4,7 +4,7 @@
 // not 'stale'), else the requests themselves over the local days' UTC bounds; every column is in the answer.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { parse as parseCsv } from 'csv-parse/sync';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { requestCostRoutes } from '../../src/api/request-cost-routes.js';
 import { installErrorHandler, parseQuery } from '../../src/api/http.js';
 import { RouteRegistry } from '../../src/api/routes.js';
@@ -37,18 +37,23 @@ const store = {
   },
 };
 
-beforeAll(async () => {
+// Built on first use inside a test, not in beforeAll: a route that fails to register then fails a test, which
+// Stryker counts (a failing hook left it counting no test at all, and the mutant as survived).
+let built: Promise<void> | undefined;
+const ready = () => (built ??= build());
+async function build(): Promise<void> {
   app = Fastify();
   const rt = { store, writer: {}, config: { TIMEZONES: ['UTC', 'Asia/Kolkata'], API_MAX_RANGE_DAYS: 31 }, logger: createLogger('silent') } as unknown as Runtime;
   installErrorHandler(app, rt);
   requestCostRoutes(app, new RouteRegistry(parseQuery), rt);
   await app.ready();
-});
+}
 afterAll(async () => {
   await app?.close();
 });
 
 const get = async (query: string) => {
+  await ready();
   asked.length = 0;
   const res = await app.inject({ method: 'GET', url: `/cost/requests?${query}` });
   return { res, body: String(res.headers['content-type'] ?? '').startsWith('application/json') ? res.json() : undefined };
@@ -105,6 +110,10 @@ describe('GET /cost/requests, by hand', () => {
     expect(await error('from=2026-11-01&to=2026-11-03&timezone=Mars/Base')).toEqual([400, 'timezone', 'timezone: expected an IANA time zone such as UTC or America/New_York']);
     expect(await error('from=2026-11-01&to=2026-11-01')).toEqual([400, 'to', 'to: expected a date after from (2026-11-01); to is exclusive']);
     expect(await error('from=2026-01-01&to=2026-03-01')).toEqual([400, 'to', 'to: expected a range of at most 31 days (API_MAX_RANGE_DAYS); this one spans 59']);
+    // The messages name which date and what group_by takes.
+    expect(await error('from=2026-11-1&to=2026-11-03')).toEqual([400, 'from', 'from: expected a date YYYY-MM-DD (first local day, inclusive)']);
+    expect(await error('from=2026-11-01&to=tomorrow')).toEqual([400, 'to', 'to: expected a date YYYY-MM-DD (last local day, exclusive)']);
+    expect((await error('from=2026-11-01&to=2026-11-03&group_by=week')).slice(0, 2)).toEqual([400, 'group_by']);
     expect(asked).toEqual([]);
   });
 });
