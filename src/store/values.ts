@@ -77,13 +77,30 @@ export function toDateTime64(value: Date | string | number): string {
 }
 
 const ISO_UTC = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.(\d{1,3}))?Z$/;
+const LEADING_DATE = /^(\d{4})-(\d{2})-(\d{2})/;
+const LEADING_TIME = /T(\d{2}):(\d{2})(?::(\d{2}))?/;
+
+/**
+ * Whether the calendar date (and the time of day) a timestamp starts with exists. V8's Date rolls 2026-02-30 over
+ * to 2 March and the fast path below copies digits, so an impossible date would be stored as another day.
+ */
+function namesARealDay(value: string): boolean {
+  const d = LEADING_DATE.exec(value);
+  if (!d) return true; // not the YYYY-MM-DD form: Date decides
+  const [year, month, day] = [Number(d[1]), Number(d[2]), Number(d[3])];
+  if (month < 1 || month > 12 || day < 1) return false;
+  // Day 0 of the next month is the last day of this one (UTC: no zone moves it).
+  if (day > 28 && day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return false;
+  const t = LEADING_TIME.exec(value);
+  return !t || (Number(t[1]) <= 23 && Number(t[2]) <= 59 && Number(t[3] ?? 0) <= 59);
+}
 
 /**
  * An ISO 8601 timestamp as DateTime64(3) UTC text, or null when it is not one. The platform's `...Z` form goes
  * without a Date round trip (the requests hot path); a time without a zone is read as UTC, never local time.
  */
 export function isoToDateTime64(value: string | null | undefined): string | null {
-  if (typeof value !== 'string') return null;
+  if (typeof value !== 'string' || !namesARealDay(value)) return null;
   const m = ISO_UTC.exec(value);
   if (m) return `${m[1]} ${m[2]}.${(m[3] ?? '').padEnd(3, '0')}`;
   // Anything else ISO-like (an offset, more digits): through Date.

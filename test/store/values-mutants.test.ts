@@ -114,6 +114,34 @@ describe('isoToDateTime64: the fast path takes only whole YYYY-MM-DDTHH:MM:SS[.f
     expect(isoToDateTime64(text)).toBeNull();
   });
 
+  // An impossible calendar day is not a time: Date would roll 2026-02-30 over to 2 March, and digits copied as
+  // they are would store a day that does not exist. Leap years by the Gregorian rule (2024 yes, 2100 no, 2000 yes).
+  it.each([
+    '2026-02-29T00:00:00Z',
+    '2100-02-29T12:00:00Z',
+    '2026-02-30T10:00:07Z',
+    '2026-04-31T10:00:07.5Z',
+    '2026-13-01T10:00:07Z',
+    '2026-00-10T10:00:07Z',
+    '2026-01-00T10:00:07Z',
+    '2026-01-01T24:00:00Z',
+    '2026-01-01T23:60:00Z',
+    '2026-01-01T23:59:60Z',
+    '2026-02-30T10:00:07+05:30', // the Date path: an offset
+    '2026-04-31T10:00', // the Date path: no zone
+  ])('%s names no real day or time: null', (text) => {
+    expect(isoToDateTime64(text)).toBeNull();
+  });
+
+  it.each([
+    ['2024-02-29T23:59:59Z', '2024-02-29 23:59:59.000'],
+    ['2000-02-29T00:00:00Z', '2000-02-29 00:00:00.000'],
+    ['2026-12-31T23:59:59.999Z', '2026-12-31 23:59:59.999'],
+    ['2026-04-30T23:30:00+05:30', '2026-04-30 18:00:00.000'],
+  ])('the last day of a month is a day: %s is %s', (text, expected) => {
+    expect(isoToDateTime64(text)).toBe(expected);
+  });
+
   it('null and undefined are null', () => {
     expect(isoToDateTime64(null)).toBeNull();
     expect(isoToDateTime64(undefined)).toBeNull();
