@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-export const BIN = fileURLToPath(new URL('../../bin/tallyhouse.js', import.meta.url));
+// The CLI bundled once per run by the suite's globalSetup (test/support/cli-bundle.ts), else bin/tallyhouse.js.
+export const BIN = process.env.TALLYHOUSE_TEST_CLI || fileURLToPath(new URL('../../bin/tallyhouse.js', import.meta.url));
 
 export interface Spawned {
   child: ChildProcess;
