@@ -5,7 +5,8 @@
 // arrives meanwhile is the next group (one fsync for several records).
 //
 // Protocol: main -> worker: open {path, generation}, commit {seq, generation, records, now}, close;
-// worker -> main: opened | open-failed, done | failed {error} | stale {records} per commit.
+// worker -> main: opened | open-failed, done | failed {error} | stale {records} per commit (done and failed hand
+// the records' memory back: see commit-worker.ts).
 // A commit is answered `done` only after its transaction committed. `generation` counts the spool files: recovery
 // (a damaged file moved aside, sqlite-spool.ts) bumps it in shared memory and waits until no commit is running, so a
 // group either committed before the file was moved (and is salvaged with it) or comes back `stale` and is sent again.
@@ -41,8 +42,8 @@ export interface SqlErrorShape {
 export type FromCommitter =
   | { t: 'opened'; generation: number }
   | { t: 'open-failed'; generation: number; error: SqlErrorShape }
-  | { t: 'done'; seq: number; generation: number }
-  | { t: 'failed'; seq: number; error: SqlErrorShape }
+  | { t: 'done'; seq: number; generation: number; released: ArrayBuffer[] }
+  | { t: 'failed'; seq: number; error: SqlErrorShape; released: ArrayBuffer[] }
   | { t: 'stale'; seq: number; records: CommitRecord[] };
 
 /** An SQLite error from the thread, with the codes isDamagedFileError classifies by. */
