@@ -3,11 +3,13 @@
 // shapes: svc_* labels, 10% with extra keys, some multi-line tracebacks) in signed batches of B lines from S
 // concurrent senders over loopback, and measures lines/s until every line is visible in the store. The child
 // then inserts the same NDJSON straight into the store (JSONEachRow into a table of the drain's keys, in
-// batches as large as the spool replayer's) for the store's own rate. Prints one JSON line: both rates,
-// their ratio (goal >= 0.6), answer latency percentiles and the service's peak RSS (goal < 300 MB).
+// batches as large as the spool replayer's) for the store's own rate, and the drain's own rows (mapLine's TabSeparated)
+// into a copy of `logs` for the engine's rate on the drain's table. Prints one JSON line: the rates, their ratios
+// (goal >= 0.6 to the file read), answer latency percentiles, the service's CPU-seconds, group commits and peak RSS
+// (goal < 300 MB).
 import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -114,6 +116,7 @@ async function serve(): Promise<void> {
   type App = import('fastify').FastifyInstance;
   const config = parseConfig(process.env);
   let rtRef: (Runtime & { app: App }) | undefined;
+  let spoolRef: { commits?: number } | undefined;
   const benchRoutes = async (rt: Runtime & { app: App }) => {
     rtRef = rt;
     rt.app.get('/bench/count', async () => {
@@ -132,11 +135,45 @@ async function serve(): Promise<void> {
         file_bytes: kb('RssFile') * 1024,
         heap_bytes: process.memoryUsage().heapUsed,
         cpu_seconds: (cpu.user + cpu.system) / 1e6,
+        spool_commits: spoolRef?.commits ?? NaN,
       };
     });
     // The store on its own, the same NDJSON, the replayer's batch size, into a table of the drain's keys, two ways:
     // `file` = it reads the NDJSON file itself (INSERT FROM INFILE: its fastest way in, what the replayer uses);
     // `client` = the rows passed through @clickhouse/client as the query's data (the usual path).
+    // The engine on the drain's own rows and table: the same lines through mapLine (TabSeparated), read from a file
+    // into a copy of `logs` (its sorting key, indexes and Map column cost the engine more than the baseline table).
+    rt.app.post('/bench/logs-table', async () => {
+      const store = rtRef!.store;
+      const { mapLine, LOG_ROW_COLUMNS } = await import('../src/ingest/drain/map-line.js');
+      await store.client.command({ query: 'DROP TABLE IF EXISTS bench_drain_logs_copy' });
+      await store.client.command({ query: 'CREATE TABLE bench_drain_logs_copy AS logs' });
+      const ctx = { receivedAt: '2026-11-26 00:00:00.000', batchId: '6f0c1a52-9d44-4a8e-9d3b-4b2f4c1d2e3f' };
+      const file = join(config.DATA_DIR, 'bench-baseline.tsv');
+      const perInsert = Math.max(1, Math.floor(BASELINE_BATCH_LINES / BATCH));
+      let seconds = 0;
+      for (let b = 0; b < batches; b += perInsert) {
+        const rows: string[] = [];
+        for (let k = b; k < Math.min(batches, b + perInsert); k++) {
+          const lines = batchBody(k, linesOf(k)).split('\n');
+          for (let i = 0; i < lines.length; i++) {
+            const outcome = lines[i] ? mapLine(lines[i], i + 1, ctx) : undefined;
+            if (outcome?.ok) rows.push(outcome.row);
+          }
+        }
+        writeFileSync(file, `${rows.join('\n')}\n`);
+        const t = process.hrtime.bigint();
+        await store.client.command({
+          query: `INSERT INTO bench_drain_logs_copy (${LOG_ROW_COLUMNS.join(', ')}) FROM INFILE '${file}' FORMAT TabSeparated`,
+          clickhouse_settings: { async_insert: 0, max_partitions_per_insert_block: '0' },
+        });
+        seconds += Number(process.hrtime.bigint() - t) / 1e9;
+      }
+      const rs = await store.client.query({ query: 'SELECT count() AS n FROM bench_drain_logs_copy', format: 'JSONEachRow' });
+      const [row] = await rs.json<{ n: string }>();
+      await store.client.command({ query: 'DROP TABLE bench_drain_logs_copy' });
+      return { lines: Number(row.n), seconds };
+    });
     rt.app.post<{ Querystring: { via: 'file' | 'client' } }>('/bench/baseline', async (req) => {
       const store = rtRef!.store;
       const table = `bench_drain_baseline_${req.query.via}`;
@@ -178,6 +215,7 @@ async function serve(): Promise<void> {
   const drain = logDrainExtension({
     parserThreads: values['parser-threads'] === undefined ? undefined : Number(values['parser-threads']),
     replayMaxBatchBytes: values['replay-batch-mb'] === undefined ? undefined : Number(values['replay-batch-mb']) * 1024 * 1024,
+    onStarted: ({ spool }) => (spoolRef = spool as { commits?: number }),
   });
   const service = await startService(config, { extensions: [drain, benchRoutes] });
   console.log(JSON.stringify({ url: service.url })); // the log level may hide the service's own line
@@ -185,6 +223,44 @@ async function serve(): Promise<void> {
 }
 
 // ---- the senders (main) ----------------------------------------------------------------------------------
+
+/**
+ * CPU-seconds of each live thread of a process (Linux: /proc/<pid>/task/<tid>/stat, utime + stime), by thread id, with
+ * its name: where the service's CPU went (the event loop, the drain's worker threads, the engine's thread pools).
+ */
+function threadCpu(pid: number): Map<string, { name: string; seconds: number }> {
+  const out = new Map<string, { name: string; seconds: number }>();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        out.set(tid, { name, seconds: (Number(fields[11]) + Number(fields[12])) / 100 });
+      } catch {
+        // the thread ended
+      }
+    }
+  } catch {
+    // not Linux
+  }
+  return out;
+}
+
+/** CPU-seconds spent between two threadCpu readings, summed by thread name (threads that ended between are missed). */
+function cpuByThreadName(before: ReturnType<typeof threadCpu>, after: ReturnType<typeof threadCpu>, mainTid: string): Record<string, number> {
+  const sums: Record<string, number> = {};
+  for (const [tid, { name, seconds }] of after) {
+    const key = tid === mainTid ? 'event loop' : name;
+    sums[key] = (sums[key] ?? 0) + seconds - (before.get(tid)?.seconds ?? 0);
+  }
+  return Object.fromEntries(
+    Object.entries(sums)
+      .filter(([, s]) => s >= 0.05)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, s]) => [k, Math.round(s * 100) / 100]),
+  );
+}
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tallyhouse-bench-drain-'));
@@ -238,6 +314,7 @@ async function main(): Promise<void> {
     }
   };
   const sampler = setInterval(sampleMemory, 20);
+  const threads0 = threadCpu(child.pid!);
   const latenciesMs: number[] = [];
   const cpu0 = process.cpuUsage();
   let next = 0;
@@ -268,9 +345,10 @@ async function main(): Promise<void> {
   }
   const visibleSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const senderCpu = process.cpuUsage(cpu0);
+  const threads1 = threadCpu(child.pid!);
   clearInterval(sampler);
   sampleMemory();
-  const memory = await get<{ peak_rss_bytes: number; cpu_seconds: number }>('/bench/memory');
+  const memory = await get<{ peak_rss_bytes: number; cpu_seconds: number; spool_commits: number }>('/bench/memory');
   const metricsText = await (await pool.request({ method: 'GET', path: '/metrics' })).body.text();
   const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metricsText)?.[1] ?? NaN);
   const replayBatches = metric('tallyhouse_drain_replay_batch_lines_count');
@@ -280,6 +358,7 @@ async function main(): Promise<void> {
   const embedded = values.store !== 'http';
   const baseline = embedded ? await get<{ lines: number; seconds: number }>('/bench/baseline?via=file', 'POST') : { lines: NaN, seconds: NaN };
   const clientBaseline = await get<{ lines: number; seconds: number }>('/bench/baseline?via=client', 'POST');
+  const logsTable = embedded ? await get<{ lines: number; seconds: number }>('/bench/logs-table', 'POST') : { lines: NaN, seconds: NaN };
   await pool.close();
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
@@ -306,11 +385,15 @@ async function main(): Promise<void> {
       ratio: Math.round((rate / storeRate) * 100) / 100,
       store_client_path_lines_per_second: Math.round(clientBaseline.lines / clientBaseline.seconds),
       ratio_vs_client_path: Math.round((rate / (clientBaseline.lines / clientBaseline.seconds)) * 100) / 100,
+      store_logs_table_lines_per_second: Math.round(logsTable.lines / logsTable.seconds),
+      ratio_vs_logs_table: Math.round((rate / (logsTable.lines / logsTable.seconds)) * 100) / 100,
       service_cpu_seconds: Math.round((memory.cpu_seconds - idle.cpu_seconds) * 100) / 100,
       senders_cpu_seconds: Math.round(((senderCpu.user + senderCpu.system) / 1e6) * 100) / 100,
       replay_batches: replayBatches,
       replay_lines_per_batch: Math.round(LINES / replayBatches),
       replay_busy_seconds: Math.round(replaySeconds * 100) / 100,
+      spool_commits: memory.spool_commits,
+      service_cpu_seconds_by_thread: cpuByThreadName(threads0, threads1, String(child.pid)),
       p50_ms: pct(50),
       p99_ms: pct(99),
       max_ms: pct(100),

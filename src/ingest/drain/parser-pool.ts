@@ -8,6 +8,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../../log.js';
+import { moduleWorker } from './module-worker.js';
 import type { BatchContext } from './map-line.js';
 import { BatchParser, type ParseOptions, type ParseSink, type ParseSummary } from './parse-body.js';
 
@@ -33,17 +34,6 @@ export interface ParseSession {
 
 /** Chunks a request may have queued at its worker before push() waits (bounded memory per request). */
 const MAX_CHUNKS_IN_FLIGHT = 8;
-
-const TS_BOOTSTRAP = `
-const { createRequire } = require('node:module');
-const { pathToFileURL } = require('node:url');
-const { join, dirname } = require('node:path');
-const { workerData } = require('node:worker_threads');
-const api = pathToFileURL(join(dirname(createRequire(workerData.base).resolve('tsx')), 'esm/api/index.mjs')).href;
-import(api)
-  .then((tsx) => tsx.tsImport(workerData.entry, workerData.base))
-  .catch((err) => setImmediate(() => { throw err; }));
-`;
 
 const asBuffer = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
@@ -75,14 +65,7 @@ class ParserThread {
   online = false;
 
   constructor(private readonly onExit: (thread: ParserThread, err: Error) => void, entry?: URL) {
-    const base = import.meta.url;
-    this.worker = entry
-      ? new Worker(entry)
-      : base.endsWith('.ts')
-        ? // Sources run through tsx (tests, `npm start` without a build): the worker loads its TypeScript with tsx
-          // too (a worker does not inherit the loader hooks of its parent, nor take --import in its execArgv on Node 20).
-          new Worker(TS_BOOTSTRAP, { eval: true, workerData: { base, entry: new URL('./parser-worker.ts', base).href } })
-        : new Worker(new URL('./parser-worker.js', base));
+    this.worker = entry ? new Worker(entry) : moduleWorker(import.meta.url, 'parser-worker');
     this.worker.unref();
     this.worker.on('message', (m: FromWorker) => this.receive(m));
     this.worker.on('error', (err) => this.fail(err));

@@ -72,6 +72,8 @@ export interface SpoolOptions {
   /** Where a damaged spool is counted (tallyhouse_spool_damaged_total...); its label is `name` (default: the folder's name). */
   registry?: Registry;
   name?: string;
+  /** Group commits on a thread of their own (default), so that waiting for the disk does not stop the event loop. */
+  commitThread?: boolean;
 }
 
 export interface Spool {

@@ -16,6 +16,7 @@ import { salvageSpool, type Salvage, type SalvagedRecord } from './salvage.js';
 import { counter } from '../../../metrics.js';
 import type { Logger } from '../../../log.js';
 import { passKillPoint } from './kill-points.js';
+import { CommitThread, type CommitRecord } from './commit-thread.js';
 import type { Counter } from 'prom-client';
 import {
   SpoolFullError,
@@ -89,9 +90,11 @@ export class SqliteSpool implements Spool {
   private appendListeners: Array<() => void> = [];
   private current: { batch: SpoolBatch; fromSeq: number; toSeq: number } | null = null;
   private closed = false;
+  /** Where group commits run (commit-thread.ts); unset, or dead, they run on this thread's connection. */
+  private committer: CommitThread | undefined;
   private sql!: {
     isSeen: SqlStatement<[string, number], unknown>;
-    insertRecord: SqlStatement<[string, number, string, number, number, Buffer, Buffer], unknown>;
+    insertRecord: SqlStatement<[string, number, string, number, number, Uint8Array, Uint8Array], unknown>;
     markSeen: SqlStatement<[string, number], unknown>;
     plan: SqlStatement<[], { from_seq: number; to_seq: number } | undefined>;
     savePlan: SqlStatement<[number, number], unknown>;
@@ -145,7 +148,8 @@ export class SqliteSpool implements Spool {
     closeSync(openSync(this.path, 'a', 0o600));
     chmodSync(this.path, 0o600);
     this.db = openSqlite(this.path);
-    this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864;');
+    // busy_timeout: the commit thread writes through a connection of its own (commit-thread.ts).
+    this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 67108864; PRAGMA busy_timeout = 5000;');
     this.db.exec(SCHEMA);
     const prepare = <P extends unknown[], R = unknown>(text: string) => this.db.prepare<P, R>(text);
     this.sql = {
@@ -179,6 +183,8 @@ export class SqliteSpool implements Spool {
    * loss is logged and counted. Synchronous, so no append or replay step runs in between.
    */
   private recover(reason: unknown): void {
+    // No group commits into the file while it is moved aside: one committing now finishes first (and is salvaged).
+    this.committer?.quiesce();
     try {
       this.db?.close();
     } catch {
@@ -200,6 +206,7 @@ export class SqliteSpool implements Spool {
       salvage = { records: [], plan: undefined, seen: [], lostRecords: 0, headerRebuilt: false };
     }
     this.attach();
+    this.committer?.reopen(this.path);
     const { records, seen, plan } = salvage;
     const seqs = new Set(records.map((r) => r.seq));
     // The saved batch may already be in the store: replayed with the same records it gets the same token. Kept only
@@ -244,7 +251,15 @@ export class SqliteSpool implements Spool {
 
   /** Opens (creating or recovering) the spool in `opts.dir`. */
   static async open(opts: SpoolOptions): Promise<SqliteSpool> {
-    return new SqliteSpool(opts);
+    const spool = new SqliteSpool(opts);
+    if (opts.commitThread ?? true) {
+      try {
+        spool.committer = await CommitThread.start(spool.path);
+      } catch (err) {
+        opts.logger?.error({ err: (err as Error).message, spool: spool.name }, 'the spool commit thread could not start; committing on the event loop');
+      }
+    }
+    return spool;
   }
 
   isFull(size = 0): boolean {
@@ -287,18 +302,33 @@ export class SqliteSpool implements Spool {
     try {
       while (this.queue.length > 0) {
         const group = this.queue.splice(0);
+        let counted = false;
         try {
           const data = await Promise.all(group.map(async (p) => [await gather(p.record.rows), await gather(p.record.rejects)] as const));
           passKillPoint('append');
           const now = Date.now();
-          this.db.transaction(() => {
-            group.forEach((p, i) => {
-              const r = p.record;
-              this.sql.insertRecord.run(r.id, r.receivedAtMs, JSON.stringify(r.rowFormat), r.rows.count, r.rejects.count, data[i][0], data[i][1]);
-              this.sql.markSeen.run(r.id, now);
+          const records: CommitRecord[] = group.map(({ record: r }, i) => ({
+            id: r.id,
+            receivedAtMs: r.receivedAtMs,
+            rowFormat: JSON.stringify(r.rowFormat),
+            rows: r.rows.count,
+            rejects: r.rejects.count,
+            rowData: data[i][0],
+            rejectData: data[i][1],
+          }));
+          if (this.committer && !this.committer.dead) {
+            const committedIn = await this.committer.commit(records, now);
+            // Recovered since (the file moved aside and salvaged): the totals were read again with these records.
+            counted = committedIn !== this.committer.generation;
+          } else {
+            this.db.transaction(() => {
+              for (const r of records) {
+                this.sql.insertRecord.run(r.id, r.receivedAtMs, r.rowFormat, r.rows, r.rejects, r.rowData, r.rejectData);
+                this.sql.markSeen.run(r.id, now);
+              }
+              passKillPoint('group-commit');
             });
-            passKillPoint('group-commit');
-          });
+          }
           passKillPoint('after-commit');
         } catch (err) {
           for (const p of group) {
@@ -312,9 +342,11 @@ export class SqliteSpool implements Spool {
         this.commits++;
         for (const p of group) {
           this.reservedBytes -= p.size;
-          this.bytes += p.size;
-          this.pendingRows += p.record.rows.count;
-          this.appendedRecords++;
+          if (!counted) {
+            this.bytes += p.size;
+            this.pendingRows += p.record.rows.count;
+            this.appendedRecords++;
+          }
           p.resolve();
         }
         for (const l of this.appendListeners) l();
@@ -393,6 +425,7 @@ export class SqliteSpool implements Spool {
   async close(): Promise<void> {
     this.closed = true;
     while (this.pumping) await this.pumping;
+    await this.committer?.close();
     this.db.close();
   }
 }

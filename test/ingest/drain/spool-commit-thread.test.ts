@@ -1,0 +1,66 @@
+// The spool's group commits run on a thread of their own (spool/commit-thread.ts): the event loop goes on while a
+// commit waits for the disk or for SQLite's write lock.
+import { createHash } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openSqlite } from '../../../src/ingest/drain/spool/sqlite-db.js';
+import { SqliteSpool } from '../../../src/ingest/drain/spool/sqlite-spool.js';
+import type { Spool, SpoolRecordInput, StagedData } from '../../../src/ingest/drain/spool/spool.js';
+
+const opened: Spool[] = [];
+afterEach(async () => {
+  for (const s of opened.splice(0)) await s.close().catch(() => undefined);
+});
+
+const staged = (text: string): StagedData => ({ count: text ? text.split('\n').length - 1 : 0, bytes: Buffer.byteLength(text), crc: 0, file: undefined, memory: text ? [Buffer.from(text)] : [] });
+const record = (rows: string): SpoolRecordInput => ({
+  id: createHash('sha256').update(rows).digest('hex'),
+  receivedAtMs: Date.now(),
+  rowFormat: { format: 'JSONEachRow' },
+  rows: staged(rows),
+  rejects: staged(''),
+});
+
+describe('spool commit thread', () => {
+  it('a group commit that waits for the write lock leaves the event loop free: the holder lets go from a callback, and the records commit', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spool-commit-thread-'));
+    const spool = await SqliteSpool.open({ dir, maxBytes: 64 * 1024 * 1024 });
+    opened.push(spool);
+    // Another connection holds SQLite's write lock; it lets go on the next turn of the event loop. A commit on the
+    // event loop (the old spool) waited for the lock right there (busy_timeout), so that turn never came before it
+    // gave up: SQLITE_BUSY, the append refused.
+    const holder = openSqlite(join(dir, 'spool.sqlite'));
+    holder.exec('BEGIN IMMEDIATE');
+    let released = false;
+    const appended = spool.append(record('{"n":1}\n{"n":2}\n'));
+    setImmediate(() => {
+      holder.exec('ROLLBACK');
+      holder.close();
+      released = true;
+    });
+    await expect(appended).resolves.toEqual({ status: 'appended' });
+    expect(released).toBe(true);
+    // Appended while the first commit may still run: they commit (together or not), all of them.
+    const more = await Promise.all([3, 4, 5].map((n) => spool.append(record(`{"n":${n}}\n`))));
+    expect(more).toEqual([{ status: 'appended' }, { status: 'appended' }, { status: 'appended' }]);
+    expect([spool.appendedRecords, spool.pendingRows]).toEqual([4, 5]);
+    const batch = await spool.nextBatch({ maxRows: Infinity, maxBytes: Infinity });
+    expect(batch!.records.map((r) => r.rowData.toString())).toEqual(['{"n":1}\n{"n":2}\n', '{"n":3}\n', '{"n":4}\n', '{"n":5}\n']);
+    await spool.commit(batch!);
+    expect([spool.bytes, spool.pendingRows]).toEqual([0, 0]);
+  });
+
+  it('a record committed by the thread is durable and seen: a reopened spool holds it and answers its body as a duplicate', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spool-commit-thread-'));
+    const first = await SqliteSpool.open({ dir, maxBytes: 64 * 1024 * 1024 });
+    expect(await first.append(record('{"a":1}\n'))).toEqual({ status: 'appended' });
+    await first.close();
+    const again = await SqliteSpool.open({ dir, maxBytes: 64 * 1024 * 1024 });
+    opened.push(again);
+    expect(await again.append(record('{"a":1}\n'))).toEqual({ status: 'duplicate' });
+    const batch = await again.nextBatch({ maxRows: Infinity, maxBytes: Infinity });
+    expect(batch!.records.map((r) => [r.rows, r.rowData.toString()])).toEqual([[1, '{"a":1}\n']]);
+  });
+});
