@@ -148,6 +148,43 @@ describe('PlatformClient: answers', () => {
   });
 });
 
+describe('PlatformClient: request shapes', () => {
+  it('a GET carries no body and no content type; a page asks for JSON', async () => {
+    const server = await serve([json(200, { items: [] })]);
+    const { z } = await import('zod');
+    const platform = client(server.baseUrl);
+    await platform.getJson(platformPaths.apps);
+    for await (const _ of platform.paginate(platformPaths.apps, { schema: z.looseObject({}) })) void _;
+    expect(server.requests.map((r) => [r.method, r.body, r.headers['content-type'], r.headers['content-length'], r.headers.accept])).toEqual([
+      ['GET', '', undefined, undefined, 'application/json'],
+      ['GET', '', undefined, undefined, 'application/json'],
+    ]);
+  });
+
+  it('posts null for a POST without a body', async () => {
+    const server = await serve([json(200, {})]);
+    await client(server.baseUrl).postJson('/v1/x', undefined);
+    expect(server.requests.map((r) => [r.method, r.body, r.headers['content-type']])).toEqual([['POST', 'null', 'application/json']]);
+  });
+
+  it('sends lists in the array format asked for', async () => {
+    const server = await serve([json(200, {})]);
+    await client(server.baseUrl, { arrayFormat: 'comma' }).getJson(platformPaths.apps, { query: { id: ['a', 'b'] } });
+    await client(server.baseUrl).getJson(platformPaths.apps, { query: { id: ['a', 'b'] } });
+    expect(server.requests.map((r) => r.query.getAll('id'))).toEqual([['a,b'], ['a', 'b']]);
+  });
+
+  it('refuses a page that is JSON null as a response that does not match, not a crash', async () => {
+    const server = await serve([json(200, 'null')]);
+    const { z } = await import('zod');
+    const walk = async () => {
+      for await (const _ of client(server.baseUrl).paginate(platformPaths.apps, { schema: z.looseObject({ items: z.array(z.string()) }) })) void _;
+    };
+    const error = await failure(walk());
+    expect(error).toMatchObject({ type: 'invalid_response', status: 200, retryable: false });
+  });
+});
+
 describe('PlatformClient: the event stream', () => {
   it('POSTs the JSON body with the key and yields the stream bytes', async () => {
     const server = await serve([
