@@ -284,3 +284,83 @@ describe('collectModelBillingEvents', () => {
     expect(job.calls[1]).toEqual({ path: '/v1/models/billing-events', query: { start: '2026-08-01T00:00:00.000Z', end: '2026-08-02T00:00:00.000Z', limit: 1 }, scope: 'admin' });
   });
 });
+
+describe('models collector: what the first mutation run left', () => {
+  it('a priced row without a unit price or discount keys on what it has, and is not legacy', async () => {
+    const noPrice = { ...priced, unit_price: null, auth_method: 'k' };
+    const noDiscount = { ...priced, percent_discount: null, auth_method: 'k' };
+    const job = usageJob({ series: [{ bucket: '2026-11-01T00:00:00Z', results: [noPrice, noDiscount] }] });
+    await collectModelUsageChunk(job.ctx, { timezone: 'UTC', from: '2026-11-01', to: '2026-11-02' });
+    expect(job.rows.model_usage_buckets.map((r) => r.price_key)).toEqual(['|10', '0.05|']);
+  });
+
+  it('a subtotal after an unknown one stays unknown', async () => {
+    const a = { ...priced, auth_method: 'x', cost_subtotal: null };
+    const b = { ...priced, auth_method: 'x' };
+    const job = usageJob({ series: [{ bucket: '2026-11-01T00:00:00Z', results: [a, b] }] });
+    await collectModelUsageChunk(job.ctx, { timezone: 'UTC', from: '2026-11-01', to: '2026-11-02' });
+    expect(job.rows.model_usage_buckets.map((r) => r.cost_subtotal)).toEqual([null]);
+  });
+
+  it('refuses a range whose ends are not dates, naming which; an empty endpoint list asks for all', async () => {
+    const job = usageJob();
+    await expect(collectModelUsageChunk(job.ctx, { timezone: 'UTC', from: 'x', to: '2026-11-02' })).rejects.toThrow('from must be a date YYYY-MM-DD, got "x"');
+    await expect(collectModelUsageChunk(job.ctx, { timezone: 'UTC', from: '2026-11-01', to: 'y' })).rejects.toThrow('to must be a date YYYY-MM-DD, got "y"');
+    const all = usageJob({ series: [{ bucket: '2026-11-01T00:00:00Z', results: [priced] }] });
+    const result = await collectModelUsageChunk(all.ctx, { timezone: 'UTC', from: '2026-11-01', to: '2026-11-02', endpoints: [] });
+    expect(all.calls.map((c) => c.query.endpoint_id)).toEqual([undefined, undefined]);
+    expect(result.bucketRows).toBe(1);
+  });
+
+  it('a refused summary row alone leaves no day evidence', async () => {
+    const job = usageJob({ series: [{ bucket: '2026-11-01T00:00:00Z', results: [priced] }], summary: [{ ...priced, quantity: 'x' }] });
+    await collectModelUsageChunk(job.ctx, { timezone: 'UTC', from: '2026-11-01', to: '2026-11-02' });
+    expect(job.rows.cost_day_collections).toBeUndefined();
+  });
+
+  it('day evidence tells rows apart by quantity and total, not only by their text run together', async () => {
+    const fingerprint = async (quantity: number, cost: number) => {
+      const job = usageJob({ series: [{ bucket: '2026-11-01T00:00:00Z', results: [{ ...legacy(quantity, cost) }] }] });
+      await collectModelUsageChunk(job.ctx, { timezone: 'UTC', from: '2026-11-01', to: '2026-11-02' });
+      return job.rows.cost_day_collections[0].fingerprint;
+    };
+    // 12 and 3 run together as 1 and 23 do; the totals differ too.
+    expect(await fingerprint(12, 3)).not.toBe(await fingerprint(1, 23));
+    expect(await fingerprint(12, 3)).not.toBe(await fingerprint(12, 4));
+  });
+
+  it('counts rows the store refused as rejected, and each part says what it was writing', async () => {
+    const job = fakeJob({
+      pages: (path, q) =>
+        path === '/v1/models/usage'
+          ? String(q.expand).startsWith('time_series')
+            ? [{ time_series: [{ bucket: '2026-11-01T00:00:00Z', results: [priced, { ...priced, unit: 5 }] }] }]
+            : [{ summary: [] }]
+          : path === '/v1/models'
+            ? [{ models: [{ endpoint_id: 'flux/pro' }] }]
+            : path === '/v1/models/pricing'
+              ? [{ prices: [{ endpoint_id: 'flux/pro', unit_price: 0.05, unit: 'image', currency: 'USD' }] }]
+              : [{ billing_events: [{ request_id: 'q', endpoint_id: 'flux/pro', timestamp: '2026-11-01T00:00:00Z' }] }],
+      refuse: ['model_usage_buckets', 'models', 'model_prices', 'model_billing_events'],
+    });
+    const result = await collectModelUsageChunk(job.ctx, { timezone: 'UTC', from: '2026-11-01', to: '2026-11-02' });
+    expect(result.rejected).toBe(1 + 1);
+    await collectModelCatalogue(job.ctx);
+    await collectModelPrices(job.ctx, ['flux/pro']);
+    await collectModelBillingEvents(job.ctx, ['flux/pro'], Date.parse('2026-11-01T00:00:00Z'), Date.parse('2026-11-02T00:00:00Z'));
+    expect(job.warnings).toEqual([
+      { fields: { timezone: 'UTC', from: '2026-11-01', to: '2026-11-02', malformed: 1, refused: 1 }, message: 'some records of collector:models were not stored; they are in ingest_rejects with the reason' },
+      { fields: { part: 'catalogue', malformed: 0, refused: 1 }, message: 'some records of collector:models were not stored; they are in ingest_rejects with the reason' },
+      { fields: { part: 'prices', malformed: 0, refused: 1 }, message: 'some records of collector:models were not stored; they are in ingest_rejects with the reason' },
+      { fields: { part: 'billing-events', malformed: 0, refused: 1 }, message: 'some records of collector:models were not stored; they are in ingest_rejects with the reason' },
+    ]);
+  });
+
+  it('billing events of exactly 90 days are one call', async () => {
+    const job = fakeJob({ pages: () => [{ billing_events: [] }] });
+    const from = Date.parse('2026-08-01T00:00:00Z');
+    await collectModelBillingEvents(job.ctx, ['flux/pro'], from, from + 90 * 86_400_000);
+    expect(job.calls.map((c) => [c.query.start, c.query.end])).toEqual([['2026-08-01T00:00:00.000Z', '2026-10-30T00:00:00.000Z']]);
+  });
+});
+

@@ -8,6 +8,7 @@ import { Gauge } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { logsJob, spoolDrained } from '../../jobs/logs.js';
 import { fakeJob } from '../collectors/fake-job.js';
+import { timeRange } from '../../src/jobs/time-args.js';
 
 const NOW = new Date('2026-11-21T12:00:00Z');
 const DRAIN = { LOG_DRAIN_SECRET: 's'.repeat(64), SVC_API_KEY: 'k' };
@@ -104,6 +105,73 @@ describe('logs job: the spans a scheduled run fills', () => {
     const seconds = every10s('2026-11-21T11:00:00Z', '2026-11-21T11:55:00Z');
     expect((await run({ config: {}, checkpoint: '2026-11-21T11:00:00.000Z', seconds })).windows).toEqual([]);
     expect((await run({ config: { SVC_API_KEY: 'k', LOG_DRAIN_TOKEN: 't'.repeat(32) }, checkpoint: '2026-11-21T11:00:00.000Z', seconds })).windows).toEqual([]);
+  });
+});
+
+describe('logs job: what the first mutation run left', () => {
+  it('a silence of exactly --gap-seconds is filled, one a second shorter is not', async () => {
+    // Lines at 11:10:00.x and 11:11:01.x leave the whole seconds 11:10:01 .. 11:11:00 (60 s) without a line;
+    // lines at 11:30:00.x and 11:31:00.x leave 59 s.
+    const seconds = [
+      ...every10s('2026-11-21T11:00:00Z', '2026-11-21T11:10:01Z'),
+      ...every10s('2026-11-21T11:11:01Z', '2026-11-21T11:29:52Z'),
+      sec('2026-11-21T11:30:00Z'),
+      ...every10s('2026-11-21T11:31:00Z', '2026-11-21T11:55:00Z'),
+    ];
+    const { windows } = await run({ config: DRAIN, checkpoint: '2026-11-21T11:00:00.000Z', seconds });
+    expect(windows).toEqual(['2026-11-21T11:10:00.000Z..2026-11-21T11:11:02.000Z']);
+  });
+
+  it('pages history with the --page-limit asked for', async () => {
+    const { job } = await run({ config: NO_DRAIN, checkpoint: '2026-11-21T11:00:00.000Z', options: { 'page-limit': 250 } });
+    expect(job.calls.filter((c) => c.path === '/v1/serverless/logs/history').map((c) => c.query.limit)).toEqual([250]);
+  });
+});
+
+describe('logs job: --from/--to', () => {
+  it('pages history of every app a day at a time over the range, in the zone asked, and marks the backfill done', async () => {
+    const checkpoints = new Map<string, string>();
+    const job = fakeJob({
+      now: NOW,
+      config: DRAIN,
+      checkpoints,
+      json: () => ({ apps: [{ endpoint_id: 'acme/img', owner: 'acme', name: 'img' }] }),
+      pages: () => [{ items: [{ timestamp: '2026-11-19T10:00:00Z', level: 'INFO', message: 'm', app: 'img', revision: null, labels: {} }] }],
+      query: (sql) => (sql.includes('count()') ? [{ n: 0 }] : []),
+    });
+    const ticks: string[] = [];
+    Object.assign(job.ctx, {
+      range: timeRange('2026-11-19', '2026-11-21T06:00:00Z'),
+      timezone: 'Asia/Kolkata',
+      signal: new AbortController().signal,
+      progress: { start: () => undefined, tick: (_n: number, detail: string) => ticks.push(detail), stop: () => undefined },
+    });
+    await logsJob.run(job.ctx, { 'gap-seconds': 60, 'settle-minutes': 5, 'page-limit': 500 });
+    // 2026-11-19 in Kolkata begins at 11-18 18:30 UTC; days of 24 h from there, the last cut at 11-21 06:00 UTC.
+    expect(job.calls.filter((c) => c.path === '/v1/serverless/logs/history').map((c) => `${String(c.query.start)}..${String(c.query.end)} ${String(c.query.limit)}`)).toEqual([
+      '2026-11-18T18:30:00.000Z..2026-11-19T18:30:00.000Z 500',
+      '2026-11-19T18:30:00.000Z..2026-11-20T18:30:00.000Z 500',
+      '2026-11-20T18:30:00.000Z..2026-11-21T06:00:00.000Z 500',
+    ]);
+    expect(ticks).toEqual(['1 of 1 lines new', '1 of 1 lines new', '1 of 1 lines new']);
+    expect([...checkpoints.keys()]).toEqual(['logs backfill:2026-11-19:2026-11-21T06:00:00Z']);
+    // A backfill does not move the scheduled runs' checkpoint.
+    expect(checkpoints.has('logs filled_until')).toBe(false);
+  });
+
+  it('a range of whole days is that many calls per app, none past --to', async () => {
+    const job = fakeJob({ now: NOW, config: DRAIN, json: () => ({ apps: [{ endpoint_id: 'acme/img', owner: 'acme', name: 'img' }] }), pages: () => [{ items: [] }] });
+    Object.assign(job.ctx, {
+      range: timeRange('2026-11-19', '2026-11-21'),
+      timezone: 'UTC',
+      signal: new AbortController().signal,
+      progress: { start: () => undefined, tick: () => undefined, stop: () => undefined },
+    });
+    await logsJob.run(job.ctx, { 'gap-seconds': 60, 'settle-minutes': 5, 'page-limit': 1000 });
+    expect(job.calls.filter((c) => c.path === '/v1/serverless/logs/history').map((c) => `${String(c.query.start)}..${String(c.query.end)}`)).toEqual([
+      '2026-11-19T00:00:00.000Z..2026-11-20T00:00:00.000Z',
+      '2026-11-20T00:00:00.000Z..2026-11-21T00:00:00.000Z',
+    ]);
   });
 });
 

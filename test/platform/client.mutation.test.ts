@@ -148,6 +148,43 @@ describe('PlatformClient: answers', () => {
   });
 });
 
+describe('PlatformClient: request shapes', () => {
+  it('a GET carries no body and no content type; a page asks for JSON', async () => {
+    const server = await serve([json(200, { items: [] })]);
+    const { z } = await import('zod');
+    const platform = client(server.baseUrl);
+    await platform.getJson(platformPaths.apps);
+    for await (const _ of platform.paginate(platformPaths.apps, { schema: z.looseObject({}) })) void _;
+    expect(server.requests.map((r) => [r.method, r.body, r.headers['content-type'], r.headers['content-length'], r.headers.accept])).toEqual([
+      ['GET', '', undefined, undefined, 'application/json'],
+      ['GET', '', undefined, undefined, 'application/json'],
+    ]);
+  });
+
+  it('posts null for a POST without a body', async () => {
+    const server = await serve([json(200, {})]);
+    await client(server.baseUrl).postJson('/v1/x', undefined);
+    expect(server.requests.map((r) => [r.method, r.body, r.headers['content-type']])).toEqual([['POST', 'null', 'application/json']]);
+  });
+
+  it('sends lists in the array format asked for', async () => {
+    const server = await serve([json(200, {})]);
+    await client(server.baseUrl, { arrayFormat: 'comma' }).getJson(platformPaths.apps, { query: { id: ['a', 'b'] } });
+    await client(server.baseUrl).getJson(platformPaths.apps, { query: { id: ['a', 'b'] } });
+    expect(server.requests.map((r) => r.query.getAll('id'))).toEqual([['a,b'], ['a', 'b']]);
+  });
+
+  it('refuses a page that is JSON null as a response that does not match, not a crash', async () => {
+    const server = await serve([json(200, 'null')]);
+    const { z } = await import('zod');
+    const walk = async () => {
+      for await (const _ of client(server.baseUrl).paginate(platformPaths.apps, { schema: z.looseObject({ items: z.array(z.string()) }) })) void _;
+    };
+    const error = await failure(walk());
+    expect(error).toMatchObject({ type: 'invalid_response', status: 200, retryable: false });
+  });
+});
+
 describe('PlatformClient: the event stream', () => {
   it('POSTs the JSON body with the key and yields the stream bytes', async () => {
     const server = await serve([
@@ -260,3 +297,110 @@ describe('PlatformClient: the in-flight limit under aborts', () => {
     expect(server.requests).toHaveLength(0);
   });
 });
+
+describe('PlatformClient: what the first mutation run left', () => {
+  it('takes an https base URL', () => {
+    expect(() => new PlatformClient({ baseUrl: 'https://platform.example/api' })).not.toThrow();
+  });
+
+  it('names the key a call used, or none', async () => {
+    const server = await serve([json(500, '')]);
+    const none = await failure(client(server.baseUrl, { apiKey: '', adminKey: '', maxAttempts: 1 }).getJson(platformPaths.apps));
+    expect(none.keyUsed).toBeNull();
+    const adminOnly = await failure(client(server.baseUrl, { apiKey: '', maxAttempts: 1 }).getJson(platformPaths.apps));
+    expect(adminOnly.keyUsed).toBe('admin');
+  });
+
+  it('says which key is missing and which query is wrong, sending nothing', async () => {
+    const server = await serve([json(200, {})]);
+    const noAdmin = await failure(client(server.baseUrl, { adminKey: '' }).getJson(platformPaths.serverlessUsage));
+    expect(noAdmin.message).toBe('GET /v1/serverless/usage needs an ADMIN-scope key; SVC_ADMIN_KEY is not set');
+    const badQuery = await failure(client(server.baseUrl).getJson(platformPaths.apps, { query: { id: [] } }));
+    expect(badQuery).toMatchObject({ type: 'invalid_request', retryable: false });
+    expect(badQuery.message).toBe('GET /v1/serverless/apps: query parameter id is an empty list; omit it instead');
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it('names a path on another origin with its origin', async () => {
+    const other = await serve([json(500, '')]);
+    const server = await serve([json(200, {})]);
+    const error = await failure(client(server.baseUrl, { maxAttempts: 1 }).getJson(`${other.baseUrl}/jwks`));
+    expect(error.path).toBe(`${other.baseUrl}/jwks`);
+    expect(other.requests[0].headers.authorization).toBeUndefined();
+  });
+
+  it('takes a 300 answer as an error, not as a success', async () => {
+    const server = await serve([json(300, { ok: 1 })]);
+    const error = await failure(client(server.baseUrl, { maxAttempts: 1 }).getJson(platformPaths.apps));
+    expect(error.status).toBe(300);
+  });
+
+  it('a time budget that ends during an attempt is a retryable timeout', async () => {
+    const server = await serve([hang()]);
+    const error = await failure(client(server.baseUrl, { maxElapsedMs: 150 }).getJson(platformPaths.apps));
+    expect(error).toMatchObject({ type: 'timeout', retryable: true, attempts: 1 });
+  });
+
+  it('says "2 attempts" when the second wait would pass the time budget', async () => {
+    const server = await serve([json(503, '', { 'retry-after': '0.01' }), json(503, '', { 'retry-after': '10' })]);
+    const error = await failure(client(server.baseUrl, { maxElapsedMs: 5_000 }).getJson(platformPaths.apps));
+    expect(error.message).toContain(' — gave up after 2 attempts: waiting 10000 ms would pass the 5000 ms time budget');
+  });
+
+  it('a caller aborting during the backoff gets its own reason as the cause', async () => {
+    const server = await serve([json(503, '', { 'retry-after': '30' })]);
+    const controller = new AbortController();
+    const reason = new Error('shutting down');
+    const error = await failure(client(server.baseUrl).getJson(platformPaths.apps, { ctx: { signal: controller.signal, onRetry: () => controller.abort(reason) } }));
+    expect(error.type).toBe('aborted');
+    expect(error.cause).toBe(reason);
+  });
+
+  it('a caller aborting while its request is open gets aborted, not a retry', async () => {
+    const server = await serve([hang()]);
+    const controller = new AbortController();
+    const retries: unknown[] = [];
+    const call = failure(client(server.baseUrl).getJson(platformPaths.apps, { ctx: { signal: controller.signal, onRetry: (r) => retries.push(r) } }));
+    while (server.requests.length < 1) await new Promise((r) => setTimeout(r, 5));
+    controller.abort(new Error('stop'));
+    const error = await call;
+    expect(error).toMatchObject({ type: 'aborted', retryable: false, attempts: 1 });
+    expect(retries).toEqual([]);
+  });
+
+  it('logs a duration no longer than the call took', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = { debug: (o: Record<string, unknown>) => lines.push(o), warn: () => undefined } as unknown as Logger;
+    const server = await serve([json(200, {})]);
+    const t0 = performance.now();
+    await client(server.baseUrl, { logger }).getJson(platformPaths.apps);
+    const took = performance.now() - t0;
+    expect(lines[0].durationMs as number).toBeGreaterThanOrEqual(0);
+    expect(lines[0].durationMs as number).toBeLessThanOrEqual(Math.ceil(took));
+  });
+});
+
+describe('PlatformClient.paginate: what the first mutation run left', () => {
+  it('an explicit has_more false ends the walk even with a cursor (platform notes)', async () => {
+    const server = await serve([json(200, { items: ['a'], has_more: false, next_cursor: 'c2' }), json(200, { items: ['b'] })]);
+    const { z } = await import('zod');
+    const pages: unknown[] = [];
+    for await (const page of client(server.baseUrl).paginate('/v1/x', { schema: z.looseObject({ items: z.array(z.string()) }) })) pages.push(page);
+    expect(pages).toHaveLength(1);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('a cursor that is not a string is no cursor', async () => {
+    const server = await serve([json(200, { items: [], has_more: true, next_cursor: 5 })]);
+    const { z } = await import('zod');
+    const walk = async () => {
+      for await (const _ of client(`${server.baseUrl}/prefix`).paginate('/v1/serverless/apps', { schema: z.looseObject({}), scope: 'admin' })) void _;
+    };
+    const error = await failure(walk());
+    // The error names the path as sent (base prefix included) and the scope the call was made with.
+    expect(error).toMatchObject({ path: '/prefix/v1/serverless/apps', scope: 'admin', keyUsed: 'admin' });
+    expect(error.message).toBe('GET /prefix/v1/serverless/apps: pagination cannot continue: has_more is true but next_cursor is missing');
+    expect(server.requests).toHaveLength(1);
+  });
+});
+
