@@ -63,4 +63,27 @@ describe('spool commit thread', () => {
     const batch = await again.nextBatch({ maxRows: Infinity, maxBytes: Infinity });
     expect(batch!.records.map((r) => [r.rows, r.rowData.toString()])).toEqual([[1, '{"a":1}\n']]);
   });
+
+  it('a recovery that fails before it reopens the file fails the groups in flight (they sent again between the threads for ever, and the append never settled)', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spool-commit-thread-'));
+    const spool = await SqliteSpool.open({ dir, maxBytes: 64 * 1024 * 1024 });
+    opened.push(spool);
+    // The thread and the damaged-file recovery, reached as the spool reaches them: two groups sent, then the file
+    // goes aside and opening the fresh one fails (a full disk, no file handles).
+    const inner = spool as unknown as { committer: { commit(records: unknown[], now: number): Promise<number> }; attach(): void; recover(reason: unknown): void };
+    const group = (id: string) => [{ id, receivedAtMs: 0, rowFormat: '{"format":"JSONEachRow"}', rows: 1, rejects: 0, rowData: new Uint8Array(1024).fill(65), rejectData: new Uint8Array(0) }];
+    const settled = [inner.committer.commit(group('a'.repeat(64)), 0), inner.committer.commit(group('b'.repeat(64)), 0)].map((p) =>
+      p.then((generation) => `committed in generation ${generation}`, (err: Error) => `refused: ${err.message}`),
+    );
+    inner.attach = () => {
+      throw new Error('ENOSPC: no space left on device');
+    };
+    expect(() => inner.recover(new Error('file is not a database'))).toThrow('ENOSPC');
+    // A group sent back as stale is sent again for the new generation, which is what a group sent now is: refused.
+    const afterwards = await inner.committer.commit(group('c'.repeat(64)), 0).then(String, (err: Error) => `refused: ${err.message}`);
+    expect(afterwards).toMatch(/^refused: the spool file was moved aside and not reopened/);
+    // Each group sent before either went into the old file before it was moved aside (salvaged from there) or is
+    // refused, so its sender gets no 200 and sends it again; none waits for ever.
+    for (const outcome of await Promise.all(settled)) expect(outcome).toMatch(/^(committed in generation 0|refused: the spool file was moved aside and not reopened)/);
+  });
 });

@@ -72,6 +72,8 @@ export class CommitThread {
     this.exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
     this.worker.on('message', (m: FromCommitter) => this.receive(m));
     this.worker.on('error', (err) => this.fail(err));
+    // An answer that cannot be read (memory for a large group) would leave its group waiting for ever.
+    this.worker.on('messageerror', (err) => this.abandon(err));
     this.worker.on('exit', (code) => this.fail(new Error(`spool commit thread exited (${code})`)));
   }
 
@@ -127,9 +129,22 @@ export class CommitThread {
    * The spool file is about to be moved aside: from now on no group commits into it, and a group committing now is
    * waited for (synchronously: recovery is synchronous so that nothing runs in between). Then `reopen`.
    */
-  quiesce(): void {
+  quiesce(timeoutMs = 30_000): void {
     Atomics.add(this.shared, GENERATION, 1);
-    while (Atomics.load(this.shared, BUSY) === 1) Atomics.wait(this.shared, BUSY, 1, 1_000);
+    if (this.dead) return;
+    // A thread that died inside a commit (terminated, out of memory) leaves BUSY set: after the deadline it is
+    // stopped and its groups fail (their senders get no 200, so the platform sends them again).
+    const deadline = Date.now() + timeoutMs;
+    while (Atomics.load(this.shared, BUSY) === 1) {
+      if (Date.now() >= deadline) return this.abandon(new Error(`the spool commit thread did not finish a commit in ${timeoutMs} ms`));
+      Atomics.wait(this.shared, BUSY, 1, 1_000);
+    }
+  }
+
+  /** Gives up on the thread: every group in flight fails, and the spool commits on its own connection from now on. */
+  abandon(err: Error): void {
+    this.fail(err);
+    void this.worker.terminate();
   }
 
   /** After quiesce: the thread opens the new file; groups sent before it come back and are sent again. */

@@ -50,6 +50,11 @@ function commit(seq: number, generation: number, records: CommitRecord[], now: n
   // second sees the other, so no group commits into a file that is being moved aside (SqliteSpool.recover).
   Atomics.store(shared, BUSY, 1);
   try {
+    if (generation > attachedGeneration) {
+      // Sent for a file this thread was never told to open: the recovery that bumped the generation failed before
+      // it reopened (a full disk, no file handles). Sent back as stale it would loop between the threads for ever.
+      throw new Error('the spool file was moved aside and not reopened: no group commits until the spool is opened again');
+    }
     if (!db || generation !== attachedGeneration || Atomics.load(shared, GENERATION) !== attachedGeneration) {
       // The file was replaced (recovered) after this group was sent: the group goes back, to be sent again (copied:
       // a rare path).
@@ -73,6 +78,10 @@ function commit(seq: number, generation: number, records: CommitRecord[], now: n
     Atomics.notify(shared, BUSY);
   }
 }
+
+// A message that cannot be read names no group to answer: the thread ends, and the main thread fails every group
+// in flight (its 'exit' handler) instead of waiting for answers that never come.
+port.on('messageerror', () => process.exit(1));
 
 port.on('message', (m: ToCommitter) => {
   switch (m.t) {
