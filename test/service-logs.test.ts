@@ -18,14 +18,14 @@ async function runsByJob(url: string): Promise<Map<string, number>> {
 }
 
 describe('npm start (demo) logs for people', () => {
-  it('names the API and an example command in its first 25 lines, and a scheduled round of every job adds under 5 lines', async () => {
+  it('names the API and an example command in its first 25 lines, and a scheduled round of every job adds under 5 lines', { timeout: 400_000 }, async () => {
     // Every job every 30 seconds, so a whole round happens within the test (and a slow machine finishes a run
     // before its next tick: a skipped tick is a warning, rightly).
     const crons = Object.fromEntries(JOB_NAMES.map((n) => [jobCronVariable(n), '*/30 * * * * *']));
     const serve = runCli(['serve'], { PORT: '0', DATA_DIR: mkdtempSync(join(tmpdir(), 'th-quiet-')), ...crons });
     try {
       const [, url] = await serve.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)"/);
-      await serve.waitFor(/"msg":"start-up pass done"/);
+      await serve.waitFor(/"msg":"start-up pass done"/, 170_000);
       const first = serve.stdout().split('\n').slice(0, 25).join('\n');
       expect(first).toContain(`"api":"${url}/api/v1"`);
       expect(first).toMatch(/"example":"curl '[^']+\/api\/v1\/cost\?from=\d{4}-\d\d-01&to=\d{4}-\d\d-\d\d&group_by=app'"/);
@@ -38,8 +38,13 @@ describe('npm start (demo) logs for people', () => {
         if (JOB_NAMES.every((n) => (now.get(n) ?? 0) > (before.get(n) ?? 0))) break;
         await new Promise((r) => setTimeout(r, 500));
       }
+      // What a busy machine makes the service say is not routine: a request slower than 2 s (this test's own
+      // GET /metrics, on a machine running other test files beside it) and a tick skipped because the run before
+      // it was still going are warnings, rightly, and are counted apart. Everything else a round adds counts.
       const added = serve.stdout().split('\n').slice(linesBefore - 1).filter((l) => l.trim());
-      expect(added.length, added.join('\n')).toBeLessThan(5);
+      const machineBusy = /"level":40,.*"msg":"(slow request|previous run still going; tick skipped)"/;
+      const routine = added.filter((l) => !machineBusy.test(l));
+      expect(routine.length, added.join('\n')).toBeLessThan(5);
     } finally {
       serve.child.kill('SIGTERM');
     }
