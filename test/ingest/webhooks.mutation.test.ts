@@ -344,13 +344,13 @@ describe('KeySet', () => {
 
   it('refetch: not within 30 s (default) of the last fetch, then the set again', async () => {
     const server = await jwksServer(() => ({ status: 200, body: { keys: [keyPair().jwk] } }));
-    let now = 0;
+    let now = 5_000_000;
     const keys = new KeySet(server.url, { now: () => now });
     const first = await keys.current();
-    now = 29_999;
+    now = 5_029_999;
     expect(await keys.refetch()).toBeUndefined();
     expect(server.state.fetches).toBe(1);
-    now = 30_000;
+    now = 5_030_000;
     const again = await keys.refetch();
     expect(server.state.fetches).toBe(2);
     expect(again).toHaveLength(1);
@@ -369,13 +369,13 @@ describe('KeySet', () => {
   it('a failure is remembered 30 s (default), then a new fetch; a success forgets it', async () => {
     let fail = true;
     const server = await jwksServer(() => (fail ? { status: 503, body: {} } : { status: 200, body: { keys: [keyPair().jwk] } }));
-    let now = 0;
+    let now = 5_000_000;
     const keys = new KeySet(server.url, { now: () => now });
     const e1 = await keys.current().catch((e: unknown) => e);
-    now = 29_999;
+    now = 5_029_999;
     expect(await keys.current().catch((e: unknown) => e)).toBe(e1);
     expect(server.state.fetches).toBe(1);
-    now = 30_000;
+    now = 5_030_000;
     fail = false;
     expect(await keys.current()).toHaveLength(1);
     expect(server.state.fetches).toBe(2);
