@@ -55,6 +55,14 @@ function recordingWriter(opts: { hold?: boolean; refuseEvery?: number } = {}) {
       if (!opts.hold) done.resolve({ written: lines.length - refused, rejected: refused });
       return done.promise;
     },
+    // The sink hands its rows over encoded: newline-terminated lines in chunks, with their count.
+    insertEncodedLines(table: { name: string }, chunks: Buffer[], rows: number) {
+      const text = Buffer.concat(chunks).toString('utf8');
+      expect(text.endsWith('\n'), 'every encoded row ends with a newline').toBe(true);
+      const lines = text.slice(0, -1).split('\n');
+      expect(lines.length, 'the row count handed with the chunks').toBe(rows);
+      return writer.insertLines(table, lines);
+    },
     reject(rows: readonly RejectRow[]) {
       rejects.push([...rows]);
       return Promise.resolve({ written: rows.length, rejected: 0 });

@@ -42,7 +42,9 @@ function storeDouble(opts: { mode?: 'server' | 'embedded'; fail?: (table: string
   const calls: Call[] = [];
   const record = async (query: string, body: string, settings: Record<string, unknown>) => {
     const table = /^INSERT INTO (\w+)/.exec(query)![1]!;
-    const lines = body.split('\n');
+    // Each row ends with a newline (the last one too: JSONEachRow reads either way).
+    expect(body.endsWith('\n'), 'a batch body ends with a newline').toBe(true);
+    const lines = body.slice(0, -1).split('\n');
     calls.push({ table, lines, token: settings.insert_deduplication_token as string, settings, query });
     if (opts.gate) await opts.gate();
     const err = opts.fail?.(table, lines, calls.length);
@@ -123,9 +125,9 @@ describe('BatchWriter: buffering and batches', () => {
     void w.insert(other, rows(1, 2));
     await w.flush();
     expect(calls.map((c) => c.table)).toEqual(['probe', 'probe', 'other_probe']);
-    expect(calls[0]!.token).toBe(sha256(`probe\n${line(1)}\n${line(2)}`));
+    expect(calls[0]!.token).toBe(sha256(`probe\n${line(1)}\n${line(2)}\n`));
     expect(calls[1]!.token).toBe(calls[0]!.token);
-    expect(calls[2]!.token).toBe(sha256(`other_probe\n${line(1)}\n${line(2)}`));
+    expect(calls[2]!.token).toBe(sha256(`other_probe\n${line(1)}\n${line(2)}\n`));
   });
 
   it('flushes by itself at maxRows (default 50,000): 49,999 rows wait, the 50,000th sends them', async () => {
