@@ -6,9 +6,8 @@
 import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Readable, Writable } from 'node:stream';
+import { Readable } from 'node:stream';
 import Fastify, { type FastifyInstance } from 'fastify';
-import pino from 'pino';
 import { Registry } from 'prom-client';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -26,6 +25,7 @@ import {
   WEBHOOK_REJECT_SOURCE,
   webhookRoutes,
 } from '../../src/ingest/webhooks.js';
+import { captureLog } from '../support/log-capture.js';
 
 const DAY = 24 * 3_600_000;
 const NOW_S = 1_795_000_000; // 2026-11-18T11:06:40Z (date -u -d @1795000000)
@@ -49,16 +49,7 @@ async function jwksServer(answer: () => { status: number; body: unknown }) {
   return { url, state };
 }
 
-function capture() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream), lines };
-}
+const capture = () => captureLog('debug');
 
 const closers: Array<() => Promise<unknown>> = [];
 afterEach(async () => {

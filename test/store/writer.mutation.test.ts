@@ -6,14 +6,14 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable, Writable } from 'node:stream';
-import pino from 'pino';
+import { Readable } from 'node:stream';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import type { Store } from '../../src/store/client.js';
 import { defineTable } from '../../src/store/tables/table.js';
 import { BatchWriter, MAX_REJECT_RAW_BYTES, REJECTS_TABLE, truncateUtf8, type WriterOptions } from '../../src/store/writer.js';
+import { captureLog } from '../support/log-capture.js';
 
 const probe = defineTable('probe', z.object({ id: z.number(), name: z.string() }));
 const other = defineTable('other_probe', z.object({ id: z.number(), name: z.string() }));
@@ -66,16 +66,7 @@ function storeDouble(opts: { mode?: 'server' | 'embedded'; fail?: (table: string
   return { store, calls };
 }
 
-function capture() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream), lines };
-}
+const capture = () => captureLog('debug');
 
 const writers: BatchWriter[] = [];
 function writer(store: Store, opts: WriterOptions = {}): BatchWriter {

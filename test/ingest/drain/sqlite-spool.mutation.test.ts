@@ -5,14 +5,13 @@
 import { mkdtempSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import Database from 'better-sqlite3';
-import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SqliteSpool } from '../../../src/ingest/drain/spool/sqlite-spool.js';
 import { openSpool } from '../../../src/ingest/drain/spool/open-spool.js';
 import { SpoolFullError, type SpoolBatch, type SpoolOptions, type StagedData } from '../../../src/ingest/drain/spool/spool.js';
+import { captureLog } from '../../support/log-capture.js';
 
 const opened: SqliteSpool[] = [];
 afterEach(async () => {
@@ -43,16 +42,7 @@ const rec = (rows: string[], rejects: string[] = [], id = `id-${++ids}`, rowForm
 });
 const ALL = { maxRows: Infinity, maxBytes: Infinity };
 
-function capture() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
-}
+const capture = () => captureLog('info');
 
 describe('SQLite spool: accounting', () => {
   it('bytes and rows held: a record counts its rows and rejects bytes (10 + 6 + 12 here), and leaves at commit', async () => {
