@@ -1,37 +1,68 @@
-// Mutation testing (issue 31.1): `npm run mutation` (scripts/mutation.mjs runs Stryker, then prints the score per
-// module). One module alone: `npm run mutation -- --mutate src/store/values.ts`. Not part of `npm test`: it runs
-// the related tests once per mutant (per-test coverage picks which), so it is slow; incremental mode keeps the
-// results of mutants whose code and tests did not change (reports/stryker-incremental.json).
+// Mutation testing (issue 31.1): `npm run mutation` (scripts/mutation.mjs runs Stryker once per group of
+// MUTATION_GROUPS below, then prints the score per module). One module alone: `npm run mutation -- --group values`,
+// or any files with `--mutate`. Not part of `npm test`: it runs the tests once per mutant (per-test coverage picks
+// which), so it is slow; incremental mode keeps the results of mutants whose code and tests did not change.
 //
 // Stryker's vitest runner asks for one worker thread; vitest.mutation.config.ts sets the pool back to forks (the
 // embedded store must not be opened in a worker thread), so every test file but the soak counts, store ones too.
 // One module's own tests only: `npm run mutation -- --mutate src/store/writer.ts --testFiles test/store/writer.test.ts --force`
 // (scripts/mutation.mjs hands --testFiles to vitest.mutation.config.ts: given to Stryker 9.6.1, it made every static
-// mutant survive). A whole-scope run takes hours on a shared machine; one module takes minutes (CONTRIBUTING.md).
+// mutant survive). The default run's time is in CONTRIBUTING.md.
+
+/**
+ * The default run (`npm run mutation` with no --mutate): each module with the test files that exercise it
+ * in-process, one Stryker run per group (scripts/mutation.mjs). Over the whole suite every static mutant (a
+ * module-level constant, schema or regular expression) would re-run every related test file, minutes each; a group
+ * runs only its own files, and its score counts only what they kill. `npm run mutation -- --group spool` runs one.
+ */
+export const MUTATION_GROUPS = [
+  { name: 'values', mutate: ['src/store/values.ts'], tests: ['test/store/values.test.ts', 'test/store/values-mutants.test.ts', 'test/collectors/requests-units.test.ts'] },
+  { name: 'finance', mutate: ['src/api/finance.ts'], tests: ['test/api/finance.mutation.test.ts'] },
+  { name: 'focus', mutate: ['src/api/focus.ts'], tests: ['test/api/focus-money.test.ts', 'test/api/focus-rows.test.ts', 'test/api/focus-final.mutation.test.ts'] },
+  {
+    name: 'cost',
+    mutate: ['src/api/*cost*.ts'],
+    tests: [
+      'test/api/cost-changes.mutation.test.ts',
+      'test/api/cost-changes-report.mutation.test.ts',
+      'test/api/cost-changes-routes.mutation.test.ts',
+      'test/api/request-cost-routes.mutation.test.ts',
+      'test/api/cost-routes-openapi.mutation.test.ts',
+    ],
+  },
+  { name: 'usage', mutate: ['src/collectors/usage.ts'], tests: ['test/collectors/usage.mutation.test.ts'] },
+  { name: 'models', mutate: ['src/collectors/models.ts'], tests: ['test/collectors/models.mutation.test.ts'] },
+  { name: 'requests', mutate: ['src/collectors/requests.ts'], tests: ['test/collectors/requests.mutation.test.ts', 'test/collectors/requests-units.test.ts'] },
+  { name: 'time', mutate: ['src/collectors/time.ts'], tests: ['test/collectors/time.mutation.test.ts'] },
+  { name: 'collector-logs', mutate: ['src/collectors/logs.ts'], tests: ['test/collectors/logs.mutation.test.ts'] },
+  { name: 'logs-job', mutate: ['jobs/logs.ts'], tests: ['test/jobs/logs-job.mutation.test.ts'] },
+  { name: 'writer', mutate: ['src/store/writer.ts'], tests: ['test/store/writer.mutation.test.ts'] },
+  { name: 'spool', mutate: ['src/ingest/drain/spool/**/*.ts'], tests: ['test/ingest/drain/sqlite-spool.mutation.test.ts'] },
+  { name: 'map-line', mutate: ['src/ingest/drain/map-line.ts'], tests: ['test/ingest/drain/map-line.test.ts'] },
+  { name: 'drain-auth', mutate: ['src/ingest/drain/auth.ts'], tests: ['test/ingest/drain/auth.mutation.test.ts'] },
+  { name: 'webhooks', mutate: ['src/ingest/webhooks.ts'], tests: ['test/ingest/webhooks.mutation.test.ts'] },
+  {
+    name: 'faro',
+    mutate: ['src/ingest/faro/**/*.ts'],
+    tests: ['test/ingest/faro-extension.mutation.test.ts', 'test/ingest/faro-map-items.test.ts', 'test/ingest/faro-session-request-ids.test.ts'],
+  },
+  { name: 'api-index', mutate: ['src/api/index.ts'], tests: ['test/api/index.mutation.test.ts'] },
+  { name: 'admin', mutate: ['src/http/admin.ts'], tests: ['test/http/admin.mutation.test.ts'] },
+  { name: 'client', mutate: ['src/platform/client.ts'], tests: ['test/platform/client.test.ts', 'test/platform/client-audit.test.ts', 'test/platform/client.mutation.test.ts'] },
+  {
+    name: 'promtext',
+    mutate: ['src/promtext/**/*.ts'],
+    tests: ['test/promtext/floats.mutation.test.ts', 'test/promtext/prometheus-text.test.ts', 'test/promtext/openmetrics.test.ts', 'test/promtext/api.test.ts'],
+  },
+];
 
 /** The modules mutated by default: money, collection, ingestion and the endpoints people and scrapers call. */
-export const MUTATION_SCOPE = [
-  'src/store/values.ts',
-  'src/api/finance.ts',
-  'src/api/focus.ts',
-  'src/api/*cost*.ts',
-  'src/collectors/usage.ts',
-  'src/collectors/models.ts',
-  'src/collectors/requests.ts',
-  'src/collectors/time.ts',
-  'src/collectors/logs.ts',
-  'jobs/logs.ts',
-  'src/store/writer.ts',
-  'src/ingest/drain/spool/**/*.ts',
-  'src/ingest/drain/map-line.ts',
-  'src/ingest/drain/auth.ts',
-  'src/ingest/webhooks.ts',
-  'src/ingest/faro/**/*.ts',
-  'src/api/index.ts',
-  'src/http/admin.ts',
-  'src/platform/client.ts',
-  'src/promtext/**/*.ts',
-];
+export const MUTATION_SCOPE = MUTATION_GROUPS.flatMap((g) => g.mutate);
+
+// scripts/mutation.mjs sets TALLYHOUSE_MUTATION_GROUP for a group of the default run: its reports and incremental
+// state go apart, so one group's run never rewrites another's.
+const group = process.env.TALLYHOUSE_MUTATION_GROUP;
+const reportDir = group ? `reports/mutation/${group}` : 'reports/mutation';
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
@@ -41,17 +72,17 @@ export default {
   coverageAnalysis: 'perTest',
   mutate: MUTATION_SCOPE,
   incremental: true,
-  incrementalFile: 'reports/stryker-incremental.json',
+  incrementalFile: group ? `reports/stryker-incremental-${group}.json` : 'reports/stryker-incremental.json',
   reporters: ['clear-text', 'progress', 'html', 'json'],
-  htmlReporter: { fileName: 'reports/mutation/mutation.html' },
-  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  htmlReporter: { fileName: `${reportDir}/mutation.html` },
+  jsonReporter: { fileName: `${reportDir}/mutation.json` },
   clearTextReporter: { allowColor: false, logTests: false, reportMutants: true },
   // Two cores shared with other work: one test process by default (--concurrency raises it).
   concurrency: 1,
   timeoutMS: 30_000,
   // The initial run is every related test file once with coverage: over the whole scope, close to `npm test`.
   dryRunTimeoutMinutes: 120,
-  tempDirName: 'reports/.stryker-tmp',
+  tempDirName: group ? `reports/.stryker-tmp-${group}` : 'reports/.stryker-tmp',
   ignorePatterns: ['data', 'dist', 'reports', '.vitest-results.json', '.bench-*', 'bench'],
   cleanTempDir: 'always',
 };

@@ -1,13 +1,16 @@
 #!/usr/bin/env node
-// The mutation score per module of the last Stryker run (reports/mutation/mutation.json, the mutation-testing
+// The mutation score per module of the last Stryker run (reports/mutation/**/mutation.json, the mutation-testing
 // report schema): a module is an entry of MUTATION_SCOPE in stryker.config.mjs (a file, a folder or a glob), or
 // the file itself when it is outside that scope. Score = detected (killed + timeout) / valid (detected + survived
 // + no coverage), as Stryker counts it; "covered" leaves out the mutants no test reaches. Then every survivor.
 import { readFileSync } from 'node:fs';
 import { MUTATION_SCOPE } from '../stryker.config.mjs';
 
-const reportPath = process.argv[2] ?? 'reports/mutation/mutation.json';
-const report = JSON.parse(readFileSync(reportPath, 'utf8'));
+// One report or several (comma-separated: the default run writes one per group); a file's mutants come from the
+// last report that has them.
+const reportPaths = (process.argv[2] ?? 'reports/mutation/mutation.json').split(',').filter(Boolean);
+const report = { files: {} };
+for (const path of reportPaths) Object.assign(report.files, JSON.parse(readFileSync(path, 'utf8')).files);
 // Optional: the run's --mutate patterns (comma-separated, line ranges allowed): only the files they name.
 const only = process.argv[3]?.split(',').map((p) => p.trim().replace(/:\d+(:\d+)?-\d+(:\d+)?$/, '')).filter(Boolean);
 
@@ -47,6 +50,13 @@ for (const [name, m] of [...modules.entries()].sort(([a], [b]) => a.localeCompar
   const detected = m.Killed + m.Timeout;
   rows.push([name, m.files.size, m.Killed, m.Timeout, m.Survived, m.NoCoverage, m.errors, pct(detected, detected + m.Survived + m.NoCoverage), pct(detected, detected + m.Survived)].map(String));
 }
+const total = { files: new Set(), Killed: 0, Timeout: 0, Survived: 0, NoCoverage: 0, errors: 0 };
+for (const m of modules.values()) {
+  for (const f of m.files) total.files.add(f);
+  for (const k of ['Killed', 'Timeout', 'Survived', 'NoCoverage', 'errors']) total[k] += m[k];
+}
+const detectedAll = total.Killed + total.Timeout;
+rows.push(['overall', total.files.size, total.Killed, total.Timeout, total.Survived, total.NoCoverage, total.errors, pct(detectedAll, detectedAll + total.Survived + total.NoCoverage), pct(detectedAll, detectedAll + total.Survived)].map(String));
 const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
 for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  '));
 if (survivors.length > 0) {
