@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BUSY, CommitThread, GENERATION, type CommitRecord } from '../../../src/ingest/drain/spool/commit-thread.js';
+import { SqliteSpool } from '../../../src/ingest/drain/spool/sqlite-spool.js';
+import type { StagedData } from '../../../src/ingest/drain/spool/spool.js';
 
 const SCHEMA = `
 CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, received_at_ms INTEGER NOT NULL, row_format TEXT NOT NULL,
@@ -141,5 +143,49 @@ describe('commit thread: giving up', () => {
     const t = await CommitThread.start(spoolFile());
     await t.close();
     await expect(t.commit([record('c')], 5)).rejects.toThrow('the spool commit thread is closed');
+  });
+});
+
+describe('the spool with its commit thread', () => {
+  const opened: SqliteSpool[] = [];
+  afterEach(async () => {
+    for (const s of opened.splice(0)) await s.close().catch(() => undefined);
+  });
+  const staged = (text: string): StagedData => ({ count: text.split('\n').length - 1, bytes: Buffer.byteLength(text), crc: 0, file: undefined, memory: [Buffer.from(text)] });
+  const rec = (id: string) => ({ id, receivedAtMs: 1, rowFormat: { format: 'JSONEachRow' }, rows: staged(`{"b":"${id}"}\n`), rejects: staged('') });
+  type Inner = { committer: CommitThread; recover(reason: unknown): void };
+
+  it('a dead thread: appends commit on the spool\'s own connection, durably', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'commit-thread-'));
+    const spool = await SqliteSpool.open({ dir, maxBytes: 1 << 20 });
+    opened.push(spool);
+    const inner = spool as unknown as Inner;
+    inner.committer.abandon(new Error('gone'));
+    expect(await spool.append(rec('own'))).toEqual({ status: 'appended' });
+    expect([spool.bytes, spool.pendingRows, spool.appendedRecords, spool.commits]).toEqual([12, 1, 1, 1]);
+    expect(idsIn(join(dir, 'spool.sqlite'))).toEqual(['own']);
+  });
+
+  it('a recovery between a group commit and its answer: the group, salvaged with the file, is counted once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'commit-thread-'));
+    const spool = await SqliteSpool.open({ dir, maxBytes: 1 << 20 });
+    opened.push(spool);
+    const inner = spool as unknown as Inner;
+    const commit = inner.committer.commit.bind(inner.committer);
+    let recovered = false;
+    inner.committer.commit = async (records, now) => {
+      const generation = await commit(records, now);
+      if (!recovered) {
+        recovered = true;
+        inner.recover(new Error('file is not a database'));
+      }
+      return generation;
+    };
+    expect(await spool.append(rec('g1'))).toEqual({ status: 'appended' });
+    // '{"b":"g1"}\n' is 11 bytes: once, not twice.
+    expect([spool.bytes, spool.pendingRows, spool.appendedRecords]).toEqual([11, 1, 1]);
+    expect(await spool.append(rec('g2'))).toEqual({ status: 'appended' });
+    expect([spool.bytes, spool.pendingRows, spool.appendedRecords]).toEqual([22, 2, 2]);
+    expect((await spool.nextBatch({ maxRows: Infinity, maxBytes: Infinity }))!.records.map((r) => r.id)).toEqual(['g1', 'g2']);
   });
 });
