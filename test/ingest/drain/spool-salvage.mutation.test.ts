@@ -514,6 +514,21 @@ describe('SQLite spool: damage found while running', () => {
     expect(listener).not.toHaveBeenCalled();
   });
 
+  it('a body whose append failed is not "seen": a concurrent copy fails with it, and the sender\'s retry is appended', async () => {
+    const spool = await open(join(tempDir(), 'spool'));
+    const { insertRecord } = statements(spool);
+    const run = insertRecord.run;
+    insertRecord.run = () => {
+      throw new Error('disk full');
+    };
+    const results = await Promise.allSettled([spool.append(rec('same')), spool.append(rec('same'))]);
+    expect(results.map((r) => (r.status === 'rejected' ? (r.reason as Error).message : r.value))).toEqual(['disk full', 'disk full']);
+    insertRecord.run = run;
+    expect(await spool.append(rec('same'))).toEqual({ status: 'appended' });
+    expect(await spool.append(rec('same'))).toEqual({ status: 'duplicate' });
+    expect(spool.appendedRecords).toBe(1);
+  });
+
   it('at commit (the delete fails SQLITE_CORRUPT): the error goes to the replayer, and the salvaged plan is the batch again', async () => {
     const registry = new Registry();
     const spool = await open(join(tempDir(), 'spool'), { registry });
