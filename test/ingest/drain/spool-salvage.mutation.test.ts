@@ -12,7 +12,7 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { salvageSpool } from '../../../src/ingest/drain/spool/salvage.js';
 import { SqliteSpool } from '../../../src/ingest/drain/spool/sqlite-spool.js';
-import { isDamagedFileError, openSqlite } from '../../../src/ingest/drain/spool/sqlite-db.js';
+import { isDamagedFileError, openBuiltin, openSqlite, type BuiltinDatabase, type BuiltinStatement } from '../../../src/ingest/drain/spool/sqlite-db.js';
 import type { SpoolOptions, StagedData } from '../../../src/ingest/drain/spool/spool.js';
 import { captureLog } from '../../support/log-capture.js';
 
@@ -620,5 +620,50 @@ describe('sqlite-db', () => {
     } finally {
       db.close();
     }
+  });
+
+  it('openBuiltin (node:sqlite, Node 24 on) over a stand-in with its API: statements pass through; a transaction is BEGIN IMMEDIATE, then COMMIT or ROLLBACK', () => {
+    const execs: string[] = [];
+    // node:sqlite's DatabaseSync as far as the spool uses it, on better-sqlite3 (Node 20 has no node:sqlite).
+    class StandIn implements BuiltinDatabase {
+      private readonly db: Database.Database;
+      constructor(path: string) {
+        this.db = new Database(path);
+      }
+      exec(sql: string): void {
+        execs.push(sql);
+        this.db.exec(sql);
+      }
+      prepare(sql: string): BuiltinStatement {
+        const st = this.db.prepare(sql);
+        return { run: (...p) => st.run(...p), get: (...p) => st.get(...p), all: (...p) => st.all(...p), iterate: (...p) => st.iterate(...p) };
+      }
+      close(): void {
+        this.db.close();
+      }
+    }
+    const path = join(tempDir(), 'builtin.sqlite');
+    const db = openBuiltin(path, StandIn);
+    expect(db.driver).toBe('node:sqlite');
+    db.exec('CREATE TABLE t (v INTEGER)');
+    const insert = db.prepare<[number]>('INSERT INTO t (v) VALUES (?)');
+    expect(insert.run(1)).toBeUndefined();
+    db.transaction(() => insert.run(2));
+    expect(() =>
+      db.transaction(() => {
+        insert.run(3);
+        throw new Error('no');
+      }),
+    ).toThrow('no');
+    expect(execs).toEqual(['CREATE TABLE t (v INTEGER)', 'BEGIN IMMEDIATE', 'COMMIT', 'BEGIN IMMEDIATE', 'ROLLBACK']);
+    expect(db.prepare<[], { v: number }>('SELECT v FROM t ORDER BY v').all()).toEqual([{ v: 1 }, { v: 2 }]);
+    expect(db.prepare<[number], { v: number }>('SELECT v FROM t WHERE v = ?').get(2)).toEqual({ v: 2 });
+    expect(db.prepare<[number], { v: number }>('SELECT v FROM t WHERE v = ?').get(3)).toBeUndefined();
+    expect([...db.prepare<[number], { v: number }>('SELECT v FROM t WHERE v >= ? ORDER BY v').iterate(1)]).toEqual([{ v: 1 }, { v: 2 }]);
+    db.close();
+    const check = new Database(path, { readonly: true });
+    expect(check.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 2 });
+    check.close();
+    expect(() => db.exec('SELECT 1')).toThrow('The database connection is not open');
   });
 });
