@@ -582,6 +582,8 @@ describe('sqlite-db', () => {
     for (const no of [
       e({ code: 'SQLITE_IOERR' }),
       e({ code: 'XSQLITE_CORRUPT' }),
+      e({ code: 'XSQLITE_NOTADB' }),
+      Object.assign(() => undefined, { code: 'SQLITE_CORRUPT' }),
       e({ code: 'SQLITE_CONSTRAINT' }),
       e({ errcode: 10 }),
       e({ errcode: 1 }),
