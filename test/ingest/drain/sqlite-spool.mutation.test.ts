@@ -22,7 +22,9 @@ afterEach(async () => {
 const tempDir = () => mkdtempSync(join(tmpdir(), 'spool-mutation-'));
 
 async function open(dir: string, opts: Partial<SpoolOptions> = {}): Promise<SqliteSpool> {
-  const s = (await SqliteSpool.open({ dir, maxBytes: 1 << 20, ...opts })) as SqliteSpool;
+  // Group commits on this thread: the commit thread's own path is tested in spool-commit-thread.test.ts and
+  // commit-worker.mutation.test.ts, and starting it for each spool took most of this file's 30 s.
+  const s = (await SqliteSpool.open({ dir, maxBytes: 1 << 20, commitThread: false, ...opts })) as SqliteSpool;
   opened.push(s);
   return s;
 }

@@ -30,20 +30,20 @@ export function openSqlite(path: string): SqlDatabase {
 }
 
 /** What the spool uses of node:sqlite (its types are not in @types/node 20, the oldest Node this runs on). */
-interface BuiltinStatement {
+export interface BuiltinStatement {
   run(...params: unknown[]): unknown;
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
   iterate(...params: unknown[]): IterableIterator<unknown>;
 }
-interface BuiltinDatabase {
+export interface BuiltinDatabase {
   exec(sql: string): void;
   prepare(sql: string): BuiltinStatement;
   close(): void;
 }
 
-function openBuiltin(path: string): SqlDatabase {
-  const { DatabaseSync } = require('node:sqlite') as { DatabaseSync: new (path: string) => BuiltinDatabase };
+/** node:sqlite's connection; `DatabaseSync` is a parameter so that a test on Node 20 (which has none) can hand in a stand-in. */
+export function openBuiltin(path: string, DatabaseSync = (require('node:sqlite') as { DatabaseSync: new (path: string) => BuiltinDatabase }).DatabaseSync): SqlDatabase {
   const db = new DatabaseSync(path);
   return {
     driver: 'node:sqlite',

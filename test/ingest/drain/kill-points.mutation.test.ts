@@ -1,0 +1,59 @@
+// The crash test's kill points (src/ingest/drain/spool/kill-points.ts), in this test's own process: crash.test.ts
+// sets TALLYHOUSE_TEST_KILL_AT=<point>:<n> in a child and counts on the child dying at exactly the n-th pass of that
+// point (and on nothing at all happening without it, in every other process). process.kill is replaced here, so the
+// SIGKILL is seen rather than suffered; the module is loaded afresh for each setting (it reads the variable once).
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { KillPoint } from '../../../src/ingest/drain/spool/kill-points.js';
+
+const saved = process.env.TALLYHOUSE_TEST_KILL_AT;
+afterEach(() => {
+  vi.restoreAllMocks();
+  if (saved === undefined) delete process.env.TALLYHOUSE_TEST_KILL_AT;
+  else process.env.TALLYHOUSE_TEST_KILL_AT = saved;
+});
+
+/** Loads the module with the variable set to `setting` (unset: undefined), passes the points, returns the pass numbers (1-based) that killed. */
+async function killsAt(setting: string | undefined, points: KillPoint[]): Promise<number[]> {
+  if (setting === undefined) delete process.env.TALLYHOUSE_TEST_KILL_AT;
+  else process.env.TALLYHOUSE_TEST_KILL_AT = setting;
+  vi.resetModules();
+  const { passKillPoint } = await import('../../../src/ingest/drain/spool/kill-points.js');
+  const kill = vi.spyOn(process, 'kill').mockImplementation(() => true);
+  const killed: number[] = [];
+  for (const [i, point] of points.entries()) {
+    const before = kill.mock.calls.length;
+    passKillPoint(point);
+    if (kill.mock.calls.length > before) killed.push(i + 1);
+  }
+  for (const call of kill.mock.calls) expect(call).toEqual([process.pid, 'SIGKILL']);
+  return killed;
+}
+
+const ten = (p: KillPoint): KillPoint[] => Array.from({ length: 10 }, () => p);
+
+describe('kill points', () => {
+  it('unset (every process but the crash test\'s children): no pass kills', async () => {
+    expect(await killsAt(undefined, [...ten('append'), ...ten('spill'), 'group-commit', 'after-commit', 'replay-insert', 'cleanup'])).toEqual([]);
+    expect(await killsAt('', ten('append'))).toEqual([]);
+  });
+
+  it('<point>:<n>: the n-th pass of that point kills, once; passes of other points do not count', async () => {
+    expect(await killsAt('append:3', ten('append'))).toEqual([3]);
+    expect(await killsAt('append:1', ten('append'))).toEqual([1]);
+    // group-commit, append, group-commit, append, append: the second append is the 4th pass.
+    expect(await killsAt('append:2', ['group-commit', 'append', 'group-commit', 'append', 'append'])).toEqual([4]);
+    expect(await killsAt('group-commit:2', ['append', 'group-commit', 'append', 'group-commit', 'group-commit'])).toEqual([4]);
+    expect(await killsAt('replay-insert:12', [...ten('replay-insert'), ...ten('replay-insert')])).toEqual([12]);
+  });
+
+  it('a setting that is not exactly <point>:<n> does nothing', async () => {
+    for (const setting of ['append', 'append:', ':3', 'Append:1', 'append:1 ', ' append:1', 'x/append:1', 'append:1:2', 'append:-1', 'append:x']) {
+      expect(await killsAt(setting, ten('append')), setting).toEqual([]);
+    }
+  });
+
+  it('a point that never passes n times never kills', async () => {
+    expect(await killsAt('cleanup:11', ten('cleanup'))).toEqual([]);
+    expect(await killsAt('cleanup:0', ten('cleanup'))).toEqual([]);
+  });
+});
