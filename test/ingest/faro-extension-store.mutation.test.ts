@@ -40,10 +40,12 @@ interface Options {
   storedIds?: (params: Record<string, unknown>) => Promise<Array<{ request_id: string }>>;
   /** Inserts fail while this says so. */
   storeDown?: () => boolean;
+  /** An earlier receiver's DATA_DIR (a restart). */
+  dataDir?: string;
 }
 
 async function receiver(o: Options = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'c1-faro-'));
+  const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), 'c1-faro-'));
   const config = parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', FARO_APP_KEYS: `shop-web=${KEY},admin-web=${KEY2}`, WRITER_FLUSH_INTERVAL_MS: '10', ...o.env });
   const inserts: Array<{ table: string; rows: Array<Record<string, unknown>> }> = [];
   const commands: string[] = [];
@@ -83,12 +85,16 @@ async function receiver(o: Options = {}) {
   const rt = { config, logger: log.logger, registry, store, writer, app } as unknown as Runtime & { app: FastifyInstance };
   const component = (await faroExtension({ demoKey: o.demoKey })(rt)) as { stop(): Promise<void>; spool: { bytes: number } } | undefined;
   await app.ready();
-  opened.push(async () => {
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
     await app.close();
     await component?.stop();
-  });
+  };
+  opened.push(stop);
   const rowsOf = (table: string) => inserts.filter((i) => i.table === table).flatMap((i) => i.rows);
-  return { app, inserts, rowsOf, commands, sessionQueries, log, registry, dataDir, component };
+  return { app, inserts, rowsOf, commands, sessionQueries, log, registry, dataDir, component, stop };
 }
 
 const post = (app: FastifyInstance, body: string | Buffer, headers: Record<string, string> = {}) =>
@@ -138,7 +144,8 @@ describe('Faro receiver: what reaches the store', () => {
     expect((await post(r.app, JSON.stringify({ logs: [{}] }))).json()).toEqual({ accepted: 0, rejected: 1, duplicate: false, errors: [{ item: 0, reason: 'log: message must be a string' }] });
     expect((await post(r.app, '{}')).json()).toEqual({ accepted: 0, rejected: 0, duplicate: false });
     await until(() => expect(r.rowsOf('ingest_rejects')).toHaveLength(1));
-    expect(r.rowsOf('faro_items')).toEqual([]);
+    // Nothing at all went to faro_items, not even an empty insert.
+    expect(r.inserts.map((i) => i.table)).toEqual(['ingest_rejects']);
   });
 
   it('the session comes from x-faro-session-id when the payload names none', async () => {
@@ -159,6 +166,14 @@ describe('Faro receiver: what reaches the store', () => {
     const body = JSON.stringify({ logs: [{ message: 'x'.repeat(200) }] });
     expect((await post(r.app, body)).statusCode).toBe(413);
     expect((await post(r.app, JSON.stringify({ logs: [{ message: 'short' }] }))).statusCode).toBe(202);
+  });
+  it('items accepted while the store is down reach it after a restart, once', async () => {
+    const first = await receiver({ storeDown: () => true });
+    expect((await post(first.app, JSON.stringify({ logs: [{ message: 'kept across a restart' }] }))).statusCode).toBe(202);
+    await first.stop();
+    const second = await receiver({ dataDir: first.dataDir });
+    await until(() => expect(second.rowsOf('faro_items').map((x) => x.message)).toEqual(['kept across a restart']));
+    expect(first.inserts).toEqual([]);
   });
 });
 
