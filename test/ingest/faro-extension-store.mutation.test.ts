@@ -47,7 +47,7 @@ interface Options {
 async function receiver(o: Options = {}) {
   const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), 'c1-faro-'));
   const config = parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', FARO_APP_KEYS: `shop-web=${KEY},admin-web=${KEY2}`, WRITER_FLUSH_INTERVAL_MS: '10', ...o.env });
-  const inserts: Array<{ table: string; rows: Array<Record<string, unknown>> }> = [];
+  const inserts: Array<{ table: string; query: string; rows: Array<Record<string, unknown>> }> = [];
   const commands: string[] = [];
   const sessionQueries: Array<Record<string, unknown>> = [];
   const store = {
@@ -72,7 +72,7 @@ async function receiver(o: Options = {}) {
         let text = '';
         for await (const c of values) text += c.toString();
         const table = /INSERT INTO (\w+)/.exec(query)?.[1] ?? '?';
-        inserts.push({ table, rows: text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) });
+        inserts.push({ table, query, rows: text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) });
         return { stream: Readable.from([]) };
       },
     },
@@ -125,6 +125,10 @@ describe('Faro receiver: what reaches the store', () => {
       request_id: RID1,
       timestamp: ts.replace('T', ' ').replace('Z', ''),
     });
+    // The rows go in with the columns of faro_items, as JSONEachRow.
+    expect(r.inserts.find((i) => i.table === 'faro_items')?.query).toBe(
+      'INSERT INTO faro_items (received_at, timestamp, kind, app, app_namespace, release, app_version, environment, session_id, user_id, page_url, level, message, domain, values, attributes, trace_id, span_id, request_id, raw) FORMAT JSONEachRow',
+    );
     const reject = r.rowsOf('ingest_rejects')[0];
     expect(reject).toMatchObject({ source: 'faro', reason: 'log: message must be a string', raw: '{"level":"info"}', line: 1 });
     expect(String(reject.batch_id)).toMatch(/^[0-9a-f]{64}$/);
@@ -161,6 +165,12 @@ describe('Faro receiver: what reaches the store', () => {
     expect(res.json()).toEqual({ accepted: 1, rejected: 1, duplicate: false, errors: [{ item: 1, reason: 'log: too_deep: nested 1002 levels deep; at most 1000 can be stored' }] });
   });
 
+  it('a POST without any body is a 400 asking for a Faro payload', async () => {
+    const r = await receiver();
+    const res = await r.app.inject({ method: 'POST', url: FARO_PATH, headers: { 'x-api-key': KEY } });
+    expect([res.statusCode, res.json()]).toEqual([400, { error: 'Bad Request', message: 'empty body: expected a Faro payload (JSON)' }]);
+  });
+
   it('a body over FARO_MAX_BODY_BYTES is refused with 413 before it is parsed', async () => {
     const r = await receiver({ env: { FARO_MAX_BODY_BYTES: '100' } });
     const body = JSON.stringify({ logs: [{ message: 'x'.repeat(200) }] });
@@ -194,9 +204,10 @@ describe('Faro receiver: set-up', () => {
     ]);
   });
 
-  it('keeps its spool under DATA_DIR/spool/faro', async () => {
+  it('keeps its spool under DATA_DIR/spool/faro; the component is named faro', async () => {
     const r = await receiver();
     expect(existsSync(join(r.dataDir, 'spool', 'faro'))).toBe(true);
+    expect((r.component as unknown as { name: string }).name).toBe('faro');
   });
 
   it('with FARO_APP_KEYS set, the demo key is not one of them', async () => {
@@ -212,6 +223,7 @@ describe('Faro receiver: set-up', () => {
     const gauge = async () => (await r.registry.getSingleMetric('tallyhouse_faro_spool_bytes')!.get()).values[0]?.value;
     expect(await gauge()).toBe(r.component!.spool.bytes);
     expect(await gauge()).toBeGreaterThan(0);
+    expect(await r.registry.metrics()).toMatch(/^# HELP tallyhouse_faro_spool_bytes \S.*spool/m);
     down = false;
     await until(() => expect(r.rowsOf('faro_items')).toHaveLength(1));
     await until(async () => expect(await gauge()).toBe(0));
@@ -295,6 +307,8 @@ describe('Faro receiver: busy and full', () => {
     expect(busy.headers['retry-after']).toBe('5');
     expect(busy.headers.connection).toBe('close');
     expect(busy.json()).toEqual({ error: 'Service Unavailable', message: '1 bodies are being read already (FARO_MAX_BODIES_READING); retry after 5 s' });
+    const refused = (await r.registry.getSingleMetric('tallyhouse_push_bodies_refused_total')!.get()).values;
+    expect(refused.map((v) => [v.labels, v.value])).toEqual([[{ endpoint: 'faro', reason: 'busy' }, 1]]);
     slow.end(']}');
     expect(await first).toBe(202);
     await until(async () => expect((await post(r.app, '{"logs":[]}')).statusCode).toBe(202));
