@@ -233,7 +233,9 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
         throw err;
       }
       const table = focusTable(rows);
-      const format = q.format ?? (String(request.headers.accept ?? '').includes('application/json') ? 'json' : 'csv');
+      // Stryker disable next-line StringLiteral: no Accept header and any fallback text without application/json ask for the same (CSV)
+      const accept = String(request.headers.accept ?? '');
+      const format = q.format ?? (accept.includes('application/json') ? 'json' : 'csv');
       return sendTable(reply, request, format, table, () => ({ month: q.month, columns: [...FOCUS_COLUMNS], rows }), `focus-${q.month}.csv`);
     },
   });

@@ -192,6 +192,19 @@ describe('GET /reports/finance with data', () => {
     expect(String(csv.body)).toContain('img');
   });
 
+  it('a complete month is final once every day\'s collections agreed after LATE_BILLING_WINDOW_HOURS', async () => {
+    // Every October day collected twice alike, the second on 11-20: after a 48-hour window, inside a 31-day one.
+    const days = Array.from({ length: 31 }, (_, i) => `2026-10-${String(i + 1).padStart(2, '0')}`);
+    const collected: Answer = (sql, params) => (sql.includes('cost_day_collections') && params.product === 'serverless' ? days.flatMap(agreed) : october(sql, params));
+    const finalOf = async (env: Record<string, string>) => {
+      const { app } = await api({ TIMEZONES: 'UTC', ...env }, collected);
+      const body = (await get(app, '/api/v1/reports/finance?month=2026-10')).body;
+      return body.rows.find((r: { app: string }) => r.app === 'img')?.final;
+    };
+    expect(await finalOf({})).toBe(true);
+    expect(await finalOf({ LATE_BILLING_WINDOW_HOURS: String(31 * 24) })).toBe(false);
+  });
+
   it('a month from 2000-01 to 2100-01, written YYYY-MM and nothing around it', async () => {
     const { app } = await api();
     for (const month of ['2000-01', '2026-10']) expect((await get(app, `/api/v1/reports/finance?month=${month}`)).status, month).toBe(404);
