@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { logsJob, spoolDrained } from '../../jobs/logs.js';
 import { fakeJob } from '../collectors/fake-job.js';
 import { captureLog } from '../support/log-capture.js';
+import { timeRange } from '../../src/jobs/time-args.js';
 
 const DRAIN = { LOG_DRAIN_SECRET: 's'.repeat(64), SVC_API_KEY: 'k' };
 const NO_DRAIN = { SVC_API_KEY: 'k' };
@@ -130,6 +131,8 @@ describe('logs job: what a run says', () => {
       msg: 'logs: the store refused to delete history copies of records the drain stored; they stay stored twice',
     });
     expect(warning?.error).toBe('ClickHouse ACCESS_DENIED (code 497): Not enough privileges');
+    // No spell without a drain line: nothing filled, and no word of spells.
+    expect(log.lines.filter((l) => String(l.msg).startsWith('logs: the drain delivered nothing'))).toEqual([]);
     expect(checkpoint).toBe('2026-11-21T11:55:00.000Z');
   });
 
@@ -181,5 +184,23 @@ describe('spoolDrained: 5 s by default', () => {
     expect(await waiting).toBe(1);
     // Reads at 0, 200, 400, 600, 800 and 1000 ms.
     expect(reads).toBe(6);
+  });
+});
+
+describe('logs job: --from/--to resumes where it stopped', () => {
+  it('names its progress after the range, and a saved position skips the days before it', async () => {
+    const checkpoints = new Map([['logs backfill:2026-11-19:2026-11-22', '2026-11-20T00:00:00.000Z']]);
+    const job = fakeJob({ now: new Date('2026-11-23T12:00:00Z'), config: NO_DRAIN, checkpoints, json: () => ({ apps: [{ endpoint_id: 'acme/img', owner: 'acme', name: 'img' }] }), pages: () => [{ items: [] }] });
+    const started: unknown[][] = [];
+    Object.assign(job.ctx, {
+      range: timeRange('2026-11-19', '2026-11-22'),
+      timezone: 'UTC',
+      signal: new AbortController().signal,
+      log: captureLog('debug').logger,
+      progress: { start: (...args: unknown[]) => started.push(args), tick: () => undefined, stop: () => undefined },
+    });
+    await logsJob.run(job.ctx, logsJob.options!.parse({}));
+    expect(started.map((a) => a[1])).toEqual(['logs 2026-11-19..2026-11-22 (a day at a time)']);
+    expect(job.calls.filter((c) => c.path === '/v1/serverless/logs/history').map((c) => String(c.query.start))).toEqual(['2026-11-20T00:00:00.000Z', '2026-11-21T00:00:00.000Z']);
   });
 });
