@@ -49,5 +49,17 @@ describe('fillFromHistory: results and rejects', () => {
     expect(result).toEqual({ received: 1, stored: 1, rejected: 2 });
     expect(job.rejects.map((r) => r.raw)).toEqual(['{"timestamp":"never"}', '"text"']);
     expect(job.added.reduce((a, b) => a + b, 0)).toBe(1);
+    // The warning about them says over how many windows and apps.
+    expect(job.warnings.map((w) => w.fields)).toEqual([{ windows: 1, apps: 1, malformed: 2, refused: 0 }]);
+  });
+
+  it('the rows of a window carry the batch id of its app and bounds (by hand: sha256 of history, acme/img, 1000, 2000 on lines)', async () => {
+    const job = fakeJob({
+      pages: () => [{ items: [{ timestamp: '1970-01-01T00:00:01.500Z', level: 'INFO', message: 'm', app: 'img', revision: null, labels: {} }] }],
+      query: (sql) => (sql.includes('AS ts') ? [] : [{ n: 0 }]),
+    });
+    await fillFromHistory(job.ctx, [{ endpoint_id: 'acme/img', owner: 'acme', name: 'img' }], [{ fromMs: 1000, toMs: 2000 }]);
+    const row = job.execs[0].body.trimEnd().split('\t');
+    expect(row[14]).toBe('0128e152-c345-4f4f-8226-18a428ef45de');
   });
 });
