@@ -237,6 +237,35 @@ describe('consecutive lines that share leading labels', () => {
     ]);
   });
 
+  it('reads blocks that hold a quoted metric name, no labels, or labels without commas, and what follows them', () => {
+    const quoted = '{"a.b",x="1",le="1"} 1\n{"a.b",x="1",le="2"} 2\n{"a.b",x="1"} 3\n';
+    const quotedExpected = ['a.b[["x","1"],["le","1"]] 1 null', 'a.b[["x","1"],["le","2"]] 2 null', 'a.b[["x","1"]] 3 null'];
+    check(`${quoted}# EOF\n`, OM, quotedExpected);
+    check(quoted, TEXT, quotedExpected);
+    const empty = 'm{} 1\nm{a="1",b="2"} 2\nm{} 3\nm{a="1",b="2"} 4\n';
+    const emptyExpected = ['m[] 1 null', 'm[["a","1"],["b","2"]] 2 null', 'm[] 3 null', 'm[["a","1"],["b","2"]] 4 null'];
+    check(`${empty}# EOF\n`, OM, emptyExpected);
+    check(empty, TEXT, emptyExpected);
+    check('m{a="1" b="2" c="3"} 1\nm{a="1" b="2" c="4"} 2\nm{a="1" b="2"} 3\n', TEXT, [
+      'm[["a","1"],["b","2"],["c","3"]] 1 null',
+      'm[["a","1"],["b","2"],["c","4"]] 2 null',
+      'm[["a","1"],["b","2"]] 3 null',
+    ]);
+  });
+
+  it('does not reuse leading labels across a line with other labels in between', () => {
+    const text = 'm{a="1",b="2",c="3"} 1\nm{x="9"} 2\nm{a="1",b="2",c="4"} 3\nm{y="8",z="7"} 4\nm{a="1",b="2",c="5"} 5\n';
+    const expected = [
+      'm[["a","1"],["b","2"],["c","3"]] 1 null',
+      'm[["x","9"]] 2 null',
+      'm[["a","1"],["b","2"],["c","4"]] 3 null',
+      'm[["y","8"],["z","7"]] 4 null',
+      'm[["a","1"],["b","2"],["c","5"]] 5 null',
+    ];
+    check(`${text}# EOF\n`, OM, expected);
+    check(text, TEXT, expected);
+  });
+
   it('normalises le after a TYPE line even when the leading labels repeat across it', () => {
     const text = 'x_bucket{a="1",le="1"} 1\n# TYPE h histogram\nh_bucket{a="1",le="1"} 2\nh_bucket{a="1",le="1"} 3\n';
     expect(parseExposition(text, TEXT).map((s) => s.labels.le)).toEqual(['1', '1.0', '1.0']);
@@ -267,6 +296,18 @@ describe('names that start like the previous line\'s', () => {
     expect(om(`${text}# EOF\n`).map((s) => Object.keys(s.labels)[0])).toEqual(names);
     expect(rejection('m{ab="1"} 1\nm{ab')).toMatchObject({ line: 2, reason: 'expected "=" after label name "ab": "m{ab"' });
     expect(rejection('m{ab="1"} 1\nm{ab', TEXT)).toMatchObject({ line: 2, reason: 'expected "=" after label name "ab": "m{ab"' });
+  });
+
+  it('checks the names again when a quoted name takes the place of a bare one', () => {
+    expect(rejection('m{a="1",b="2"} 1\nm{"b"="1",b="2"} 2\n', TEXT)).toMatchObject({ line: 2, reason: 'duplicate label name "b": "m{\\"b\\"=\\"1\\",b=\\"2\\"} 2"' });
+    expect(rejection('m{a="1",b="2"} 1\nm{"b"="1",b="2"} 2\n# EOF\n')).toMatchObject({ line: 2 });
+  });
+
+  it('reports an unterminated quoted name or value on the line where it opens', () => {
+    expect(rejection('a{"abc', TEXT)).toMatchObject({ line: 1, reason: 'unterminated quoted string: "a{\\"abc"' });
+    expect(rejection('a{"\nabc', TEXT)).toMatchObject({ line: 1, reason: 'unterminated quoted string: "a{\\""' });
+    expect(rejection('a{b="\nabc', TEXT)).toMatchObject({ line: 1, reason: 'unterminated quoted string: "a{b=\\""' });
+    expect(rejection('# HELP "abc')).toMatchObject({ line: 1, reason: 'unterminated quoted string: "# HELP \\"abc"' });
   });
 
   it('does not take a quoted label name for the bare one at its position', () => {
