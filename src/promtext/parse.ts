@@ -543,7 +543,8 @@ export class ExpositionParser {
         while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & LABEL_CHAR) !== 0);
         this.scanned = s.slice(nameAt, i);
       } else if (c === QUOTE) {
-        i = this.scanQuoted(i + 1, true);
+        // openmetricslex.l: a quoted exemplar label name holds no raw newline (\"(\\.|[^\\"\n])*\").
+        i = this.scanQuoted(i + 1, false);
       } else {
         return this.fail(i, 'expected an exemplar label name');
       }
