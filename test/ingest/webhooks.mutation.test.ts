@@ -823,6 +823,29 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     expect(refused.values).toEqual([{ value: 1, labels: { endpoint: 'webhooks', reason: 'busy' } }]);
   });
 
+  it('a sender that drops the connection mid-body: nothing answered, counted, stored or logged as an error', async () => {
+    const budgets = new PushBudgets(defaultPushLimits());
+    // The key set fetched by a first delivery and not fetched again: whatever the cut request led to would be
+    // decided within its own turn of the event loop, well before the round trip of the delivery after it.
+    const r = await receiver({ budgets, minRefetchIntervalMs: 600_000 });
+    const body = Buffer.from('{"status":"OK"}');
+    expect((await post(r.url, r.signed('req-g1', body), body)).status).toBe(200);
+    const { request: httpRequest } = await import('node:http');
+    const cut = httpRequest(r.url, { method: 'POST', headers: { ...r.signed('req-g', body), 'content-type': 'application/json', 'content-length': String(body.length) } });
+    cut.on('error', () => undefined);
+    cut.flushHeaders();
+    cut.write(body.subarray(0, 5));
+    while (budgets.slots.webhooks.inUse === 0) await new Promise((resolve) => setImmediate(resolve));
+    cut.destroy();
+    // Its read slot comes back when its connection closes; a whole delivery afterwards is a round trip later still.
+    while (budgets.slots.webhooks.inUse > 0) await new Promise((resolve) => setImmediate(resolve));
+    expect((await post(r.url, r.signed('req-g2', body), body)).status).toBe(200);
+    expect(await outcomes(r.registry)).toEqual({ accepted: 2 });
+    expect(r.inserted.map((i) => (i.rows[0] as { request_id: string }).request_id)).toEqual(['req-g1', 'req-g2']);
+    expect(r.fetches()).toBe(1);
+    expect(r.logs.filter((l) => (l.level as number) >= 40)).toEqual([]);
+  });
+
   it('the key set down: the error line names why the fetch failed', async () => {
     const r = await receiver({ keysDown: true });
     const body = Buffer.from('{}');
