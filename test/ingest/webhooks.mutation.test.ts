@@ -23,6 +23,7 @@ import {
   verifiesWithAny,
   WEBHOOK_PATH,
   WEBHOOK_REJECT_SOURCE,
+  webhookExtension,
   webhookRoutes,
 } from '../../src/ingest/webhooks.js';
 import { captureLog } from '../support/log-capture.js';
@@ -741,6 +742,119 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     expect(JSON.parse(text)).toEqual({ error: 'Payload Too Large', message: `the body exceeds ${16 * 1024 * 1024} bytes` });
   });
 
+  it('an empty body signed over the SHA-256 of nothing is a delivery: 200, its raw text empty', async () => {
+    const r = await receiver();
+    const res = await post(r.url, { ...r.signed('req-e', Buffer.alloc(0)), 'content-length': '0' }, '');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ok', request_id: 'req-e' });
+    expect(r.inserted.map((i) => [i.table, (i.rows[0] as { raw: string; status: string }).raw, (i.rows[0] as { status: string }).status])).toEqual([['webhook_deliveries', '', '']]);
+  });
+
+  it('a declared body past the budget is 503 busy, counted memory; one past 16 MiB is 413 with no Retry-After, not counted memory', async () => {
+    const registry = new Registry();
+    const budgets = new PushBudgets({ ...defaultPushLimits(), PUSH_UNVERIFIED_MAX_BYTES: 1000, PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS: 1000 }, registry);
+    const r = await receiver({ budgets });
+    const res = await new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+      import('node:http').then(({ request: req }) => {
+        const c = req(r.url, { method: 'POST', headers: { ...r.signed('req-t', Buffer.from('{}')), 'content-type': 'application/json', 'content-length': String(MAX_WEBHOOK_BODY_BYTES + 1) } });
+        c.on('response', (res) => {
+          let text = '';
+          res.on('data', (d) => (text += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+        });
+        c.on('error', (e) => ((e as NodeJS.ErrnoException).code === 'ECONNRESET' || (e as NodeJS.ErrnoException).code === 'EPIPE' ? undefined : reject(e)));
+        c.write('{');
+      });
+    });
+    expect(res.status).toBe(413);
+    expect(res.headers['retry-after']).toBeUndefined();
+    expect(res.headers.connection).toBe('close');
+    expect(JSON.parse(res.body)).toEqual({ error: 'Payload Too Large', message: `the body exceeds ${16 * 1024 * 1024} bytes` });
+    const refused = await registry.getSingleMetric('tallyhouse_push_bodies_refused_total')!.get();
+    expect(refused.values).toEqual([]);
+  });
+
+  it('webhook bodies hold at most half the unauthenticated budget: 600 of 1000 bytes is refused, 400 is read', async () => {
+    const budgets = new PushBudgets({ ...defaultPushLimits(), PUSH_UNVERIFIED_MAX_BYTES: 1000, PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS: 1000 });
+    const r = await receiver({ budgets });
+    const big = Buffer.from(`{"status":"${'x'.repeat(600 - 13)}"}`);
+    expect(big.length).toBe(600);
+    expect((await post(r.url, r.signed('req-h1', big), big)).status).toBe(503);
+    const small = Buffer.from(`{"status":"${'x'.repeat(400 - 13)}"}`);
+    expect((await post(r.url, r.signed('req-h2', small), small)).status).toBe(200);
+    expect(await outcomes(r.registry)).toEqual({ busy: 1, accepted: 1 });
+  });
+
+  it('a chunked body reserves what each chunk adds: four chunks of 100 bytes fit a webhook share of 500', async () => {
+    const budgets = new PushBudgets({ ...defaultPushLimits(), PUSH_UNVERIFIED_MAX_BYTES: 1000, PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS: 1000 });
+    const r = await receiver({ budgets });
+    const parts = [Buffer.from(`{"status":"${'a'.repeat(89)}`), Buffer.alloc(100, 0x62), Buffer.alloc(100, 0x63), Buffer.from(`${'d'.repeat(98)}"}`)];
+    expect(parts.map((p) => p.length)).toEqual([100, 100, 100, 100]);
+    const body = Buffer.concat(parts);
+    const res = await request(r.url, { method: 'POST', headers: { 'content-type': 'application/json', ...r.signed('req-c4', body) }, body: Readable.from(parts) });
+    expect(res.statusCode).toBe(200);
+    await res.body.text();
+    expect((r.inserted[0].rows[0] as { raw: string }).raw).toBe(body.toString());
+  });
+
+  it('no read slot left (WEBHOOK_MAX_BODIES_READING 1): 503 busy naming the limit, Retry-After 5, counted busy', async () => {
+    const registry = new Registry();
+    const budgets = new PushBudgets({ ...defaultPushLimits(), WEBHOOK_MAX_BODIES_READING: 1 }, registry);
+    const r = await receiver({ budgets });
+    const body = Buffer.from('{"status":"OK"}');
+    // The first delivery holds the only slot: its headers are in, its body not yet.
+    const { request: httpRequest } = await import('node:http');
+    const first = httpRequest(r.url, { method: 'POST', headers: { ...r.signed('req-s1', body), 'content-type': 'application/json', 'content-length': String(body.length) } });
+    first.on('error', () => undefined);
+    first.flushHeaders();
+    first.write(body.subarray(0, 1));
+    closers.push(async () => void first.destroy());
+    while (budgets.slots.webhooks.inUse === 0) await new Promise((resolve) => setImmediate(resolve));
+    const res = await post(r.url, r.signed('req-s2', body), body);
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBe('5');
+    expect(res.headers.connection).toBe('close');
+    expect(res.body).toEqual({
+      error: 'Service Unavailable',
+      message: 'too many webhook bodies are being read: 1 bodies are being read already (WEBHOOK_MAX_BODIES_READING); retry later',
+    });
+    expect(await outcomes(r.registry)).toEqual({ busy: 1 });
+    const refused = await registry.getSingleMetric('tallyhouse_push_bodies_refused_total')!.get();
+    expect(refused.values).toEqual([{ value: 1, labels: { endpoint: 'webhooks', reason: 'busy' } }]);
+  });
+
+  it('a sender that drops the connection mid-body: nothing answered, counted, stored or logged as an error', async () => {
+    const budgets = new PushBudgets(defaultPushLimits());
+    // The key set fetched by a first delivery and not fetched again: whatever the cut request led to would be
+    // decided within its own turn of the event loop, well before the round trip of the delivery after it.
+    const r = await receiver({ budgets, minRefetchIntervalMs: 600_000 });
+    const body = Buffer.from('{"status":"OK"}');
+    expect((await post(r.url, r.signed('req-g1', body), body)).status).toBe(200);
+    const { request: httpRequest } = await import('node:http');
+    const cut = httpRequest(r.url, { method: 'POST', headers: { ...r.signed('req-g', body), 'content-type': 'application/json', 'content-length': String(body.length) } });
+    cut.on('error', () => undefined);
+    cut.flushHeaders();
+    cut.write(body.subarray(0, 5));
+    while (budgets.slots.webhooks.inUse === 0) await new Promise((resolve) => setImmediate(resolve));
+    cut.destroy();
+    // Its read slot comes back when its connection closes; a whole delivery afterwards is a round trip later still.
+    while (budgets.slots.webhooks.inUse > 0) await new Promise((resolve) => setImmediate(resolve));
+    expect((await post(r.url, r.signed('req-g2', body), body)).status).toBe(200);
+    expect(await outcomes(r.registry)).toEqual({ accepted: 2 });
+    expect(r.inserted.map((i) => (i.rows[0] as { request_id: string }).request_id)).toEqual(['req-g1', 'req-g2']);
+    expect(r.fetches()).toBe(1);
+    expect(r.logs.filter((l) => (l.level as number) >= 40)).toEqual([]);
+  });
+
+  it('the key set down: the error line names why the fetch failed', async () => {
+    const r = await receiver({ keysDown: true });
+    const body = Buffer.from('{}');
+    expect((await post(r.url, r.signed('req-k', body), body)).status).toBe(503);
+    const line = r.logs.find((l) => l.msg === 'webhook key set unavailable');
+    expect(line).toMatchObject({ level: 50 });
+    expect(String(line?.err)).toMatch(/^the webhook key set at http:\/\/127\.0\.0\.1:\d+\/\.well-known\/jwks\.json cannot be fetched: HTTP 503$/);
+  });
+
   it('each field too deep is named in its reject row', () => {
     const deep = '['.repeat(1001) + ']'.repeat(1001);
     const text = `{"gateway_request_id":${deep},"status":${deep},"error":${deep},"payload_error":${deep}}`;
@@ -749,5 +863,91 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     expect(unmapped.map((u) => u.field)).toEqual(['gateway_request_id', 'status', 'error', 'payload_error']);
     expect(unmapped.map((u) => u.reason.split(':')[0])).toEqual(['gateway_request_id', 'status', 'error', 'payload_error']);
     expect([row.gateway_request_id, row.status, row.error, row.payload_error]).toEqual(['', '', '', '']);
+  });
+});
+
+describe('verifiesWithAny against RFC 8032 section 7.1 (Ed25519 test vectors 1 and 2)', () => {
+  // Public keys, messages and signatures copied from RFC 8032, 7.1 "TEST 1" and "TEST 2".
+  const test1 = {
+    x: Buffer.from('d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a', 'hex').toString('base64url'),
+    message: Buffer.alloc(0),
+    signature: Buffer.from('e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b', 'hex'),
+  };
+  const test2 = {
+    x: Buffer.from('3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c', 'hex').toString('base64url'),
+    message: Buffer.from('72', 'hex'),
+    signature: Buffer.from('92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00', 'hex'),
+  };
+
+  it('a key set serving the RFC keys verifies each vector with either key, and a flipped bit with none', async () => {
+    const { url } = await jwksServer(() => ({ status: 200, body: { keys: [{ kty: 'OKP', crv: 'Ed25519', x: test1.x }, { kty: 'OKP', crv: 'Ed25519', x: test2.x }] } }));
+    const keys = await new KeySet(url).current();
+    expect(keys).toHaveLength(2);
+    expect(verifiesWithAny(test1, keys)).toBe(true);
+    expect(verifiesWithAny(test2, keys)).toBe(true);
+    expect(verifiesWithAny(test1, keys.slice(1))).toBe(false);
+    const flipped = Buffer.from(test2.signature);
+    flipped[0] ^= 1;
+    expect(verifiesWithAny({ message: test2.message, signature: flipped }, keys)).toBe(false);
+    expect(verifiesWithAny({ message: Buffer.from('73', 'hex'), signature: test2.signature }, keys)).toBe(false);
+  });
+});
+
+describe('webhookExtension', () => {
+  async function runtime(config: Record<string, unknown>) {
+    const { logger, lines } = capture();
+    const app = Fastify({ loggerInstance: logger }) as unknown as FastifyInstance;
+    closers.push(() => app.close());
+    const inserted: unknown[] = [];
+    const writer = {
+      insert: (_t: unknown, rows: unknown[]) => {
+        inserted.push(...rows);
+        return Promise.resolve();
+      },
+      flush: () => Promise.resolve(),
+      reject: () => Promise.resolve(),
+    };
+    const rt = { config: { ...defaultPushLimits(), ...config }, logger, registry: new Registry(), app, writer, store: undefined };
+    return { rt: rt as never, app, lines, inserted };
+  }
+
+  async function deliver(app: FastifyInstance, key: ReturnType<typeof keyPair>, requestId: string) {
+    const body = Buffer.from('{"status":"OK"}');
+    const ts = String(Math.floor(Date.now() / 1000));
+    const res = await app.inject({
+      method: 'POST',
+      url: WEBHOOK_PATH,
+      headers: {
+        'content-type': 'application/json',
+        'x-svc-webhook-request-id': requestId,
+        'x-svc-webhook-user-id': 'usr_1',
+        'x-svc-webhook-timestamp': ts,
+        'x-svc-webhook-signature': sign(null, message(requestId, 'usr_1', ts, body), key.privateKey).toString('hex'),
+      },
+      payload: body,
+    });
+    return { status: res.statusCode, body: res.json() as unknown };
+  }
+
+  it('serves the route with the key set of WEBHOOK_JWKS_URL, logs that it is ready, and stores through the writer', async () => {
+    const key = keyPair();
+    const { url, state } = await jwksServer(() => ({ status: 200, body: { keys: [key.jwk] } }));
+    const { rt, app, lines, inserted } = await runtime({ WEBHOOK_JWKS_URL: url, SVC_BASE_URL: 'http://127.0.0.1:9/none' });
+    await webhookExtension()(rt);
+    expect(lines).toContainEqual(expect.objectContaining({ level: 30, component: 'webhooks', path: '/v1/webhooks/queue', msg: 'webhook receiver ready' }));
+    expect(state.fetches).toBe(0); // fetched on the first delivery, not at start-up
+    expect(await deliver(app, key, 'req-x1')).toEqual({ status: 200, body: { status: 'ok', request_id: 'req-x1' } });
+    expect(state.fetches).toBe(1);
+    expect(inserted).toEqual([expect.objectContaining({ request_id: 'req-x1', status: 'OK', user_id: 'usr_1' })]);
+    expect(lines).toContainEqual(expect.objectContaining({ component: 'webhooks', url, keys: 1, msg: 'webhook key set fetched' }));
+  });
+
+  it('a jwksUrl option (a function) wins over the configuration', async () => {
+    const key = keyPair();
+    const { url, state } = await jwksServer(() => ({ status: 200, body: { keys: [key.jwk] } }));
+    const { rt, app } = await runtime({ WEBHOOK_JWKS_URL: 'http://127.0.0.1:9/unused', SVC_BASE_URL: 'http://127.0.0.1:9' });
+    await webhookExtension({ jwksUrl: () => url })(rt);
+    expect((await deliver(app, key, 'req-x2')).status).toBe(200);
+    expect(state.fetches).toBe(1);
   });
 });
