@@ -117,15 +117,19 @@ async function serve(): Promise<void> {
   const config = parseConfig(process.env);
   let rtRef: (Runtime & { app: App }) | undefined;
   let spoolRef: { commits?: number } | undefined;
-  // Where the service's memory is (the main thread's V8 heap, Buffers outside it), at its peak: sampled while it works.
+  // Where the service's memory is (the main thread's V8 heap, Buffers outside it), at its peak: sampled while it works,
+  // from V8's counters (process.memoryUsage() also reads /proc, which under load held the event loop: 8% of its samples
+  // in a --cpu-prof run); the array buffers, which only it gives, less often.
   const peaks = { heap_total: 0, heap_used: 0, external: 0, array_buffers: 0 };
+  const { getHeapStatistics } = await import('node:v8');
+  let tick = 0;
   setInterval(() => {
-    const m = process.memoryUsage();
-    peaks.heap_total = Math.max(peaks.heap_total, m.heapTotal);
-    peaks.heap_used = Math.max(peaks.heap_used, m.heapUsed);
-    peaks.external = Math.max(peaks.external, m.external);
-    peaks.array_buffers = Math.max(peaks.array_buffers, m.arrayBuffers);
-  }, 25).unref();
+    const h = getHeapStatistics();
+    peaks.heap_total = Math.max(peaks.heap_total, h.total_heap_size);
+    peaks.heap_used = Math.max(peaks.heap_used, h.used_heap_size);
+    peaks.external = Math.max(peaks.external, h.external_memory);
+    if (++tick % 10 === 0) peaks.array_buffers = Math.max(peaks.array_buffers, process.memoryUsage().arrayBuffers);
+  }, 50).unref();
   const benchRoutes = async (rt: Runtime & { app: App }) => {
     rtRef = rt;
     rt.app.get('/bench/count', async () => {
