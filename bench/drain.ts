@@ -117,6 +117,19 @@ async function serve(): Promise<void> {
   const config = parseConfig(process.env);
   let rtRef: (Runtime & { app: App }) | undefined;
   let spoolRef: { commits?: number } | undefined;
+  // Where the service's memory is (the main thread's V8 heap, Buffers outside it), at its peak: sampled while it works,
+  // from V8's counters (process.memoryUsage() also reads /proc, which under load held the event loop: 8% of its samples
+  // in a --cpu-prof run); the array buffers, which only it gives, less often.
+  const peaks = { heap_total: 0, heap_used: 0, external: 0, array_buffers: 0 };
+  const { getHeapStatistics } = await import('node:v8');
+  let tick = 0;
+  setInterval(() => {
+    const h = getHeapStatistics();
+    peaks.heap_total = Math.max(peaks.heap_total, h.total_heap_size);
+    peaks.heap_used = Math.max(peaks.heap_used, h.used_heap_size);
+    peaks.external = Math.max(peaks.external, h.external_memory);
+    if (++tick % 10 === 0) peaks.array_buffers = Math.max(peaks.array_buffers, process.memoryUsage().arrayBuffers);
+  }, 50).unref();
   const benchRoutes = async (rt: Runtime & { app: App }) => {
     rtRef = rt;
     rt.app.get('/bench/count', async () => {
@@ -136,6 +149,10 @@ async function serve(): Promise<void> {
         heap_bytes: process.memoryUsage().heapUsed,
         cpu_seconds: (cpu.user + cpu.system) / 1e6,
         spool_commits: spoolRef?.commits ?? NaN,
+        peak_heap_total_bytes: peaks.heap_total,
+        peak_heap_used_bytes: peaks.heap_used,
+        peak_external_bytes: peaks.external,
+        peak_array_buffers_bytes: peaks.array_buffers,
       };
     });
     // The store on its own, the same NDJSON, the replayer's batch size, into a table of the drain's keys, two ways:
@@ -304,11 +321,16 @@ async function main(): Promise<void> {
   // mostly the mapped code of the embedded ClickHouse library).
   let peakRss = 0;
   let peakAnon = 0;
+  // The same peaks while the senders are answered, and after (the replayer catching up on what the spool holds).
+  const phasePeaks = { sending_rss: 0, sending_anon: 0 };
+  let sending = true;
   const sampleMemory = () => {
     try {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       peakRss = Math.max(peakRss, Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0) * 1024);
       peakAnon = Math.max(peakAnon, Number(/^RssAnon:\s+(\d+)/m.exec(status)?.[1] ?? 0) * 1024);
+      if (sending) phasePeaks.sending_rss = peakRss;
+      if (sending) phasePeaks.sending_anon = peakAnon;
     } catch {
       // not Linux, or the child is gone
     }
@@ -338,6 +360,7 @@ async function main(): Promise<void> {
     }),
   );
   const answeredSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  sending = false;
   for (;;) {
     const { n } = await get<{ n: number }>('/bench/count');
     if (n >= LINES) break;
@@ -348,7 +371,15 @@ async function main(): Promise<void> {
   const threads1 = threadCpu(child.pid!);
   clearInterval(sampler);
   sampleMemory();
-  const memory = await get<{ peak_rss_bytes: number; cpu_seconds: number; spool_commits: number }>('/bench/memory');
+  const memory = await get<{
+    peak_rss_bytes: number;
+    cpu_seconds: number;
+    spool_commits: number;
+    peak_heap_total_bytes: number;
+    peak_heap_used_bytes: number;
+    peak_external_bytes: number;
+    peak_array_buffers_bytes: number;
+  }>('/bench/memory');
   const metricsText = await (await pool.request({ method: 'GET', path: '/metrics' })).body.text();
   const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metricsText)?.[1] ?? NaN);
   const replayBatches = metric('tallyhouse_drain_replay_batch_lines_count');
@@ -400,6 +431,12 @@ async function main(): Promise<void> {
       peak_rss_mb: Math.round(memory.peak_rss_bytes / 1e6),
       peak_rss_sampled_mb: Math.round(peakRss / 1e6),
       peak_anon_mb: Math.round(peakAnon / 1e6),
+      peak_rss_while_sending_mb: Math.round(phasePeaks.sending_rss / 1e6),
+      peak_anon_while_sending_mb: Math.round(phasePeaks.sending_anon / 1e6),
+      peak_heap_total_mb: Math.round(memory.peak_heap_total_bytes / 1e6),
+      peak_heap_used_mb: Math.round(memory.peak_heap_used_bytes / 1e6),
+      peak_external_mb: Math.round(memory.peak_external_bytes / 1e6),
+      peak_array_buffers_mb: Math.round(memory.peak_array_buffers_bytes / 1e6),
       idle_rss_mb: Math.round(idle.rss_bytes / 1e6),
       idle_anon_mb: Math.round(idle.anon_bytes / 1e6),
     }),

@@ -1,7 +1,8 @@
 // `npm run bench -- query [--apps 500] [--days 365] [--requests 10000000] [--calls 200] [--fresh] [--as-is]`
 //
 // Seeds a store through the collectors from the in-process simulator (a year of daily usage for 500 apps and
-// ~10M requests, kept under .bench-query/ and reused by later runs unless --fresh), then times the query API
+// ~10M requests, kept under .bench-query/ and reused by later runs unless --fresh; the requests are mapped by the
+// requests collector straight from the simulator's model, without its HTTP pages: seedRequests), then times the query API
 // over HTTP: /cost, /reports/finance and /cost/requests, `--calls` calls each with varying ranges and groupings,
 // and the same /cost/requests questions answered from the raw `requests` table (a zone outside TIMEZONES
 // bypasses the daily rollup) for comparison. Goals: p99 < 250 ms for /cost and /reports/finance, < 500 ms for
@@ -26,6 +27,12 @@ import { Scheduler } from '../src/jobs/scheduler.js';
 import { allJobs } from '../jobs/index.js';
 import { consoleProgress } from '../src/jobs/progress.js';
 import { parseJobArgs } from '../src/jobs/options.js';
+import { SimModel } from '../src/sim/model.js';
+import type { Endpoint } from '../src/sim/world.js';
+import { HOUR_MS } from '../src/sim/time.js';
+import { formatMilli } from '../src/sim/money.js';
+import { coveringEndpointIds, nextCollected, RequestSink, toRequestLine } from '../src/collectors/requests.js';
+import { currentAppEndpoints } from '../src/store/tables/app-endpoints.js';
 
 const { values } = parseArgs({
   options: {
@@ -55,7 +62,7 @@ const service = await startService(config, {
   extensions: [apiExtension([requestCostRoutes])],
 });
 
-let seeded: { requests: number; usage_rows: number; seed_seconds: number };
+let seeded: { requests: number; usage_rows: number; seed_seconds: number; billable_units_sum?: number; billed?: number };
 if (existsSync(marker)) {
   seeded = JSON.parse(readFileSync(marker, 'utf8'));
 } else {
@@ -116,6 +123,8 @@ const result = {
   apps,
   days,
   requests: seeded.requests,
+  billed_requests: seeded.billed,
+  billable_units: seeded.billable_units_sum,
   usage_rows: seeded.usage_rows,
   seed_seconds: seeded.seed_seconds,
   settled_months_merged: !values['as-is'],
@@ -153,6 +162,46 @@ function round(n: number): number {
   return Math.round(n * 10) / 10;
 }
 
+/**
+ * The requests the requests job would store for the endpoints it collects, [from, to) on ended_at: the same simulated
+ * platform (a model of the same options, so the same requests), each item served as the simulator serves it
+ * (handlers.ts requestsByEndpoint: the record, billable_units once billed by the simulator's now) and mapped by the
+ * collector's own toRequestLine into the writer, in the collector's batches. Only the HTTP pages are skipped: over
+ * loopback 10M requests are 100,000 pages of JSON written, read and parsed again, which did not finish on this
+ * machine under load; the rows stored are the same (each request once, as the settled months are after their merge).
+ */
+async function seedRequests(svc: Service, o: { requestsPerHour: number; from: number; to: number }): Promise<void> {
+  const model = new SimModel({ seed: 1, nowMs: Date.parse(NOW), days: days + 1, apps, requestsPerHour: o.requestsPerHour, realtime: false });
+  const nowMs = Date.parse(NOW);
+  const upper = Math.min(o.to, nowMs);
+  const ids = coveringEndpointIds((await currentAppEndpoints(svc.store, {})).map((r) => r.endpoint_id));
+  const endpoints = new Map<number, Endpoint>();
+  for (const id of ids) {
+    const ep = model.world.endpointById.get(id);
+    if (!ep || ep.isModel) continue;
+    for (const e of ep.route === null ? model.world.apps[ep.appIndex].endpoints : [ep]) endpoints.set(e.index, e);
+  }
+  const collected = nextCollected();
+  const sink = new RequestSink(svc.writer, svc.config.WRITER_MAX_ROWS, svc.config.WRITER_MAX_BYTES);
+  let done = 0;
+  for (const ep of endpoints.values()) {
+    for (let h = Math.floor(o.from / HOUR_MS); h * HOUR_MS < upper; h++) {
+      const lines: string[] = [];
+      for (const r of model.requests.hour(ep, h, false)) {
+        if (r.endedMs < o.from || r.endedMs >= upper) continue;
+        const served = r.head + (r.billedAtMs <= nowMs ? ',"billable_units":' + formatMilli(r.billableMilli) + '}' : ',"billable_units":null}');
+        const line = toRequestLine(JSON.parse(served), collected);
+        if ('reason' in line) throw new Error(`the simulator served a request the collector refuses: ${line.reason}`);
+        lines.push(line.line);
+      }
+      await sink.add(lines, []);
+    }
+    if (++done % 50 === 0) process.stderr.write(`requests: ${done}/${endpoints.size} endpoints\n`);
+  }
+  const { refused } = await sink.finish();
+  if (refused > 0) throw new Error(`the store refused ${refused} seeded requests`);
+}
+
 async function seed(svc: Service) {
   const started = performance.now();
   // Requests per endpoint-hour so the whole history holds about the target: measured on a probe world at the
@@ -173,12 +222,13 @@ async function seed(svc: Service) {
   for (const [job, args] of [
     ['apps', {}],
     ['usage', { from, to, timezone: 'UTC' }],
-    ['requests', { from, to }],
   ] as const) {
     process.stderr.write(`seeding: ${job}\n`);
     const run = await scheduler.run(job, 'manual', parseJobArgs(scheduler.get(job)!, args), consoleProgress());
     if (run.status !== 'ok') throw new Error(`seeding ${job} failed: ${run.error}`);
   }
+  process.stderr.write('seeding: requests\n');
+  await seedRequests(svc, { requestsPerHour, from: Date.parse(`${from}T00:00:00Z`), to: Date.parse(`${to}T00:00:00Z`) });
   // The daily rollup of the requests (built on the first scheduled run; a backfill only refreshes it).
   const { maintainRequestRollup } = await import('../jobs/requests.js');
   const { Checkpoints } = await import('../src/store/tables/checkpoints.js');
@@ -193,6 +243,8 @@ async function seed(svc: Service) {
     Number((await (await svc.store.client.query({ query: sql, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
   return {
     requests: await count('SELECT count() AS n FROM requests FINAL'),
+    billable_units_sum: await count('SELECT toString(sum(billable_units)) AS n FROM requests FINAL'),
+    billed: await count('SELECT countIf(billable_units IS NOT NULL) AS n FROM requests FINAL'),
     usage_rows: await count("SELECT count() AS n FROM usage_buckets FINAL WHERE timezone = 'UTC'"),
     seed_seconds: Math.round((performance.now() - started) / 1000),
   };

@@ -58,8 +58,10 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       lingerMs: rt.config.WRITER_FLUSH_INTERVAL_MS,
       maxBatchRows: options.replayMaxBatchRows,
       // The embedded engine reads the batch from a file: larger inserts cost it less per row (450,000 rows in
-      // 100,000-row inserts: 2.0 CPU-s, in 45,000-row ones (16 MiB): 2.6). A server's batch streams from memory.
+      // 100,000-row inserts: 2.0 CPU-s, in 45,000-row ones (16 MiB): 2.6). A server's batch streams from memory,
+      // within the replay's share of the drain's memory (SERVER_REPLAY_MEMORY_BYTES).
       maxBatchBytes: options.replayMaxBatchBytes ?? (rt.store.mode === 'embedded' ? EMBEDDED_REPLAY_BATCH_BYTES : undefined),
+      memoryBudgetBytes: rt.store.mode === 'embedded' ? undefined : SERVER_REPLAY_MEMORY_BYTES,
       infileDir: spool.stagingDir,
       afterInsert: (parts) => dropHistoryCopies(rt.store, parts, logger, metrics),
     });
@@ -92,6 +94,14 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
 /** The largest replay batch with the embedded store: 100,000 drain rows of ~400 bytes (maxBatchRows' default). */
 const EMBEDDED_REPLAY_BATCH_BYTES = 48 * 1024 * 1024;
 
+/**
+ * The replayer's memory with a server store: batches of 8 MiB (ReplayerOptions.memoryBudgetBytes). bench drain
+ * --store http, 2M lines, under load 20-28: with 16 MiB batches the main thread's array buffers peaked at 39-45 MB
+ * and the service's RSS at 271-330 MB (goal under 300); in a run beside one of those, 4 MiB batches peaked at 34 MB
+ * and 259 MB against 40 and 279, at the same insert rate (the server's: the batch streams to it).
+ */
+const SERVER_REPLAY_MEMORY_BYTES = 24 * 1024 * 1024;
+
 /** Lines younger than this cannot have been filled from history yet: the logs job leaves the newest 5 minutes alone. */
 const FRESH_MS = 60_000;
 
@@ -110,26 +120,11 @@ async function dropHistoryCopies(
   metrics: ReturnType<typeof createDrainMetrics>,
 ): Promise<void> {
   const freshFrom = toDateTime64(Date.now() - FRESH_MS);
-  let min: string | undefined;
-  let max: string | undefined;
-  const apps = new Set<string>();
-  for (const part of parts) {
-    const text = part.toString('utf8');
-    for (let start = 0; start < text.length; ) {
-      let end = text.indexOf('\n', start);
-      if (end === -1) end = text.length;
-      // LOG_ROW_COLUMNS: timestamp, level, app, ... (TabSeparated; a timestamp and an app name hold no tab).
-      const t1 = text.indexOf('\t', start);
-      const t2 = text.indexOf('\t', t1 + 1);
-      const t3 = text.indexOf('\t', t2 + 1);
-      const ts = text.slice(start, t1);
-      if (min === undefined || ts < min) min = ts;
-      if (max === undefined || ts > max) max = ts;
-      apps.add(text.slice(t2 + 1, t3));
-      start = end + 1;
-    }
-  }
+  // Read in the rows' bytes: decoding a batch into one string per record doubled the replay's memory for the
+  // length of the scan (a 16 MiB batch is as many bytes of strings) and cost more than the scan itself.
+  const { min, max } = timestampRange(parts);
   if (min === undefined || max === undefined || min >= freshFrom) return;
+  const apps = appsOf(parts);
   const { refused } = await dropCopiesOfDrainLines(store, { from: min, to: max, apps: [...apps] });
   if (refused) {
     metrics.copiesKept.inc();
@@ -138,4 +133,53 @@ async function dropHistoryCopies(
       'the store refused to delete the history copies of replayed drain lines; those records may be stored twice',
     );
   }
+}
+
+const TAB = 0x09;
+const NEWLINE = 0x0a;
+
+/**
+ * The least and greatest timestamp of the rows (TabSeparated in LOG_ROW_COLUMNS order, each ending with a newline:
+ * the timestamp first, ASCII 'YYYY-MM-DD hh:mm:ss.fff', which sorts as bytes as it does as text).
+ */
+export function timestampRange(parts: readonly Buffer[]): { min: string | undefined; max: string | undefined } {
+  let min: Buffer | undefined;
+  let max: Buffer | undefined;
+  for (const part of parts) {
+    for (let start = 0; start < part.length; ) {
+      let end = part.indexOf(NEWLINE, start);
+      if (end === -1) end = part.length;
+      let tab = part.indexOf(TAB, start);
+      if (tab === -1 || tab > end) tab = end;
+      const ts = part.subarray(start, tab);
+      if (min === undefined || Buffer.compare(ts, min) < 0) min = ts;
+      if (max === undefined || Buffer.compare(ts, max) > 0) max = ts;
+      start = end + 1;
+    }
+  }
+  return { min: min?.toString('latin1'), max: max?.toString('latin1') };
+}
+
+/** The distinct `app` values of the rows (the third column, as stored: a timestamp and a level hold no tab). */
+export function appsOf(parts: readonly Buffer[]): Set<string> {
+  const apps = new Set<string>();
+  let last: Buffer | undefined;
+  for (const part of parts) {
+    for (let start = 0; start < part.length; ) {
+      let end = part.indexOf(NEWLINE, start);
+      if (end === -1) end = part.length;
+      const t1 = part.indexOf(TAB, start);
+      const t2 = t1 === -1 ? -1 : part.indexOf(TAB, t1 + 1);
+      if (t2 !== -1 && t2 < end) {
+        let t3 = part.indexOf(TAB, t2 + 1);
+        if (t3 === -1 || t3 > end) t3 = end;
+        const app = part.subarray(t2 + 1, t3);
+        // Rows of one app come in runs: decode only where the app changes.
+        if (last === undefined || !app.equals(last)) apps.add(app.toString('utf8'));
+        last = app;
+      }
+      start = end + 1;
+    }
+  }
+  return apps;
 }

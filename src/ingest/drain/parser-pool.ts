@@ -25,7 +25,10 @@ export type FromWorker =
   | { t: 'done'; id: number; summary: ParseSummary }
   | { t: 'error'; id: number; message: string };
 
-/** One body being parsed. push() resolves when more may be sent; end() once every row was handed to the sink. */
+/**
+ * One body being parsed. push() resolves when more may be sent (the chunk may be moved to a worker thread: not to
+ * be read after); end() once every row was handed to the sink.
+ */
 export interface ParseSession {
   push(chunk: Buffer): Promise<void>;
   end(): Promise<ParseSummary>;
@@ -188,7 +191,11 @@ export class ParserPool {
       async push(chunk) {
         if (s.error) throw s.error;
         s.inFlight++;
-        thread.post({ t: 'chunk', id, buf: chunk });
+        // A chunk that owns its memory (an HTTP body chunk: Node copies each out of the socket's read) is moved to
+        // the worker; a view into shared memory (gunzip's output, Node's small-buffer pool) is copied. The caller
+        // must not read the chunk after push().
+        const movable = chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength && chunk.byteLength > 0;
+        thread.post({ t: 'chunk', id, buf: chunk }, movable ? [chunk.buffer as ArrayBuffer] : []);
         if (s.inFlight >= MAX_CHUNKS_IN_FLIGHT) {
           await new Promise<void>((resolve) => (s.waiting = resolve));
           if (s.error) throw s.error;

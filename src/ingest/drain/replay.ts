@@ -34,7 +34,14 @@ export interface ReplayerOptions {
   /** This many rows go at once (default: maxBatchRows); so do maxBatchBytes of records. */
   minBatchRows?: number;
   maxBatchRows?: number;
+  /** The largest batch in bytes of records; unset: a third of memoryBudgetBytes, else 16 MiB. */
   maxBatchBytes?: number;
+  /**
+   * Bytes the replayer's batches may hold in memory together. A batch's buffers (read from the spool) are freed at
+   * the main thread's next full garbage collection, not when the batch is committed, so the batch being inserted,
+   * the one read after it and the one before it may all be resident at once: a batch is at most a third of this.
+   */
+  memoryBudgetBytes?: number;
   backoffBaseMs?: number;
   backoffMaxMs?: number;
   /**
@@ -87,7 +94,7 @@ export class SpoolReplayer {
       lingerMs: o.lingerMs ?? 1_000,
       minBatchRows: o.minBatchRows ?? o.maxBatchRows ?? 100_000,
       maxBatchRows: o.maxBatchRows ?? 100_000,
-      maxBatchBytes: o.maxBatchBytes ?? 16 * 1024 * 1024,
+      maxBatchBytes: o.maxBatchBytes ?? (o.memoryBudgetBytes !== undefined ? Math.max(1, Math.floor(o.memoryBudgetBytes / 3)) : 16 * 1024 * 1024),
       backoffBaseMs: o.backoffBaseMs ?? 200,
       backoffMaxMs: o.backoffMaxMs ?? 5_000,
     };

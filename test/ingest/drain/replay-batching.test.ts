@@ -118,4 +118,27 @@ describe('replay batching', () => {
     await replayer.whenReplayed();
     expect(held.inserts).toEqual([['D', 'E'], ['F'], ['G']]);
   });
+  it('a memory budget of 3,000 bytes: batches of at most 1,000 bytes of records, as with maxBatchBytes 1,000', async () => {
+    const spool = await openSpool({ dir: mkdtempSync(join(tmpdir(), 'replay-batching-')), maxBytes: 1 << 30 });
+    // 2,700 bytes waiting: H+I (900) fit in a third of the budget, J (600) with K (400) makes 1,000, L (800) alone.
+    for (const [tag, bytes] of [['H', 500], ['I', 400], ['J', 600], ['K', 400], ['L', 800]] as const) await append(spool, tag, bytes);
+    const held = heldStore();
+    const replayer = new SpoolReplayer({ spool, store: held.store, writer: noWriter, lingerMs: 600_000, memoryBudgetBytes: 3_000 });
+    running.push(async () => {
+      held.releaseAll();
+      await replayer.stop();
+      await spool.close();
+    });
+    replayer.start();
+    // Each insert is let go as it comes, until everything is stored.
+    let replayed = false;
+    const done = replayer.whenReplayed().then(() => (replayed = true));
+    while (!replayed) {
+      await Promise.race([held.untilInserts(held.inserts.length + 1), done]);
+      held.releaseAll();
+    }
+    // Without the budget (16 MiB batches) all five went as one insert.
+    expect(held.inserts).toEqual([['H', 'I'], ['J', 'K'], ['L']]);
+    expect([spool.bytes, spool.pendingRows]).toEqual([0, 0]);
+  });
 });

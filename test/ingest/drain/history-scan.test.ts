@@ -1,0 +1,32 @@
+// The replayer's scan for rows old enough to have history copies (extension.ts timestampRange, appsOf) reads the
+// rows' bytes rather than decoding each batch into strings: the same answers as reading them as text, checked on
+// hand-written TabSeparated rows in LOG_ROW_COLUMNS order (timestamp, level, app, ...).
+import { describe, expect, it } from 'vitest';
+import { appsOf, timestampRange } from '../../../src/ingest/drain/extension.js';
+
+const row = (ts: string, app: string) => `${ts}\tINFO\t${app}\tapp-id\treq\tjob\tendpoint\tnode\n`;
+
+describe('timestampRange', () => {
+  it('the least and greatest timestamp over every record of the batch, not the first and last row', () => {
+    const parts = [
+      Buffer.from(row('2026-11-19 08:00:05.250', 'flux') + row('2026-11-19 07:59:59.999', 'flux')),
+      Buffer.from(row('2026-11-21 00:00:00.000', 'sdxl') + row('2026-11-19 08:00:00.000', 'sdxl')),
+    ];
+    expect(timestampRange(parts)).toEqual({ min: '2026-11-19 07:59:59.999', max: '2026-11-21 00:00:00.000' });
+  });
+
+  it('a last row without its newline still counts; no rows: no range', () => {
+    expect(timestampRange([Buffer.from('2026-01-02 03:04:05.006\tINFO\ta')])).toEqual({ min: '2026-01-02 03:04:05.006', max: '2026-01-02 03:04:05.006' });
+    expect(timestampRange([])).toEqual({ min: undefined, max: undefined });
+  });
+});
+
+describe('appsOf', () => {
+  it('each app once, runs and repeats across records included, non-ASCII names decoded as UTF-8', () => {
+    const parts = [
+      Buffer.from(row('2026-11-19 08:00:00.000', 'flux') + row('2026-11-19 08:00:01.000', 'flux') + row('2026-11-19 08:00:02.000', 'ünïcode-ø')),
+      Buffer.from(row('2026-11-19 08:00:03.000', 'flux') + row('2026-11-19 08:00:04.000', '')),
+    ];
+    expect([...appsOf(parts)].sort()).toEqual(['', 'flux', 'ünïcode-ø']);
+  });
+});
