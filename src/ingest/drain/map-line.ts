@@ -258,6 +258,7 @@ export function mapLineSafely(text: string, line: number, ctx: BatchContext): Li
     if (depth > MAX_NESTING_DEPTH) {
       return { ok: false, code: 'too_deep', reason: `too_deep: nested ${depth} levels deep; at most ${MAX_NESTING_DEPTH} can be stored` };
     }
+    // Stryker disable next-line OptionalChaining: what mapLine throws is the engine's own error (RangeError), never null or undefined
     return { ok: false, code: 'unmappable', reason: `unmappable: the line could not be turned into a row (${(err as Error)?.name ?? 'error'})` };
   }
 }

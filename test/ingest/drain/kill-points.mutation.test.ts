@@ -2,6 +2,9 @@
 // sets TALLYHOUSE_TEST_KILL_AT=<point>:<n> in a child and counts on the child dying at exactly the n-th pass of that
 // point (and on nothing at all happening without it, in every other process). process.kill is replaced here, so the
 // SIGKILL is seen rather than suffered; the module is loaded afresh for each setting (it reads the variable once).
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { KillPoint } from '../../../src/ingest/drain/spool/kill-points.js';
 
@@ -55,5 +58,40 @@ describe('kill points', () => {
   it('a point that never passes n times never kills', async () => {
     expect(await killsAt('cleanup:11', ten('cleanup'))).toEqual([]);
     expect(await killsAt('cleanup:0', ten('cleanup'))).toEqual([]);
+  });
+});
+
+describe('the spool passes its kill points', () => {
+  // Each point set alone (fresh modules: kill-points reads the variable at load); process.kill replaced, so the spool
+  // goes on after the pass. The names are the crash test's (crash-scenario.ts); the phases are where a kill must land.
+  async function phaseOf(point: KillPoint): Promise<string[]> {
+    process.env.TALLYHOUSE_TEST_KILL_AT = `${point}:1`;
+    vi.resetModules();
+    const { SqliteSpool } = await import('../../../src/ingest/drain/spool/sqlite-spool.js');
+    const kill = vi.spyOn(process, 'kill').mockImplementation(() => true);
+    const phases: string[] = [];
+    const spool = await SqliteSpool.open({ dir: mkdtempSync(join(tmpdir(), 'kill-points-')), maxBytes: 1 << 20, commitThread: false });
+    try {
+      const staged = { count: 1, bytes: 3, crc: 0, file: undefined, memory: [Buffer.from('{}\n')] };
+      const rejects = { count: 0, bytes: 0, crc: 0, file: undefined, memory: [] };
+      await spool.append({ id: 'k', receivedAtMs: 1, rowFormat: { format: 'JSONEachRow' }, rows: staged, rejects });
+      if (kill.mock.calls.length > 0) phases.push('append');
+      const batch = (await spool.nextBatch({ maxRows: 10, maxBytes: 1 << 20 }))!;
+      await spool.commit(batch);
+      if (kill.mock.calls.length > phases.length) phases.push('commit');
+    } finally {
+      await spool.close();
+    }
+    expect(kill.mock.calls).toEqual(phases.map(() => [process.pid, 'SIGKILL']));
+    return phases;
+  }
+
+  it.each([
+    ['append', ['append']],
+    ['group-commit', ['append']],
+    ['after-commit', ['append']],
+    ['cleanup', ['commit']],
+  ] as const)('%s: passed while %s', async (point, phases) => {
+    expect(await phaseOf(point)).toEqual(phases);
   });
 });

@@ -12,6 +12,7 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { salvageSpool } from '../../../src/ingest/drain/spool/salvage.js';
 import { SqliteSpool } from '../../../src/ingest/drain/spool/sqlite-spool.js';
+import { CommitThread } from '../../../src/ingest/drain/spool/commit-thread.js';
 import { isDamagedFileError, openBuiltin, openSqlite, type BuiltinDatabase, type BuiltinStatement } from '../../../src/ingest/drain/spool/sqlite-db.js';
 import type { SpoolOptions, StagedData } from '../../../src/ingest/drain/spool/spool.js';
 import { captureLog } from '../../support/log-capture.js';
@@ -109,6 +110,21 @@ describe('salvageSpool', () => {
     } finally {
       db.close();
     }
+  });
+
+  it('every record already replayed (the table empty, the seq counter at 10): nothing read, nothing counted lost', () => {
+    const dir = tempDir();
+    const { file, db } = spoolFile(dir, 10);
+    db.exec('DELETE FROM records');
+    db.close();
+    overwrite(file, 0, 100);
+    expect(salvageSpool(file, join(dir, 'salvage'))).toEqual({ records: [], plan: undefined, seen: [], lostRecords: 0, headerRebuilt: true });
+  });
+
+  it('the scratch folder may be several levels down a folder that does not exist yet', () => {
+    const dir = tempDir();
+    spoolFile(dir, 2).db.close();
+    expect(ids(salvageSpool(join(dir, 'spool.sqlite'), join(dir, 'not', 'yet', 'salvage')).records)).toEqual(['body-0', 'body-1']);
   });
 
   it('no plan saved: plan undefined', () => {
@@ -329,26 +345,32 @@ describe('SQLite spool: a damaged file at open', () => {
     expect([rest.resumed, ...ids(rest.records)]).toEqual([false, 'k2', 'k3']);
   });
 
-  it('damaged twice in the same second: the second file aside gets -1; the -wal goes aside with its file', async () => {
+  it('damaged three times in the same second: the files aside get -1, -2; the -wal and -shm go aside with their file', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(T);
     const dir = join(tempDir(), 'logs');
-    for (let round = 0; round < 2; round++) {
+    for (let round = 0; round < 3; round++) {
       const spool = await open(dir);
       await spool.append(rec(`r${round}`));
       await spool.close();
       overwrite(join(dir, 'spool.sqlite'), 0, 100);
-      // A WAL left by a crash goes aside with its file.
+      // A WAL and shared-memory file left by a crash go aside with their file.
       writeFileSync(join(dir, 'spool.sqlite-wal'), '');
+      writeFileSync(join(dir, 'spool.sqlite-shm'), '');
     }
     const registry = new Registry();
     await open(dir, { registry, name: 'faro' });
-    // r0 (salvaged in the second round) and r1.
-    expect(await counters(registry, 'faro')).toEqual([1, 2, 0]);
+    // r0 and r1 (salvaged in the rounds before) and r2.
+    expect(await counters(registry, 'faro')).toEqual([1, 3, 0]);
     expect(readdirSync(dir).filter((f) => f.includes('corrupt')).sort()).toEqual([
       'spool.sqlite.corrupt-20261120T080910Z',
       'spool.sqlite.corrupt-20261120T080910Z-1',
+      'spool.sqlite.corrupt-20261120T080910Z-1-shm',
       'spool.sqlite.corrupt-20261120T080910Z-1-wal',
+      'spool.sqlite.corrupt-20261120T080910Z-2',
+      'spool.sqlite.corrupt-20261120T080910Z-2-shm',
+      'spool.sqlite.corrupt-20261120T080910Z-2-wal',
+      'spool.sqlite.corrupt-20261120T080910Z-shm',
       'spool.sqlite.corrupt-20261120T080910Z-wal',
     ]);
   });
@@ -428,6 +450,30 @@ describe('SQLite spool: a damaged file at open', () => {
     mkdirSync(join(dir, 'spool.sqlite'), { recursive: true });
     await expect(open(dir)).rejects.toMatchObject({ code: 'EISDIR' });
     expect(readdirSync(dir).sort()).toEqual(['spool.sqlite', 'staging']);
+  });
+});
+
+describe('SQLite spool: batches and the commit thread', () => {
+  it('maxBytes counts the rejects of the record that would be added (4 + 5 bytes after 4: 13 > 12)', async () => {
+    const spool = await open(join(tempDir(), 'spool'));
+    await spool.append({ ...rec('x', 'abc\n'), rejects: staged('') });
+    await spool.append({ ...rec('y', 'abc\n'), rejects: staged('defg\n') });
+    expect(ids((await spool.nextBatch({ maxRows: Infinity, maxBytes: 12 }))!.records)).toEqual(['x']);
+  });
+
+  it('a commit thread that cannot start: said once, and the spool commits on its own connection', async () => {
+    const start = vi.spyOn(CommitThread, 'start').mockRejectedValue(new Error('no threads left'));
+    try {
+      const { logger, lines } = captureLog('info');
+      const dir = join(tempDir(), 'spool');
+      const spool = await open(dir, { commitThread: true, logger, name: 'logs' });
+      expect(start).toHaveBeenCalledWith(join(dir, 'spool.sqlite'));
+      expect(lines).toEqual([expect.objectContaining({ level: 50, err: 'no threads left', spool: 'logs', msg: 'the spool commit thread could not start; committing on the event loop' })]);
+      expect(await spool.append(rec('own'))).toEqual({ status: 'appended' });
+      expect(ids((await spool.nextBatch(ALL))!.records)).toEqual(['own']);
+    } finally {
+      start.mockRestore();
+    }
   });
 });
 
