@@ -259,11 +259,12 @@ describe('mapItems: each bad item refused alone, with its reason and its place',
         },
       },
     });
-    const out = map({ logs: [{ message: 'before' }, throwing(new RangeError('no')), { message: 'after' }, throwing('not an Error')] });
+    const out = map({ logs: [{ message: 'before' }, throwing(new RangeError('no')), { message: 'after' }, throwing('not an Error'), throwing(null)] });
     expect(out.rows.map((r) => r.message)).toEqual(['before', 'after']);
     expect(out.rejects.map((r) => [r.index, r.reason])).toEqual([
       [1, 'log: unmappable: RangeError'],
       [3, 'log: unmappable: error'],
+      [4, 'log: unmappable: error'],
     ]);
   });
 
