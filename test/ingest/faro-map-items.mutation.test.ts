@@ -304,3 +304,20 @@ describe('parseFaroTimestamp: the accepted forms', () => {
     }
   });
 });
+
+describe('mapItems: what the first mutation run left', () => {
+  it('a context or attributes that is text or a number counts as none (never its characters)', () => {
+    const out = map({ logs: [{ message: 'a', context: 'ab' }, { message: 'b', context: 7 }], events: [{ name: 'e', attributes: 'xy' }] });
+    expect(out.rows.map((r) => r.attributes)).toEqual([{}, {}, {}]);
+  });
+
+  it('a timestamp that is not a string is refused even when its text would be a time', () => {
+    const out = map({ logs: [{ message: 'a', timestamp: ['2026-11-21T11:00:00Z'] }] });
+    expect(out.rows).toEqual([]);
+    expect(out.rejects.map((r) => r.reason)).toEqual(['log: timestamp is not an ISO 8601 date-time with a zone (like 2026-11-21T10:00:00.000Z)']);
+  });
+
+  it('a null meta counts as none', () => {
+    expect(map({ meta: null, logs: [{ message: 'm' }] }, { sessionHeader: 'hdr-3' }).rows.map((r) => [r.session_id, r.app_namespace])).toEqual([['hdr-3', '']]);
+  });
+});

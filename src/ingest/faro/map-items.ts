@@ -186,6 +186,7 @@ export function mapItems(body: TransportBody, opts: MapOptions): MappedItems {
   }));
   const traceDepth = body.traces !== undefined && opts.checkDepth !== false ? valueDepth(body.traces) : 0;
   if (traceDepth > MAX_NESTING_DEPTH) {
+    // Stryker disable next-line UpdateOperator: the traces come last, so no item reads index after this one
     out.rejects.push({ reason: `traces: too_deep: nested ${traceDepth} levels deep; at most ${MAX_NESTING_DEPTH} can be stored`, raw: rejectRaw(body.traces), index: index++ });
   } else if (body.traces !== undefined) {
     // Stryker disable next-line StringLiteral: traces of a parsed JSON body, defined here, are never undefined or a function
