@@ -4,6 +4,7 @@
 // hand-written stored rows; a record already stored must not be stored again (the platform notes: a record is its
 // timestamp, app, request id and message).
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { fillFromHistory, LogRowBatch } from '../../src/collectors/logs.js';
 import { collectorRejects } from '../../src/collectors/common.js';
 import { fakeJob } from './fake-job.js';
@@ -61,5 +62,23 @@ describe('fillFromHistory: results and rejects', () => {
     await fillFromHistory(job.ctx, [{ endpoint_id: 'acme/img', owner: 'acme', name: 'img' }], [{ fromMs: 1000, toMs: 2000 }]);
     const row = job.execs[0].body.trimEnd().split('\t');
     expect(row[14]).toBe('0128e152-c345-4f4f-8226-18a428ef45de');
+  });
+});
+
+describe('LogRowBatch and fillFromHistory: nothing more asked than needed', () => {
+  it('a batch whose records are all stored asks nothing more of the store (no copies counted or deleted)', async () => {
+    const stored = [{ ts: '2026-11-21 10:00:00.000', app: 'img', request_id: '', worker: '', message: 'old' }];
+    const job = fakeJob({ pages: () => [], query: (sql) => (sql.includes('AS ts') ? stored : [{ n: 1 }]) });
+    const batch = new LogRowBatch('history', 's', collectorRejects('logs'));
+    batch.add({ timestamp: '2026-11-21T10:00:00Z', level: 'INFO', message: 'old', svc_app_name: 'img' });
+    expect(await batch.commit(job.ctx)).toBe(0);
+    expect(job.queries).toHaveLength(1);
+    expect(job.commands).toEqual([]);
+  });
+
+  it('a history page that is not an object of items fails the fill with a schema error', async () => {
+    const job = fakeJob({ pages: () => [{ records: [] }] });
+    const failure = await fillFromHistory(job.ctx, [{ endpoint_id: 'acme/img', owner: 'acme', name: 'img' }], [{ fromMs: 0, toMs: 1000 }]).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(z.ZodError);
   });
 });

@@ -259,11 +259,12 @@ describe('mapItems: each bad item refused alone, with its reason and its place',
         },
       },
     });
-    const out = map({ logs: [{ message: 'before' }, throwing(new RangeError('no')), { message: 'after' }, throwing('not an Error')] });
+    const out = map({ logs: [{ message: 'before' }, throwing(new RangeError('no')), { message: 'after' }, throwing('not an Error'), throwing(null)] });
     expect(out.rows.map((r) => r.message)).toEqual(['before', 'after']);
     expect(out.rejects.map((r) => [r.index, r.reason])).toEqual([
       [1, 'log: unmappable: RangeError'],
       [3, 'log: unmappable: error'],
+      [4, 'log: unmappable: error'],
     ]);
   });
 
@@ -301,5 +302,22 @@ describe('parseFaroTimestamp: the accepted forms', () => {
     for (const bad of ['2026-11-21T10:00:00.1234567891Z', ' 2026-11-21T10:00:00Z', '2026-11-21T10:00:00Z ', '2026-11-21T10:00:00.Z', '2026-11-21T10:00:00+5:30', '26-11-21T10:00:00Z']) {
       expect(parseFaroTimestamp(bad), bad).toBeUndefined();
     }
+  });
+});
+
+describe('mapItems: what the first mutation run left', () => {
+  it('a context or attributes that is text or a number counts as none (never its characters)', () => {
+    const out = map({ logs: [{ message: 'a', context: 'ab' }, { message: 'b', context: 7 }], events: [{ name: 'e', attributes: 'xy' }] });
+    expect(out.rows.map((r) => r.attributes)).toEqual([{}, {}, {}]);
+  });
+
+  it('a timestamp that is not a string is refused even when its text would be a time', () => {
+    const out = map({ logs: [{ message: 'a', timestamp: ['2026-11-21T11:00:00Z'] }] });
+    expect(out.rows).toEqual([]);
+    expect(out.rejects.map((r) => r.reason)).toEqual(['log: timestamp is not an ISO 8601 date-time with a zone (like 2026-11-21T10:00:00.000Z)']);
+  });
+
+  it('a null meta counts as none', () => {
+    expect(map({ meta: null, logs: [{ message: 'm' }] }, { sessionHeader: 'hdr-3' }).rows.map((r) => [r.session_id, r.app_namespace])).toEqual([['hdr-3', '']]);
   });
 });

@@ -115,6 +115,8 @@ describe('logs job: what a run says', () => {
       stored: 1,
       rejected: 0,
     });
+    // The store took the copies' delete (nothing to drop here): no warning.
+    expect(log.lines.filter((l) => l.level === 40)).toEqual([]);
   });
 
   it('without a drain: what history stored, at debug when nothing', async () => {
@@ -202,5 +204,19 @@ describe('logs job: --from/--to resumes where it stopped', () => {
     await logsJob.run(job.ctx, logsJob.options!.parse({}));
     expect(started.map((a) => a[1])).toEqual(['logs 2026-11-19..2026-11-22 (a day at a time)']);
     expect(job.calls.filter((c) => c.path === '/v1/serverless/logs/history').map((c) => String(c.query.start))).toEqual(['2026-11-20T00:00:00.000Z', '2026-11-21T00:00:00.000Z']);
+  });
+});
+
+describe('logs job: --from/--to without a zone', () => {
+  it('takes the range in UTC', async () => {
+    const job = fakeJob({ now: new Date('2026-11-23T12:00:00Z'), config: NO_DRAIN, json: () => ({ apps: [{ endpoint_id: 'acme/img', owner: 'acme', name: 'img' }] }), pages: () => [{ items: [] }] });
+    Object.assign(job.ctx, {
+      range: timeRange('2026-11-19', '2026-11-20'),
+      signal: new AbortController().signal,
+      log: captureLog('debug').logger,
+      progress: { start: () => undefined, tick: () => undefined, stop: () => undefined },
+    });
+    await logsJob.run(job.ctx, logsJob.options!.parse({}));
+    expect(job.calls.filter((c) => c.path === '/v1/serverless/logs/history').map((c) => `${String(c.query.start)}..${String(c.query.end)}`)).toEqual(['2026-11-19T00:00:00.000Z..2026-11-20T00:00:00.000Z']);
   });
 });

@@ -139,6 +139,7 @@ export function mapItems(body: TransportBody, opts: MapOptions): MappedItems {
           reject(`${kind}: too_deep: nested ${depth} levels deep; at most ${MAX_NESTING_DEPTH} can be stored`);
           continue;
         }
+        // Stryker disable next-line StringLiteral: an item of a parsed JSON body is never undefined or a function, the only values JSON.stringify answers undefined for
         const raw = JSON.stringify(item) ?? 'null';
         const bytes = Buffer.byteLength(raw);
         if (bytes > MAX_ITEM_BYTES) {
@@ -185,8 +186,10 @@ export function mapItems(body: TransportBody, opts: MapOptions): MappedItems {
   }));
   const traceDepth = body.traces !== undefined && opts.checkDepth !== false ? valueDepth(body.traces) : 0;
   if (traceDepth > MAX_NESTING_DEPTH) {
+    // Stryker disable next-line UpdateOperator: the traces come last, so no item reads index after this one
     out.rejects.push({ reason: `traces: too_deep: nested ${traceDepth} levels deep; at most ${MAX_NESTING_DEPTH} can be stored`, raw: rejectRaw(body.traces), index: index++ });
   } else if (body.traces !== undefined) {
+    // Stryker disable next-line StringLiteral: traces of a parsed JSON body, defined here, are never undefined or a function
     const raw = JSON.stringify(body.traces) ?? 'null';
     out.rows.push({
       ...common, kind: 'traces', level: '', message: '', domain: '', values: {}, attributes: sessionAttributes,
