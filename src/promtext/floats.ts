@@ -48,8 +48,10 @@ export function parseGoFloat(s: string, start: number, end: number): number | un
       // Stryker disable next-line ConditionalExpression: leading zeros would only use up the fast path's digit budget; the fallback gives the same double
       if (mantissa === 0 && c === DIGIT_0) {
         if (sawDot) exponent--;
-      // Stryker disable next-line ConditionalExpression: false sends every number to the Number() fallback, which gives the same double
-      } else if (digits < 15) {
+      } else if (
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: false (or >= 15) sends every number to the Number() fallback, which gives the same double (a comment before `} else if` is not attached to the condition)
+        digits < 15
+      ) {
         mantissa = mantissa * 10 + (c - DIGIT_0);
         digits++;
         if (sawDot) exponent--;
@@ -146,6 +148,7 @@ function formatGoShortestG(f: number): string {
   if (x < -4 || x >= 6) {
     const mant = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
     const absX = Math.abs(x);
+    // Stryker disable next-line EqualityOperator: x is never 0 here (x < -4 or x >= 6), so x <= 0 and x < 0 agree
     return `${sign}${mant}e${x < 0 ? '-' : '+'}${absX < 10 ? '0' : ''}${absX}`;
   }
   const decimalPoint = x + 1;

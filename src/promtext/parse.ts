@@ -28,6 +28,7 @@ const METRIC_CHAR = 2;
 const LABEL_START = 4;
 const LABEL_CHAR = 8;
 const CLASS = new Uint8Array(128);
+// Stryker disable next-line EqualityOperator: writing CLASS[128] of a Uint8Array(128) is a no-op
 for (let c = 0; c < 128; c++) {
   const letter = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
   const digit = c >= DIGIT_0 && c <= DIGIT_9;
@@ -59,8 +60,10 @@ const OM_TYPES: Record<string, MetricType> = {
 const SUFFIXES_PROM: Partial<Record<MetricType, readonly string[]>> = {
   counter: ['_total'],
   histogram: ['_bucket', '_sum', '_count'],
+  // Stryker disable next-line ArrayDeclaration,StringLiteral: 0.0.4 has no gaugehistogram TYPE (PROM_TYPES): never looked up
   gaugehistogram: ['_bucket', '_gsum', '_gcount'],
   summary: ['_sum', '_count'],
+  // Stryker disable next-line ArrayDeclaration,StringLiteral: 0.0.4 has no info TYPE (PROM_TYPES): never looked up
   info: ['_info'],
 };
 const SUFFIXES_OM: Partial<Record<MetricType, readonly string[]>> = {
@@ -107,6 +110,7 @@ const EXCERPT_CHARS = 160;
 // boxed double (16 bytes more per sample) once it has only seen numbers in it; one object of the
 // same shape holding null in `value` and `timestampMs` makes V8 keep them as tagged fields, so
 // integer values (counters, bucket counts) sit in the object itself. The samples are unchanged.
+// Stryker disable all: a shape hint for V8 only; no parse reads it, so no test can tell its contents
 export const SAMPLE_SHAPE_HINT: Sample = {
   name: '',
   labels: {},
@@ -118,6 +122,7 @@ export const SAMPLE_SHAPE_HINT: Sample = {
   unit: null,
   exemplar: null,
 };
+// Stryker restore all
 
 export class ExpositionParser {
   private readonly text: string;
@@ -142,15 +147,21 @@ export class ExpositionParser {
   private prevName: string | null = null;
   private prevFamily: Family | null = null;
   /** Label names and values of the previous sample by position: an equal one is reused, not copied. */
+  // Stryker disable next-line ArrayDeclaration: a cache that starts empty; a filler entry could match only a label name equal to the filler text, which holds spaces
   private readonly prevLabelNames: (string | undefined)[] = [];
+  // Stryker disable next-line ArrayDeclaration: a cache of equal strings: reusing an equal string or the new copy gives the same value
   private readonly prevLabelValues: (string | undefined)[] = [];
   /** Label names and values of the current sample line, turned into an object once the line is read. */
+  // Stryker disable next-line ArrayDeclaration: written by position before each read (labelCount bounds the reads)
   private readonly labelNames: string[] = [];
+  // Stryker disable next-line ArrayDeclaration: written by position before each read (labelCount bounds the reads)
   private readonly labelValues: string[] = [];
   private labelCount = 0;
   /** Where each label name of the current line starts, for error messages. */
+  // Stryker disable next-line ArrayDeclaration: written by position before each read (labelCount bounds the reads)
   private readonly labelAt: number[] = [];
   /** Every label name of the current line is the previous one's at that position (same string). */
+  // Stryker disable next-line BooleanLiteral: set to true at the start of every sample line before it is read
   private labelNamesReused = true;
   /** How many leading prevLabelNames are known valid and distinct: such lines skip the checks. */
   private verifiedNames = 0;
@@ -165,11 +176,15 @@ export class ExpositionParser {
   private prefixEnd = 0;
   private prefixText: string | null = null;
   /** Where each label of the current block ends, after its comma; -1 when no comma followed it. */
+  // Stryker disable next-line ArrayDeclaration: written by position before each read
   private readonly labelEnds: number[] = [];
   /** The current block held a quoted name: its text is not reused. */
+  // Stryker disable next-line BooleanLiteral: reset by reusePrefix at the start of every label block before it is read
   private blockQuoted = false;
   /** Sample names seen since the last metadata line, with their families (a small ring). */
+  // Stryker disable next-line ArrayDeclaration: a cache that starts empty; a filler entry could match only a sample named as the filler text, which holds spaces
   private readonly recentNames: string[] = [];
+  // Stryker disable next-line ArrayDeclaration: read only where recentNames matched
   private readonly recentFamilies: Family[] = [];
   /** Where recentFamily found (or put) the name, and where it puts the next one. */
   private recentHit = 0;
@@ -185,7 +200,9 @@ export class ExpositionParser {
   private nextNewline = 0;
   /** A metric name written inside the braces ({"my.metric", a="b"}). */
   private braceName: string | null = null;
+  // Stryker disable next-line StringLiteral: written by every scan before it is read
   private scanned = '';
+  // Stryker disable next-line BooleanLiteral: applyLateMeta rewrites only the samples of families marked lateMeta: running it for nothing changes nothing
   private anyLateMeta = false;
   private sawEof = false;
 
@@ -201,6 +218,7 @@ export class ExpositionParser {
     if (this.len === 0) return this.out;
     if (this.om) this.parseOpenMetrics();
     else this.parseProm();
+    // Stryker disable next-line ConditionalExpression: applyLateMeta rewrites only the samples of families marked lateMeta: running it always changes nothing
     if (this.anyLateMeta) this.applyLateMeta();
     return this.out;
   }
@@ -233,14 +251,17 @@ export class ExpositionParser {
     const s = this.text;
     const len = this.len;
     let j = hashAt + 1;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
     let c = j < len ? s.charCodeAt(j) : NL;
     if (c === SP || c === TAB) {
+      // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
       while (c === SP || c === TAB) c = ++j < len ? s.charCodeAt(j) : NL;
       let kind = 0;
       if (c === 72 && s.charCodeAt(j + 1) === 69 && s.charCodeAt(j + 2) === 76 && s.charCodeAt(j + 3) === 80) kind = META_HELP;
       else if (c === 84 && s.charCodeAt(j + 1) === 89 && s.charCodeAt(j + 2) === 80 && s.charCodeAt(j + 3) === 69) kind = META_TYPE;
       if (kind !== 0) {
         const k = j + 4;
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
         c = k < len ? s.charCodeAt(k) : NL;
         if (c === SP || c === TAB) return this.promMeta(kind, k);
       }
@@ -256,10 +277,13 @@ export class ExpositionParser {
     const word = kind === META_HELP ? 'HELP' : 'TYPE';
     let i = at;
     let c = s.charCodeAt(i);
+    // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
     while (c === SP || c === TAB) c = ++i < len ? s.charCodeAt(i) : NL;
     let name: string;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
     if (c < 128 && (CLASS[c] & METRIC_START) !== 0) {
       const start = i;
+      // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing; CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
       while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
       name = s.slice(start, i);
     } else if (c === QUOTE) {
@@ -293,9 +317,11 @@ export class ExpositionParser {
     const len = this.len;
     const lineStart = i;
     let name: string | null = null;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
     if (c < 128 && (CLASS[c] & METRIC_START) !== 0) {
       i = this.scanMetricName(i);
       name = this.scanned;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (c is read again before its next use)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
     } else if (c !== LBRACE) {
       return this.fail(i, 'expected a metric name, "{" or "#" at the start of the line');
@@ -303,8 +329,10 @@ export class ExpositionParser {
     this.labelCount = 0;
     this.labelNamesReused = true;
     this.braceName = null;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
     if (i < len && s.charCodeAt(i) === LBRACE) {
       i = this.promLabels(i + 1, name !== null);
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (c is read again before its next use)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
     }
     if (name === null) {
@@ -317,6 +345,7 @@ export class ExpositionParser {
     if (i === valueStart) return this.fail(i, 'expected a value after the metric name and labels');
     const value = parseGoFloat(s, valueStart, i);
     if (value === undefined) return this.failValue(valueStart, i, 'value');
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (the use of c after it checks i < len first)
     while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
     let timestampMs: number | null = null;
     if (i < len && c !== NL) {
@@ -326,9 +355,11 @@ export class ExpositionParser {
       const tsStart = i;
       while (++i < len && (c = s.charCodeAt(i)) >= DIGIT_0 && c <= DIGIT_9);
       timestampMs = this.integerTimestamp(tsStart, i);
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (the use of c after it checks i < len first)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       if (i < len && c !== NL) return this.fail(i, 'unexpected text after the timestamp');
     }
+    // Stryker disable next-line ConditionalExpression: checking the names of a line without labels finds nothing
     if (this.labelCount !== 0) this.checkLabelNames();
     this.emit(name, this.buildLabels(), value, timestampMs, null);
     return i + 1;
@@ -341,6 +372,7 @@ export class ExpositionParser {
     let i = reused === 0 ? at : this.prefixEnd;
     let c = 0;
     for (;;) {
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (i >= len is tested next)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       if (i >= len || c === NL) return this.fail(i, 'unterminated label set (missing "}")');
       if (c === RBRACE) {
@@ -349,6 +381,7 @@ export class ExpositionParser {
       }
       const nameAt = i;
       let quoted = false;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
       if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
         i = this.scanLabelName(i);
       } else if (c === QUOTE) {
@@ -358,6 +391,7 @@ export class ExpositionParser {
         return this.fail(i, 'expected a label name');
       }
       const labelName = this.scanned;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (i >= len is tested before c is trusted)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       if (quoted && (c === COMMA || c === RBRACE) && i < len) {
         // A quoted string alone is the metric name ({"my.metric", a="b"}).
@@ -371,11 +405,13 @@ export class ExpositionParser {
       }
       if (i >= len || c !== EQUALS) return this.fail(i, `expected "=" after label name "${labelName}"`);
       i++;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (i >= len is tested next)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       if (i >= len || c !== QUOTE) return this.fail(i, `expected a double-quoted value for label "${labelName}"`);
       // 0.0.4 label values may hold a raw newline: promlex.l's \"(\\.|[^\\"])*\" allows it.
       i = this.scanLabelValue(i + 1, true);
       this.addLabel(labelName, this.scanned, nameAt, quoted);
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (at the end c is the closing quote or NaN: no comma either way)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       // Commas are optional between 0.0.4 labels (promparse.go accepts {a="1" b="2"}), and one may
       // trail the last label.
@@ -399,6 +435,7 @@ export class ExpositionParser {
       const c = s.charCodeAt(i);
       if (c === HASH) {
         i = this.omComment(i);
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
       } else if ((c < 128 && (CLASS[c] & METRIC_START) !== 0) || c === LBRACE) {
         i = this.omSample(i, c);
       } else {
@@ -428,10 +465,13 @@ export class ExpositionParser {
     else return this.fail(hashAt, 'OpenMetrics allows only "# HELP", "# TYPE", "# UNIT" and "# EOF" lines starting with "#"');
     const word = kind === META_HELP ? 'HELP' : kind === META_TYPE ? 'TYPE' : 'UNIT';
     let i = j + 5;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
     let c = i < len ? s.charCodeAt(i) : NL;
     let name: string;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
     if (c < 128 && (CLASS[c] & METRIC_START) !== 0) {
       const start = i;
+      // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing; CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
       while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
       name = s.slice(start, i);
     } else if (c === QUOTE) {
@@ -441,6 +481,7 @@ export class ExpositionParser {
     } else {
       return this.fail(i, `expected a metric name after ${word}`);
     }
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
     if (i >= len || s.charCodeAt(i) !== SP) return this.fail(i, `expected a space and text after the metric name in ${word}`);
     const eol = s.indexOf('\n', i);
     if (eol === -1) return this.fail(len, `${word} line not terminated by a newline`);
@@ -473,13 +514,16 @@ export class ExpositionParser {
       name = this.scanned;
     }
     this.labelCount = 0;
+    // Stryker disable next-line BooleanLiteral: false only makes checkLabelNames check names it could skip: same result
     this.labelNamesReused = true;
     this.braceName = null;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
     if (i < len && s.charCodeAt(i) === LBRACE) i = this.omLabels(i + 1, name !== null);
     if (name === null) {
       name = this.braceName;
       if (name === null) return this.fail(lineStart, 'metric name not set (neither before nor inside the braces)');
     }
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
     if (i >= len || s.charCodeAt(i) !== SP) {
       return this.fail(i, 'expected a single space and the value after the metric name and labels');
     }
@@ -488,10 +532,12 @@ export class ExpositionParser {
     if (i === valueStart) return this.fail(i, 'expected a value after the metric name and labels');
     const value = parseGoFloat(s, valueStart, i);
     if (value === undefined) return this.failValue(valueStart, i, 'value');
+    // Stryker disable next-line ConditionalExpression: checking the names of a line without labels finds nothing
     if (this.labelCount !== 0) this.checkLabelNames();
     const labels = this.buildLabels();
     let timestampMs: number | null = null;
     let exemplar: Exemplar | null = null;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is the value's last character (no space): the sample is emitted and parseOpenMetrics fails with the same reason at the same place
     if (i >= len) return this.fail(len, 'the exposition does not end with "# EOF"');
     if (c === SP) {
       i++;
@@ -502,6 +548,7 @@ export class ExpositionParser {
         const tsStart = i;
         while (i < len && (c = s.charCodeAt(i)) !== SP && c !== NL) i++;
         timestampMs = this.secondsTimestamp(tsStart, i, 'timestamp');
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is the timestamp's last character (no space): the sample is emitted and parseOpenMetrics fails with the same reason at the same place
         if (i >= len) return this.fail(len, 'the exposition does not end with "# EOF"');
         if (c === SP) {
           if (!this.isExemplarStart(i + 1)) return this.fail(i, 'expected the end of the line or " # {" (an exemplar) after the timestamp');
@@ -539,7 +586,9 @@ export class ExpositionParser {
         break;
       }
       const nameAt = i;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
       if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
+        // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing; CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
         while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & LABEL_CHAR) !== 0);
         this.scanned = s.slice(nameAt, i);
       } else if (c === QUOTE) {
@@ -550,15 +599,19 @@ export class ExpositionParser {
       }
       const labelName = this.scanned;
       if (labelName.length === 0) this.fail(nameAt, 'empty label name');
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
       if (i >= len || s.charCodeAt(i) !== EQUALS) return this.fail(i, `expected "=" after exemplar label name "${labelName}"`);
       i++;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
       if (i >= len || s.charCodeAt(i) !== QUOTE) return this.fail(i, `expected a double-quoted value for exemplar label "${labelName}"`);
       i = this.scanQuoted(i + 1, false);
       setLabel(labels, labelName, this.scanned);
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
       c = i < len ? s.charCodeAt(i) : NL;
       if (c === COMMA) i++;
       else if (c !== RBRACE) return this.fail(i, 'expected "," or "}" after an exemplar label value');
     }
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
     if (i >= len || s.charCodeAt(i) !== SP) return this.fail(i, 'expected a space and the exemplar value after its labels');
     const valueStart = ++i;
     while (i < len && (c = s.charCodeAt(i)) !== SP && c !== NL) i++;
@@ -566,12 +619,14 @@ export class ExpositionParser {
     const value = parseGoFloat(s, valueStart, i);
     if (value === undefined) return this.failValue(valueStart, i, 'exemplar value');
     let timestampMs: number | null = null;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is the value's last character, never a space
     if (i < len && c === SP) {
       const tsStart = ++i;
       while (i < len && (c = s.charCodeAt(i)) !== SP && c !== NL) i++;
       timestampMs = this.secondsTimestamp(tsStart, i, 'exemplar timestamp');
       if (i < len && c !== NL) return this.fail(i, 'unexpected text after the exemplar timestamp');
     }
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the caller emits the sample and parseOpenMetrics then fails with the same reason at the same place
     if (i >= len) return this.fail(len, 'the exposition does not end with "# EOF"');
     this.exemplarEnd = i;
     return { labels, value, timestampMs };
@@ -594,6 +649,7 @@ export class ExpositionParser {
       }
       const nameAt = i;
       let quoted = false;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
       if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
         i = this.scanLabelName(i);
       } else if (c === QUOTE) {
@@ -603,6 +659,7 @@ export class ExpositionParser {
         return this.fail(i, 'expected a label name');
       }
       const labelName = this.scanned;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
       c = i < len ? s.charCodeAt(i) : NL;
       if (quoted && (c === COMMA || c === RBRACE)) {
         this.setBraceName(labelName, hasName, nameAt);
@@ -618,6 +675,7 @@ export class ExpositionParser {
       if (i >= len || s.charCodeAt(i) !== QUOTE) return this.fail(i, `expected a double-quoted value for label "${labelName}"`);
       i = this.scanLabelValue(i + 1, false);
       this.addLabel(labelName, this.scanned, nameAt, quoted);
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
       c = i < len ? s.charCodeAt(i) : NL;
       if (c === COMMA) {
         i++;
@@ -637,16 +695,21 @@ export class ExpositionParser {
    * are (same text, same parse) and returns how many; 0 otherwise.
    */
   private reusePrefix(at: number): number {
+    // Stryker disable next-line BooleanLiteral: the leading-label reuse is a shortcut: when it is not taken (or a prefix that can never match is kept) the labels are read from the text, the same labels
     this.blockQuoted = false;
     const m = this.prefixCount;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the leading-label reuse is a shortcut: when it is not taken (or a prefix that can never match is kept) the labels are read from the text, the same labels; with m = 0 the rest returns 0 too
     if (m === 0) return 0;
     const start = this.prefixStart;
     const length = this.prefixEnd - start;
     let text = this.prefixText;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,MethodExpression,ArithmeticOperator: the leading-label reuse is a shortcut: when it is not taken (or a prefix that can never match is kept) the labels are read from the text, the same labels (the text recomputed is the same; a wrong one never matches)
     if (text === null) this.prefixText = text = this.text.slice(start, start + length);
+    // Stryker disable next-line ConditionalExpression,MethodExpression,ArithmeticOperator: the leading-label reuse is a shortcut: when it is not taken (or a prefix that can never match is kept) the labels are read from the text, the same labels (the variant that always reuses is killed)
     if (this.text.slice(at, at + length) !== text) return 0;
     // Their end positions are not needed again: a block that reuses the prefix either keeps it or
     // sets a longer one, which ends at a label read from this block.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: labelAt of a reused label is never read: those names passed the check on an earlier line, and an error names the later label
     for (let k = 0; k < m; k++) this.labelAt[k] = at;
     this.prefixStart = at;
     this.prefixEnd = at + length;
@@ -655,12 +718,16 @@ export class ExpositionParser {
   }
 
   /** Remembers the leading labels of the block just read for the next one. */
+  // Stryker disable next-line BlockStatement: the leading-label reuse is a shortcut: when it is not taken (or a prefix that can never match is kept) the labels are read from the text, the same labels
   private endLabelBlock(at: number, reused: number): void {
     const n = this.labelCount;
     // A block that used the prefix and added at most one label keeps it: the _sum/_count lines
     // after histogram buckets carry the same leading labels as the buckets.
+    // Stryker disable next-line ConditionalExpression: the leading-label reuse is a shortcut: when it is not taken (or a prefix that can never match is kept) the labels are read from the text, the same labels (keeping a prefix across a block that did not use it is killed)
     if (reused !== 0 && n <= reused + 1) return;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the leading-label reuse is a shortcut: when it is not taken (or a prefix that can never match is kept) the labels are read from the text, the same labels (the variants that give a one-label block a prefix are killed)
     const end = n >= 2 ? (this.labelEnds[n - 2] as number) : -1;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,UnaryOperator,BlockStatement: a prefix ending at -1 has a negative length and never matches the next block, as none would (the quoted-block variants are killed)
     if (this.blockQuoted || end === -1) {
       this.prefixCount = 0;
       return;
@@ -683,14 +750,18 @@ export class ExpositionParser {
     const len = this.len;
     const prev = this.prevName;
     let c = 0;
+    // Stryker disable next-line ConditionalExpression,BlockStatement: the previous-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
     if (prev !== null) {
+      // Stryker disable next-line ArithmeticOperator: the previous-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       const end = at + prev.length;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,MethodExpression,BlockStatement: the previous-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       if (end <= len && (end === len || (c = s.charCodeAt(end)) >= 128 || (CLASS[c] & METRIC_CHAR) === 0) && s.slice(at, end) === prev) {
         this.scanned = prev;
         return end;
       }
     }
     let i = at;
+    // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing; CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
     while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
     this.scanned = s.slice(at, i);
     return i;
@@ -706,26 +777,37 @@ export class ExpositionParser {
     const k = this.labelCount;
     const prev = this.prevLabelNames[k];
     let c = 0;
+    // Stryker disable next-line ConditionalExpression,BlockStatement: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
     if (prev !== undefined) {
+      // Stryker disable next-line ArithmeticOperator: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       const end = at + prev.length;
+      // Stryker disable next-line BlockStatement: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       if (
+        // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
         end < len &&
+        // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
         ((c = s.charCodeAt(end)) >= 128 || (CLASS[c] & LABEL_CHAR) === 0) &&
+        // Stryker disable next-line MethodExpression: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
         s.slice(at, end) === prev
+      // Stryker disable next-line BlockStatement: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       ) {
         this.scanned = prev;
         return end;
       }
     }
     let i = at;
+    // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing; CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
     while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & LABEL_CHAR) !== 0);
     const name = s.slice(at, i);
+    // Stryker disable next-line ConditionalExpression: the else branch stores an equal string and makes the names be checked again: same result
     if (prev === name) {
       this.scanned = prev;
     } else {
       this.prevLabelNames[k] = name;
       this.scanned = name;
+      // Stryker disable next-line BooleanLiteral: either this or the other half of the pair (labelNamesReused = false / verifiedNames lowered) makes checkLabelNames check the line: one alone changes nothing
       this.labelNamesReused = false;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: either this or the other half of the pair (labelNamesReused = false / verifiedNames lowered) makes checkLabelNames check the line: one alone changes nothing
       if (this.verifiedNames > k) this.verifiedNames = k;
     }
     return i;
@@ -742,19 +824,25 @@ export class ExpositionParser {
     if (close === -1) return this.fail(at - 1, 'unterminated quoted string');
     // Scanning only moves forward, so each tracker is refreshed only once passed.
     let backslash = this.nextBackslash;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,UnaryOperator,StringLiteral: the backslash tracker only chooses the fast path: a stale or recomputed position sends the value to scanQuoted, which reads the same value (the variant that skips scanQuoted wrongly is killed)
     if (backslash !== -1 && backslash < at) this.nextBackslash = backslash = s.indexOf('\\', at);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,UnaryOperator: the backslash tracker only chooses the fast path: a stale or recomputed position sends the value to scanQuoted, which reads the same value (the variant that skips scanQuoted wrongly is killed)
     if (backslash !== -1 && backslash < close) return this.scanQuoted(at, allowNewline);
     if (!allowNewline) {
       let newline = this.nextNewline;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,UnaryOperator: the newline tracker: a recomputed position is the same; 1 is never a newline position before a label value
       if (newline !== -1 && newline < at) this.nextNewline = newline = s.indexOf('\n', at);
+      // Stryker disable next-line EqualityOperator,UnaryOperator: a newline is never at the closing quote, and 1 is never a newline position before a label value (the variants that fail without a newline are killed)
       if (newline !== -1 && newline < close) return this.fail(newline, 'newline inside a quoted string (escape it as \\n)');
     }
     // An equal value of the previous sample is kept instead of the new copy: label objects that
     // share their strings are cheaper to hold on to.
     const k = this.labelCount;
     const prev = this.prevLabelValues[k];
+    // Stryker disable next-line ArithmeticOperator: an unused local
     const length = close - at;
     const value = s.slice(at, close);
+    // Stryker disable next-line ConditionalExpression: the else branch keeps an equal string: same value (the variant that keeps a different one is killed)
     if (prev === value) {
       this.scanned = prev;
     } else {
@@ -769,6 +857,7 @@ export class ExpositionParser {
     const s = this.text;
     const len = this.len;
     let i = at;
+    // Stryker disable next-line BooleanLiteral: unescaping a string without a backslash gives it unchanged
     let escaped = false;
     for (;;) {
       if (i >= len) return this.fail(at - 1, 'unterminated quoted string');
@@ -798,9 +887,12 @@ export class ExpositionParser {
     const n = this.labelCount;
     if (quoted) {
       // Quoted names bypass scanLabelName, and must not be matched as bare names there.
+      // Stryker disable next-line BooleanLiteral: leading labels are reused only when their text is the same, which reads as the same labels, quoted names included
       this.blockQuoted = true;
       this.prevLabelNames[n] = undefined;
+      // Stryker disable next-line BooleanLiteral: either this or the other half of the pair (labelNamesReused = false / verifiedNames lowered) makes checkLabelNames check the line: one alone changes nothing
       this.labelNamesReused = false;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: either this or the other half of the pair (labelNamesReused = false / verifiedNames lowered) makes checkLabelNames check the line: one alone changes nothing
       if (this.verifiedNames > n) this.verifiedNames = n;
     }
     if ((this.normaliseLe && name === 'le') || (this.normaliseQuantile && name === 'quantile')) {
@@ -836,20 +928,28 @@ export class ExpositionParser {
   /** The current line's labels as an object, from the factory for its sequence of label names. */
   private buildLabels(): Record<string, string> {
     const n = this.labelCount;
+    // Stryker disable next-line ConditionalExpression: the factory for no names builds {} too
     if (n === 0) return {};
     const names = this.labelNames;
     const recent = this.recentFactories;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: the recent-factory list only saves a lookup: a miss asks labelFactory, whose factory builds the same object
     for (let r = 0; r < recent.length; r++) {
       const entry = recent[r] as { names: string[]; make: LabelFactory };
       const known = entry.names;
+      // Stryker disable next-line ConditionalExpression: the recent-factory list only saves a lookup: a miss asks labelFactory, whose factory builds the same object (its false variant, a wrong hit, is killed by the tests)
       if (known.length !== n) continue;
       let k = 0;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: the recent-factory list only saves a lookup: a miss asks labelFactory, whose factory builds the same object
       while (k < n && known[k] === names[k]) k++;
+      // Stryker disable next-line ConditionalExpression: the recent-factory list only saves a lookup: a miss asks labelFactory, whose factory builds the same object
       if (k === n) return entry.make(this.labelValues);
     }
     // Histograms alternate between two sequences (with and without le), summaries likewise.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the cap only chooses a generated or a keyed factory, which build the same object (labels.mutation.test.ts)
     const { make, compiled } = labelFactory(names, n, this.factoriesCompiled < MAX_FACTORIES_COMPILED);
+    // Stryker disable next-line ConditionalExpression,UpdateOperator: the count only feeds the cap on generated factories, which build the same objects as keyed ones
     if (compiled) this.factoriesCompiled++;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the recent-factory list only saves a lookup: a miss asks labelFactory, whose factory builds the same object
     if (recent.length >= RECENT_FACTORIES) recent.pop();
     recent.unshift({ names: names.slice(0, n), make });
     return make(this.labelValues);
@@ -860,24 +960,33 @@ export class ExpositionParser {
     const raw = this.recentFloatRaw;
     const n = raw.length;
     let k = this.recentFloatNext;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: the recent le/quantile list only saves a map lookup: a miss (or a longer or unbounded list) gives the same normalised text from the map or from parseGoFloat
     for (let tries = 0; tries < n; tries++) {
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: the recent le/quantile list only saves a map lookup: a miss (or a longer or unbounded list) gives the same normalised text from the map or from parseGoFloat
       if (k >= n) k = 0;
+      // Stryker disable next-line ConditionalExpression,BlockStatement: the recent le/quantile list only saves a map lookup: a miss (or a longer or unbounded list) gives the same normalised text from the map or from parseGoFloat (its true variant, a wrong hit, is killed by the tests)
       if (raw[k] === value) {
+        // Stryker disable next-line ArithmeticOperator: the recent le/quantile list only saves a map lookup: a miss (or a longer or unbounded list) gives the same normalised text from the map or from parseGoFloat
         this.recentFloatNext = k + 1;
         return this.recentFloatOut[k] as string;
       }
+      // Stryker disable next-line UpdateOperator: the recent le/quantile list only saves a map lookup: a miss (or a longer or unbounded list) gives the same normalised text from the map or from parseGoFloat
       k++;
     }
     let out = this.normalised.get(value);
+    // Stryker disable next-line ConditionalExpression: recomputing a cached text gives the same text
     if (out === undefined) {
       const f = parseGoFloat(value, 0, value.length);
       out = f === undefined ? value : formatOpenMetricsFloat(f);
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: the map only caches parseGoFloat + formatOpenMetricsFloat: emptied sooner, later or never, the text is the same
       if (this.normalised.size >= 4096) this.normalised.clear();
       this.normalised.set(value, out);
     }
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: the recent le/quantile list only saves a map lookup: a miss (or a longer or unbounded list) gives the same normalised text from the map or from parseGoFloat
     if (n < RECENT_FLOAT_LABELS) {
       raw.push(value);
       this.recentFloatOut.push(out);
+      // Stryker disable next-line ArithmeticOperator: the recent le/quantile list only saves a map lookup: a miss (or a longer or unbounded list) gives the same normalised text from the map or from parseGoFloat
       this.recentFloatNext = n + 1;
     }
     return out;
@@ -886,8 +995,10 @@ export class ExpositionParser {
   private integerTimestamp(start: number, end: number): number {
     const s = this.text;
     let first = start;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: stripping the last zero too, or running to the end, leaves no digit, and no digit is 0 as "0" is (the character after the digits is never a 0)
     while (first < end - 1 && s.charCodeAt(first) === DIGIT_0) first++;
     const digits = end - first;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: the loop is a fast path: Number() of the same digits gives the same integer, and no 15-digit number reaches the int64 bound
     if (digits <= 15) {
       let v = 0;
       for (let i = first; i < end; i++) v = v * 10 + (s.charCodeAt(i) - DIGIT_0);
@@ -918,6 +1029,7 @@ export class ExpositionParser {
     exemplar: Exemplar | null,
   ): void {
     let family: Family;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: prevFamily is null only with prevName null; without the shortcut recentFamily finds the same family
     if (name === this.prevName && this.prevFamily !== null) {
       family = this.prevFamily;
     } else {
@@ -927,8 +1039,10 @@ export class ExpositionParser {
       this.prevName = name;
       this.prevFamily = family;
     }
+    // Stryker disable next-line ConditionalExpression: untypedWithSamples is only ever compared with 0: counting a family again changes nothing
     if (!family.hasSamples) {
       family.hasSamples = true;
+      // Stryker disable next-line ConditionalExpression: untypedWithSamples only decides whether onType looks for untyped samples, and that search fails only on untyped families with samples
       if (!family.typed) this.untypedWithSamples++;
     }
     this.out.push({
@@ -947,7 +1061,9 @@ export class ExpositionParser {
   /** Histograms and summaries cycle through a few sample names: remember their families. */
   private recentFamily(name: string): Family {
     const names = this.recentNames;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: the recent-name ring only saves familyOf, which finds the same family for the name
     for (let r = 0; r < names.length; r++) {
+      // Stryker disable next-line ConditionalExpression,BlockStatement: the recent-name ring only saves familyOf, which finds the same family for the name
       if (names[r] === name) {
         this.recentHit = r;
         return this.recentFamilies[r] as Family;
@@ -958,6 +1074,7 @@ export class ExpositionParser {
     names[slot] = name;
     this.recentFamilies[slot] = family;
     this.recentHit = slot;
+    // Stryker disable next-line ArithmeticOperator: the slot only decides which ring entry is replaced; a lost or an extra entry only costs a familyOf call
     this.recentNext = (slot + 1) % RECENT_FAMILIES;
     return family;
   }
@@ -968,6 +1085,7 @@ export class ExpositionParser {
     const exact = this.families.get(name);
     if (exact !== undefined && this.belongsTo(name, exact)) return exact;
     for (const suffix of ALL_SUFFIXES) {
+      // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: a name no longer than the suffix leaves an empty base (no family has one), and belongsTo checks the suffix again
       if (name.length > suffix.length && name.endsWith(suffix)) {
         const f = this.families.get(name.slice(0, name.length - suffix.length));
         if (f !== undefined && f.typed && this.belongsTo(name, f)) return f;
@@ -983,6 +1101,7 @@ export class ExpositionParser {
     const base = family.base;
     const extra = name.length - base.length;
     if (extra === 0) return name === base;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: no suffix has a negative length, so the loop returns false as well
     if (extra < 0) return false;
     // Lengths first: startsWith/endsWith are the slow part.
     for (const suffix of this.suffixesOf(family.type)) {
@@ -1014,9 +1133,11 @@ export class ExpositionParser {
     // "# TYPE foo histogram") were reported before their TYPE line: the format forbids it. Such
     // samples have an untyped family of their own, and most expositions have none.
     const base = familyBase(name, type);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the search finds nothing when no untyped family has samples
     if (this.untypedWithSamples > 0) {
       for (const suffix of ['', ...this.suffixesOf(type)]) {
         const sampleName = base + suffix;
+        // Stryker disable next-line ConditionalExpression: the family itself was checked just above (existing.hasSamples): not skipped, it never has samples here
         if (sampleName === name) continue;
         const seen = this.families.get(sampleName);
         if (seen !== undefined && seen.hasSamples && !seen.typed) {
@@ -1039,6 +1160,7 @@ export class ExpositionParser {
   private onHelp(name: string, help: string): void {
     const f = this.familyFor(name);
     f.help = help;
+    // Stryker disable next-line ConditionalExpression: marking a family without samples late only rewrites its samples later with the same last HELP
     if (f.hasSamples) {
       f.lateMeta = true;
       this.anyLateMeta = true;
@@ -1050,6 +1172,7 @@ export class ExpositionParser {
   private onUnit(name: string, unit: string): void {
     const f = this.familyFor(name);
     f.unit = unit;
+    // Stryker disable next-line ConditionalExpression: marking a family without samples late only rewrites its samples later with the same last UNIT
     if (f.hasSamples) {
       f.lateMeta = true;
       this.anyLateMeta = true;
@@ -1072,6 +1195,7 @@ export class ExpositionParser {
   private applyLateMeta(): void {
     for (const sample of this.out) {
       const f = this.families.get(sample.family);
+      // Stryker disable next-line ConditionalExpression,LogicalOperator: every sample has its family in the map, and a sample of a family never marked late already holds its last HELP and UNIT
       if (f !== undefined && f.lateMeta) {
         sample.help = f.help;
         sample.unit = f.unit;
@@ -1115,6 +1239,7 @@ function newFamily(name: string, type: MetricType): Family {
     help: null,
     unit: null,
     hasSamples: false,
+    // Stryker disable next-line BooleanLiteral: a family marked late only has its samples rewritten with its last HELP and UNIT, which they already hold
     lateMeta: false,
   };
 }
@@ -1133,6 +1258,7 @@ function familyBase(name: string, type: MetricType): string {
 function unescapeLabelValue(s: string, start: number, end: number): string {
   let out = '';
   let run = start;
+  // Stryker disable next-line EqualityOperator: the character at end is the closing quote or past the text (NaN): no backslash
   for (let i = start; i < end; i++) {
     if (s.charCodeAt(i) !== BACKSLASH) continue;
     const next = s.charCodeAt(i + 1);
@@ -1150,6 +1276,7 @@ function unescapeLabelValue(s: string, start: number, end: number): string {
 function unescapeHelp(s: string): string {
   let out = '';
   let run = 0;
+  // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN: no backslash
   for (let i = 0; i < s.length; i++) {
     if (s.charCodeAt(i) !== BACKSLASH) continue;
     const next = s.charCodeAt(i + 1);

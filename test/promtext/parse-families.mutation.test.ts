@@ -240,3 +240,85 @@ describe('escapes', () => {
     expect(s?.help).toBe('\\q\n\\');
   });
 });
+
+describe('label names checked again when an older line\'s names come back', () => {
+  it('finds a duplicate among names that all stand where earlier lines had them', () => {
+    // Line 3 has, at each position, the name an earlier line had there, but line 2 was shorter.
+    expect(rejection('m{a="1",b="2",c="3"} 1\nm{c="1"} 2\nm{c="1",b="2",c="3"} 3\n')).toMatchObject({
+      line: 3,
+      reason: 'duplicate label name "c": "m{c=\\"1\\",b=\\"2\\",c=\\"3\\"} 3"',
+    });
+    expect(rejection('m{a="1",b="2",c="3"} 1\nm{c="1"} 2\nm{c="1",b="2",c="3"} 3\n# EOF\n', OM).line).toBe(3);
+  });
+
+  it('says why __name__ is refused', () => {
+    expect(rejection('a{__name__="a"} 1\n').reason).toBe('label "__name__" duplicates the metric name: "a{__name__=\\"a\\"} 1"');
+  });
+});
+
+describe('le and quantile normalisation touches only those labels of their own types', () => {
+  it('leaves other numeric labels of a histogram or summary alone, and quantile of other types', () => {
+    const text = '# TYPE h histogram\nh_bucket{code="200",le="1"} 1\n# TYPE s summary\ns{code="1e3",quantile="0.50"} 1\n# TYPE g gauge\ng{quantile="0.50",le="1"} 1\n';
+    expect(parseExposition(text, TEXT).map((s) => s.labels)).toEqual([
+      { code: '200', le: '1.0' },
+      { code: '1e3', quantile: '0.5' },
+      { quantile: '0.50', le: '1' },
+    ]);
+  });
+
+  it('re-reads a leading le after a TYPE line instead of reusing the text read before it', () => {
+    const text = 'x{le="1",b="2"} 1\n# TYPE h histogram\nh_bucket{le="1",b="3"} 2\nh_bucket{le="1",b="4"} 3\n';
+    expect(parseExposition(text, TEXT).map((s) => s.labels.le)).toEqual(['1', '1.0', '1.0']);
+  });
+});
+
+describe('16 to 18 digit timestamps', () => {
+  it('are below int64 whatever their digits', () => {
+    const ts = parseExposition('a 1 9999999999999999\na 1 999999999999999999\n', TEXT).map((s) => s.timestampMs);
+    expect(ts).toEqual([9999999999999999, 999999999999999999]);
+  });
+});
+
+describe('family names that end like a suffix', () => {
+  it('keeps a gauge whose TYPE name ends in _total or _info its own family', () => {
+    for (const [ct, end] of [[TEXT, ''], [OM, '# EOF\n']] as const) {
+      const got = parseExposition(`# TYPE x_total gauge\nx_total 1\n# TYPE y_info gauge\ny_info 2\n${end}`, ct).map((s) => `${s.name}:${s.family}:${s.type}`);
+      expect(got).toEqual(['x_total:x_total:gauge', 'y_info:y_info:gauge']);
+    }
+  });
+
+  it('builds an info family named *_info on the name without _info, as isSeriesPartOfFamily trims it', () => {
+    const got = parseExposition('# TYPE foo_info info\nfoo_info 1\nfoo_info_info 2\n# EOF\n', OM).map((s) => `${s.name}:${s.family}:${s.type}`);
+    expect(got).toEqual(['foo_info:foo_info:info', 'foo_info_info:foo_info_info:unknown']);
+  });
+
+  it('does not take a sample whose suffix follows more than the family name', () => {
+    const got = parseExposition('# TYPE h histogram\nh_x_sum 1\nh_sum 2\n', TEXT).map((s) => `${s.name}:${s.family}:${s.type}`);
+    expect(got).toEqual(['h_x_sum:h_x_sum:untyped', 'h_sum:h:histogram']);
+  });
+});
+
+describe('the reasons for values that look almost like numbers', () => {
+  it('classifies "_" forms, exponents and out-of-range decimals exactly', () => {
+    const reason = (v: string) => rejection(`a ${v}\n`).reason.replace(/: "a .*"$/, '');
+    const underscore = (v: string) => `invalid value "${v}" (hexadecimal floats and "_" are not allowed)`;
+    expect(reason('x1_0')).toBe('invalid value "x1_0"');
+    expect(reason('1_0x')).toBe('invalid value "1_0x"');
+    expect(reason('1_0e10')).toBe(underscore('1_0e10'));
+    expect(reason('1_0e+5')).toBe(underscore('1_0e+5'));
+    expect(reason('12_3')).toBe(underscore('12_3'));
+    expect(reason('.55e999')).toBe('value ".55e999" is out of range for a float64');
+    expect(reason('12.5e999')).toBe('value "12.5e999" is out of range for a float64');
+    const huge = `1${'0'.repeat(400)}`;
+    expect(reason(huge)).toBe(`value "${huge}" is out of range for a float64`);
+  });
+});
+
+describe('an error at the very start of the text', () => {
+  it('quotes nothing for an empty first line', () => {
+    expect(rejection('\na 1\n# EOF\n', OM)).toMatchObject({
+      line: 1,
+      reason: 'expected a metric name, "{" or "#" at the start of the line (OpenMetrics allows no blank lines or leading whitespace)',
+    });
+  });
+});

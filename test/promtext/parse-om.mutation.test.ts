@@ -32,6 +32,12 @@ describe('OpenMetrics "#" lines', () => {
     expect(rejection('# UNITa_s s\n# EOF\n').reason).toBe(`${ONLY}: "# UNITa_s s"`);
   });
 
+  it('takes "# EOF" only as the whole last line', () => {
+    expect(rejection('a 1\n# EOF ')).toMatchObject({ line: 2, reason: 'unexpected data after "# EOF": "# EOF "' });
+    expect(rejection('# EOFx')).toMatchObject({ line: 1, reason: 'unexpected data after "# EOF": "# EOFx"' });
+    expect(om('a 1\n# EOF').map(brief)).toEqual(['a[] 1 null']);
+  });
+
   it('names the keyword in metadata errors', () => {
     expect(rejection('# UNIT 1 s\n# EOF\n').reason).toBe('expected a metric name after UNIT: "# UNIT 1 s"');
     expect(rejection('# HELP 1 s\n# EOF\n').reason).toBe('expected a metric name after HELP: "# HELP 1 s"');
@@ -68,6 +74,7 @@ describe('OpenMetrics "#" lines', () => {
     expect(rejection('# UNIT _s s\n# EOF\n')).toMatchObject({ line: 1, reason: 'unit "s" is not a suffix of metric "_s" (expected "_s" to end in "_s"): "# UNIT _s s"' });
     expect(rejection('# UNIT a_sx s\n# EOF\n').reason).toMatch(/^unit "s" is not a suffix of metric "a_sx"/);
     expect(rejection('# UNIT ab s\n# EOF\n').reason).toMatch(/^unit "s" is not a suffix of metric "ab"/);
+    expect(rejection('# UNIT ab_x s\n# EOF\n').reason).toMatch(/^unit "s" is not a suffix of metric "ab_x"/);
   });
 });
 
@@ -152,6 +159,8 @@ describe('OpenMetrics exemplars', () => {
   it('takes "# {" only as a whole after the value', () => {
     expect(rejection('a_total 1 #{x="1"} 1\n# EOF\n').reason).toBe('invalid timestamp "#{x="1"}": "a_total 1 #{x=\\"1\\"} 1"');
     expect(rejection('a_total 1 # x\n# EOF\n').reason).toBe('invalid timestamp "#": "a_total 1 # x"');
+    expect(rejection('a_total 1 #x{y="1"} 1\n# EOF\n').reason).toBe('invalid timestamp "#x{y="1"}": "a_total 1 #x{y=\\"1\\"} 1"');
+    expect(rejection('a_total 1 2 #x{y="1"} 1\n# EOF\n').reason).toBe('expected the end of the line or " # {" (an exemplar) after the timestamp: "a_total 1 2 #x{y=\\"1\\"} 1"');
     expect(rejection('a_total 1 # \n# EOF\n').reason).toBe('invalid timestamp "#": "a_total 1 # "');
   });
 });
@@ -159,6 +168,8 @@ describe('OpenMetrics exemplars', () => {
 describe('OpenMetrics label sets', () => {
   it('says what is wrong, with no whitespace allowed', () => {
     const r = (line: string) => rejection(`${line}\n# EOF\n`).reason;
+    expect(r('a{b,c="1"} 1')).toBe('expected "=" after label name "b": "a{b,c=\\"1\\"} 1"');
+    expect(r('a{b} 1')).toBe('expected "=" after label name "b": "a{b} 1"');
     expect(r('a{b="1" } 1')).toBe('expected "," or "}" after a label value: "a{b=\\"1\\" } 1"');
     expect(r('a{b ="1"} 1')).toBe('expected "=" after label name "b": "a{b =\\"1\\"} 1"');
     expect(r('a{b= "1"} 1')).toBe('expected a double-quoted value for label "b": "a{b= \\"1\\"} 1"');
