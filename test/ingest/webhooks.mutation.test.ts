@@ -3,7 +3,7 @@
 // a timestamp within 300 s either way, Ed25519 over "request id\nuser id\ntimestamp\nlowercase hex SHA-256 of the
 // raw body", valid if any key of the key set verifies) and its limits (keys used at most 24 hours); keys and
 // signatures are made here with node:crypto, expected rows and messages are literals written by hand.
-import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
@@ -164,6 +164,16 @@ describe('readSignedDelivery (step 4) and verifiesWithAny (step 5)', () => {
     const d = { message: m, signature: sign(null, m, good.privateKey) };
     expect(verifiesWithAny(d, [rsa])).toBe(false);
     expect(verifiesWithAny(d, [rsa, good.publicKey])).toBe(true);
+  });
+
+  it('a key Ed25519 verification throws on (an X25519 key: not a signing key) counts as not verifying', () => {
+    const x25519 = generateKeyPairSync('x25519').publicKey;
+    const good = keyPair();
+    const m = Buffer.from('x');
+    const d = { message: m, signature: sign(null, m, good.privateKey) };
+    expect(() => verify(null, m, x25519, d.signature)).toThrow(); // the premise: node:crypto throws for this key
+    expect(verifiesWithAny(d, [x25519])).toBe(false);
+    expect(verifiesWithAny(d, [x25519, good.publicKey])).toBe(true);
   });
 });
 
@@ -748,6 +758,14 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'ok', request_id: 'req-e' });
     expect(r.inserted.map((i) => [i.table, (i.rows[0] as { raw: string; status: string }).raw, (i.rows[0] as { status: string }).status])).toEqual([['webhook_deliveries', '', '']]);
+  });
+
+  it('a POST with no body and no content type (no stream handed over) signed over the SHA-256 of nothing: 200', async () => {
+    const r = await receiver();
+    const res = await request(r.url, { method: 'POST', headers: r.signed('req-n', Buffer.alloc(0)) });
+    expect(res.statusCode).toBe(200);
+    expect(await res.body.json()).toEqual({ status: 'ok', request_id: 'req-n' });
+    expect(r.inserted.map((i) => (i.rows[0] as { raw: string }).raw)).toEqual(['']);
   });
 
   it('a declared body past the budget is 503 busy, counted memory; one past 16 MiB is 413 with no Retry-After, not counted memory', async () => {

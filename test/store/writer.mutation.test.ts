@@ -584,3 +584,92 @@ describe('embedded store: batch files', () => {
     expect(calls[0]!.query).toBe('INSERT INTO probe FORMAT JSONEachRow');
   });
 });
+
+describe('BatchWriter: what the static-mutant run left (issue 31)', () => {
+  const enc = (...ids: number[]) => Buffer.from(ids.map((id) => `${line(id)}\n`).join(''));
+
+  it('insertEncodedLines: chunks go as they are, counted by their bytes toward maxBytes', async () => {
+    const { store, calls } = storeDouble();
+    const chunk = enc(1, 2); // 2 x 20 bytes: {"id":1,"name":"r1"} and a newline
+    expect(chunk.length).toBe(42);
+    const w = writer(store, { maxBytes: 42 });
+    const p = w.insertEncodedLines(probe, [chunk], 2);
+    expect(w.pending()).toEqual({}); // 42 bytes reach maxBytes: sent by itself, no flush() asked
+    expect(await p).toEqual({ written: 2, rejected: 0 });
+    expect(calls.map((c) => c.lines)).toEqual([[line(1), line(2)]]);
+    const q = w.insertEncodedLines(probe, [enc(3)], 1);
+    expect(w.pending()).toEqual({ probe: 1 }); // 21 bytes: waits
+    await w.flush();
+    expect(await q).toEqual({ written: 1, rejected: 0 });
+  });
+
+  it('insertEncodedLines refused for its data: split back into lines, the bad row alone in ingest_rejects', async () => {
+    const { store, calls } = storeDouble({ fail: (table, lines) => (table === 'probe' && lines.includes('{"bad"}') ? dataError() : undefined) });
+    const w = writer(store);
+    const p = w.insertEncodedLines(probe, [Buffer.from(`${line(1)}\n{"bad"}\n`), enc(2)], 3);
+    await w.flush();
+    expect(await p).toEqual({ written: 2, rejected: 1 });
+    expect(calls.filter((c) => c.table === 'probe').map((c) => c.lines)).toEqual([[line(1), '{"bad"}', line(2)], [line(1)], ['{"bad"}', line(2)], ['{"bad"}'], [line(2)]]);
+    const reject = calls.find((c) => c.table === 'ingest_rejects')!;
+    expect(JSON.parse(reject.lines[0]!)).toMatchObject({ source: 'writer:probe', raw: '{"bad"}' });
+  });
+
+  it('a batch stops at maxBytes even when several entries wait; the bytes left are counted from what remains', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const { store, calls } = storeDouble({ gate: () => gate });
+    const w = writer(store, { maxBytes: 25 });
+    const nine = (c: string) => c.repeat(9); // 9 characters and a newline: 10 bytes
+    const a = w.insertLines(probe, [nine('a')]);
+    const b = w.insertLines(probe, [nine('b')]);
+    expect(w.pending()).toEqual({ probe: 2 });
+    const c = w.insertLines(probe, [nine('c')]); // 30 bytes >= 25: a flush starts, A and B (20) in its first batch
+    try {
+      expect(w.pending()).toEqual({ probe: 1 });
+    } finally {
+      open(); // a failed check must not leave the writer's close() waiting on the gate
+    }
+    await Promise.all([a, b, c]);
+    expect(calls.map((x) => x.lines)).toEqual([[nine('a'), nine('b')], [nine('c')]]);
+    expect(w.pending()).toEqual({});
+    void w.insertLines(probe, [nine('d')]); // 10 bytes in an empty buffer: nothing sent by itself
+    expect(w.pending()).toEqual({ probe: 1 });
+    await w.flush();
+    expect(calls).toHaveLength(3);
+  });
+
+  it('flush(table) for a table never written to resolves, sending nothing', async () => {
+    const { store, calls } = storeDouble();
+    const w = writer(store);
+    void w.insert(other, rows(1, 1));
+    await w.flush(probe);
+    await w.flush('ingest_rejects');
+    expect(calls).toEqual([]);
+    expect(w.pending()).toEqual({ other_probe: 1 });
+  });
+
+  it('ingest_rejects refusing a row with no logger: still counted rejected, nothing thrown', async () => {
+    const { store } = storeDouble({ fail: (table) => (table === 'ingest_rejects' ? dataError() : undefined) });
+    const w = writer(store);
+    const p = w.reject([{ source: 'test', reason: 'why', raw: 'abc' }]);
+    await w.flush();
+    expect(await p).toEqual({ written: 0, rejected: 1 });
+  });
+
+  it('embedded: an infileDir whose parents do not exist yet is made with them', () => {
+    const base = mkdtempSync(join(tmpdir(), 'th-writer-nested-'));
+    try {
+      const infileDir = join(base, 'a', 'b', 'c');
+      writer(storeDouble({ mode: 'embedded' }).store, { infileDir });
+      expect(existsSync(infileDir)).toBe(true);
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
+  });
+
+  it('truncateUtf8: text that fits is kept whole, a U+FFFD of its own included; only a cut character at the end is dropped', () => {
+    expect(truncateUtf8('ab\uFFFD', 5)).toBe('ab\uFFFD'); // U+FFFD is 3 bytes: 5 in all, fits
+    expect(truncateUtf8('\uFFFDabc', 4)).toBe('\uFFFDa');
+    expect(truncateUtf8('\uFFFDa€', 5)).toBe('\uFFFDa'); // € cut after its first byte
+  });
+});
