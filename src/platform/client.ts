@@ -511,7 +511,9 @@ export class PlatformClient {
         };
         const onAbort = (): void => {
           const i = this.#waiting.indexOf(wake);
+          // Stryker disable next-line ConditionalExpression: wake leaves the queue only by being called, which removes this listener first, so it is always found
           if (i >= 0) this.#waiting.splice(i, 1);
+          // Stryker disable next-line OptionalChaining: onAbort is only ever registered on signal, which is then set
           reject(signal?.reason);
         };
         this.#waiting.push(wake);

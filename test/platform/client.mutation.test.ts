@@ -404,3 +404,28 @@ describe('PlatformClient.paginate: what the first mutation run left', () => {
   });
 });
 
+
+describe('PlatformClient: what the static-mutant run left (issue 31)', () => {
+  it('an error answer whose body is cut off is still classified by its status: a 404 is not_found, not retried', async () => {
+    const cut404: Step = (res) => {
+      res.writeHead(404, { 'content-type': 'application/json', 'content-length': '200' });
+      res.write('{"error":{"type":"not_f');
+      setTimeout(() => res.socket?.destroy(), 10);
+    };
+    const server = await serve([cut404, json(200, { ok: 1 })]);
+    const error = await failure(client(server.baseUrl).getJson(platformPaths.apps));
+    expect([error.status, error.type, error.retryable, error.attempts]).toEqual([404, 'not_found', false, 1]);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('close() closes the connections once: twice is the same, and a call afterwards fails without reaching the platform', async () => {
+    const server = await serve([json(200, { ok: 1 }), json(200, { ok: 2 })]);
+    const platform = new PlatformClient({ baseUrl: server.baseUrl, apiKey: 'api-key-1', maxAttempts: 1 });
+    expect(await platform.getJson(platformPaths.apps)).toEqual({ ok: 1 });
+    await Promise.all([platform.close(), platform.close()]);
+    await platform.close();
+    const error = await failure(platform.getJson(platformPaths.apps));
+    expect(error.status).toBeNull();
+    expect(server.requests).toHaveLength(1);
+  });
+});
