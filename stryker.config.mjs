@@ -40,7 +40,7 @@ export const MUTATION_GROUPS = [
   { name: 'spool', mutate: ['src/ingest/drain/spool/**/*.ts'], tests: ['test/ingest/drain/sqlite-spool.mutation.test.ts'] },
   { name: 'map-line', mutate: ['src/ingest/drain/map-line.ts'], tests: ['test/ingest/drain/map-line.test.ts'] },
   { name: 'drain-auth', mutate: ['src/ingest/drain/auth.ts'], tests: ['test/ingest/drain/auth.mutation.test.ts'] },
-  { name: 'webhooks', mutate: ['src/ingest/webhooks.ts'], tests: ['test/ingest/webhooks.mutation.test.ts'] },
+  { name: 'webhooks', mutate: ['src/ingest/webhooks.ts'], tests: ['test/ingest/webhooks.mutation.test.ts', 'test/ingest/webhooks-hardening.test.ts', 'test/ingest/webhooks-future-timestamp.test.ts'] },
   {
     name: 'faro',
     mutate: ['src/ingest/faro/**/*.ts'],

@@ -45,7 +45,8 @@ if (mutated !== undefined) {
   });
   if (run.status !== 0) process.exit(run.status ?? 1);
   // The report also carries the incremental file's results of modules this run did not mutate: print only this run's.
-  const scores = spawnSync(process.execPath, [scoresScript, 'reports/mutation/mutation.json', mutated], { stdio: 'inherit' });
+  const reportDir = process.env.TALLYHOUSE_MUTATION_GROUP ? `reports/mutation/${process.env.TALLYHOUSE_MUTATION_GROUP}` : 'reports/mutation';
+  const scores = spawnSync(process.execPath, [scoresScript, `${reportDir}/mutation.json`, mutated], { stdio: 'inherit' });
   process.exit(scores.status ?? 1);
 }
 
