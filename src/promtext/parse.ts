@@ -74,6 +74,7 @@ const SUFFIXES_OM: Partial<Record<MetricType, readonly string[]>> = {
   info: ['_info'],
 };
 const ALL_SUFFIXES = ['_total', '_created', '_bucket', '_sum', '_count', '_gsum', '_gcount', '_info'];
+// Stryker disable next-line ArrayDeclaration: a type without suffixes: a filler entry could match only a sample name ending in the filler text, which holds spaces
 const NO_SUFFIXES: readonly string[] = [];
 
 interface Family {
@@ -298,9 +299,11 @@ export class ExpositionParser {
     // promlex.l: the text token starts right after the name and its first character is dropped
     // (normally the separating space); a rest of only whitespace is no text at all.
     let k = i;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the character at eol is the newline (or past the end), never a space
     while (k < eol && ((c = s.charCodeAt(k)) === SP || c === TAB)) k++;
     const raw = k === eol ? '' : s.slice(i + 1, eol);
     if (kind === META_HELP) {
+      // Stryker disable next-line StringLiteral: includes("") is always true: unescaping a text without a backslash gives it unchanged
       this.onHelp(name, raw.includes('\\') ? unescapeHelp(raw) : raw);
     } else {
       const type = Object.hasOwn(PROM_TYPES, raw) ? PROM_TYPES[raw] : undefined;
@@ -327,6 +330,7 @@ export class ExpositionParser {
       return this.fail(i, 'expected a metric name, "{" or "#" at the start of the line');
     }
     this.labelCount = 0;
+    // Stryker disable next-line BooleanLiteral: false only makes checkLabelNames check names it could skip: same result
     this.labelNamesReused = true;
     this.braceName = null;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
@@ -353,6 +357,7 @@ export class ExpositionParser {
         return this.fail(i, 'expected an integer timestamp in milliseconds or the end of the line');
       }
       const tsStart = i;
+      // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
       while (++i < len && (c = s.charCodeAt(i)) >= DIGIT_0 && c <= DIGIT_9);
       timestampMs = this.integerTimestamp(tsStart, i);
       // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (the use of c after it checks i < len first)
@@ -393,6 +398,7 @@ export class ExpositionParser {
       const labelName = this.scanned;
       // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (i >= len is tested before c is trusted)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is still the opening quote of the name, neither comma nor brace: i < len adds nothing
       if (quoted && (c === COMMA || c === RBRACE) && i < len) {
         // A quoted string alone is the metric name ({"my.metric", a="b"}).
         this.setBraceName(labelName, hasName, nameAt);
@@ -403,10 +409,12 @@ export class ExpositionParser {
         }
         continue;
       }
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is still the first character of the name (or its quote), never "=": the same failure
       if (i >= len || c !== EQUALS) return this.fail(i, `expected "=" after label name "${labelName}"`);
       i++;
       // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (i >= len is tested next)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is still "=", never a quote: the same failure
       if (i >= len || c !== QUOTE) return this.fail(i, `expected a double-quoted value for label "${labelName}"`);
       // 0.0.4 label values may hold a raw newline: promlex.l's \"(\\.|[^\\"])*\" allows it.
       i = this.scanLabelValue(i + 1, true);
@@ -415,6 +423,7 @@ export class ExpositionParser {
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       // Commas are optional between 0.0.4 labels (promparse.go accepts {a="1" b="2"}), and one may
       // trail the last label.
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is still the closing quote of the value, never a comma
       if (c === COMMA && i < len) {
         i++;
         this.labelEnds[this.labelCount - 1] = i;
@@ -435,8 +444,10 @@ export class ExpositionParser {
       const c = s.charCodeAt(i);
       if (c === HASH) {
         i = this.omComment(i);
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
-      } else if ((c < 128 && (CLASS[c] & METRIC_START) !== 0) || c === LBRACE) {
+      } else if (
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives (a comment before `} else if` is not attached to the condition)
+        (c < 128 && (CLASS[c] & METRIC_START) !== 0) || c === LBRACE
+      ) {
         i = this.omSample(i, c);
       } else {
         this.fail(i, 'expected a metric name, "{" or "#" at the start of the line (OpenMetrics allows no blank lines or leading whitespace)');
@@ -448,11 +459,13 @@ export class ExpositionParser {
     const s = this.text;
     const len = this.len;
     const j = hashAt + 2;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
     if (hashAt + 1 >= len || s.charCodeAt(hashAt + 1) !== SP) {
       return this.fail(hashAt, 'OpenMetrics allows only "# HELP", "# TYPE", "# UNIT" and "# EOF" lines starting with "#"');
     }
     if (s.startsWith('EOF', j)) {
       let k = j + 3;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
       if (k < len && s.charCodeAt(k) === NL) k++;
       if (k !== len) return this.fail(k, 'unexpected data after "# EOF"');
       this.sawEof = true;
@@ -488,6 +501,7 @@ export class ExpositionParser {
     const raw = s.slice(i + 1, eol);
     if (kind === META_HELP) {
       // OpenMetrics escapes HELP like label values (\\, \" and \n).
+      // Stryker disable next-line StringLiteral: includes("") is always true: unescaping a text without a backslash gives it unchanged
       this.onHelp(name, raw.includes('\\') ? unescapeLabelValue(raw, 0, raw.length) : raw);
     } else if (kind === META_TYPE) {
       const type = Object.hasOwn(OM_TYPES, raw) ? OM_TYPES[raw] : undefined;
@@ -563,6 +577,7 @@ export class ExpositionParser {
 
   private isExemplarStart(i: number): boolean {
     const s = this.text;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (i + 2 < len only guards the reads; the variants that drop a character test are killed)
     return i + 2 < this.len && s.charCodeAt(i) === HASH && s.charCodeAt(i + 1) === SP && s.charCodeAt(i + 2) === LBRACE;
   }
 
@@ -672,6 +687,7 @@ export class ExpositionParser {
       }
       if (c !== EQUALS) return this.fail(i, `expected "=" after label name "${labelName}"`);
       i++;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
       if (i >= len || s.charCodeAt(i) !== QUOTE) return this.fail(i, `expected a double-quoted value for label "${labelName}"`);
       i = this.scanLabelValue(i + 1, false);
       this.addLabel(labelName, this.scanned, nameAt, quoted);
@@ -681,6 +697,7 @@ export class ExpositionParser {
         i++;
         this.labelEnds[this.labelCount - 1] = i;
       } else if (c === RBRACE) {
+        // Stryker disable next-line ArithmeticOperator,UnaryOperator: the last label's end is never read: endLabelBlock reads the end of the label before the last, and a later block writes its own
         this.labelEnds[this.labelCount - 1] = -1;
         this.endLabelBlock(at, reused);
         return i + 1;
@@ -781,7 +798,6 @@ export class ExpositionParser {
     if (prev !== undefined) {
       // Stryker disable next-line ArithmeticOperator: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       const end = at + prev.length;
-      // Stryker disable next-line BlockStatement: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       if (
         // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
         end < len &&
@@ -789,7 +805,6 @@ export class ExpositionParser {
         ((c = s.charCodeAt(end)) >= 128 || (CLASS[c] & LABEL_CHAR) === 0) &&
         // Stryker disable next-line MethodExpression: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
         s.slice(at, end) === prev
-      // Stryker disable next-line BlockStatement: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       ) {
         this.scanned = prev;
         return end;
@@ -860,6 +875,7 @@ export class ExpositionParser {
     // Stryker disable next-line BooleanLiteral: unescaping a string without a backslash gives it unchanged
     let escaped = false;
     for (;;) {
+      // Stryker disable next-line EqualityOperator: at i = len the character is NaN, so i moves on to len + 1 and the same failure follows
       if (i >= len) return this.fail(at - 1, 'unterminated quoted string');
       const c = s.charCodeAt(i);
       if (c === QUOTE) break;
@@ -885,6 +901,7 @@ export class ExpositionParser {
 
   private addLabel(name: string, value: string, at: number, quoted: boolean): void {
     const n = this.labelCount;
+    // Stryker disable next-line ConditionalExpression: treating a bare name as quoted only turns off the shortcuts (prefix reuse, the previous-name match, skipping the name check): same labels (the false variant is killed)
     if (quoted) {
       // Quoted names bypass scanLabelName, and must not be matched as bare names there.
       // Stryker disable next-line BooleanLiteral: leading labels are reused only when their text is the same, which reads as the same labels, quoted names included
@@ -911,6 +928,7 @@ export class ExpositionParser {
    */
   private checkLabelNames(): void {
     const n = this.labelCount;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: checking names that could be skipped finds nothing (the variants that skip a needed check are killed)
     if (this.labelNamesReused && n <= this.verifiedNames) return;
     const names = this.labelNames;
     for (let k = 0; k < n; k++) {

@@ -111,6 +111,17 @@ describe('OpenMetrics sample lines', () => {
   });
 });
 
+describe('OpenMetrics summaries and quoted label names', () => {
+  it('puts _sum, _count and _created under the summary', () => {
+    const got = om('# TYPE s summary\ns{quantile="0.5"} 1\ns_sum 2\ns_count 3\ns_created 4\n# EOF\n').map((x) => `${x.name}:${x.family}:${x.type}`);
+    expect(got).toEqual(['s:s:summary', 's_sum:s:summary', 's_count:s:summary', 's_created:s:summary']);
+  });
+
+  it('takes a raw newline inside a quoted label name, as openmetricslex.l does (\\"(\\\\.|[^\\\\"])*\\" in sLabels)', () => {
+    expect(om('a{"x\ny"="1"} 1\n# EOF\n').map(brief)).toEqual(['a[["x\\ny","1"]] 1 null']);
+  });
+});
+
 describe('OpenMetrics exemplars', () => {
   it('reads exemplar labels, value and timestamp (seconds, truncated to ms)', () => {
     const samples = om(
@@ -147,6 +158,8 @@ describe('OpenMetrics exemplars', () => {
     expect(r('a_total 1 # {x="1"} 1 ')).toBe('expected a exemplar timestamp: "a_total 1 # {x=\\"1\\"} 1 "');
     expect(r('a_total 1 # {x="a\nb"} 1')).toBe('newline inside a quoted string (escape it as \\n): "a_total 1 # {x=\\"a"');
     expect(r('a_total 1 2 # x')).toBe('expected the end of the line or " # {" (an exemplar) after the timestamp: "a_total 1 2 # x"');
+    // " {" after a timestamp is no exemplar start: the "#" is missing.
+    expect(r('a_total 1 5 {x="1"} 2')).toBe('expected the end of the line or " # {" (an exemplar) after the timestamp: "a_total 1 5 {x=\\"1\\"} 2"');
     expect(r('a_total 1 2 #')).toBe('expected the end of the line or " # {" (an exemplar) after the timestamp: "a_total 1 2 #"');
     expect(rejection('a_total 1 # {x="1"')).toMatchObject({ line: 1, reason: 'expected "," or "}" after an exemplar label value: "a_total 1 # {x=\\"1\\""' });
     expect(rejection('a_total 1 # {x')).toMatchObject({ line: 1, reason: 'expected "=" after exemplar label name "x": "a_total 1 # {x"' });
