@@ -52,7 +52,17 @@ export const MUTATION_GROUPS = [
   {
     name: 'promtext',
     mutate: ['src/promtext/**/*.ts'],
-    tests: ['test/promtext/floats.mutation.test.ts', 'test/promtext/prometheus-text.test.ts', 'test/promtext/openmetrics.test.ts', 'test/promtext/api.test.ts'],
+    tests: [
+      'test/promtext/floats.mutation.test.ts',
+      'test/promtext/prometheus-text.test.ts',
+      'test/promtext/openmetrics.test.ts',
+      'test/promtext/api.test.ts',
+      'test/promtext/labels.mutation.test.ts',
+      'test/promtext/parse-prom.mutation.test.ts',
+      'test/promtext/parse-families.mutation.test.ts',
+      'test/promtext/parse-om.mutation.test.ts',
+      'test/promtext/exemplar-quoted-name.test.ts',
+    ],
   },
 ];
 
