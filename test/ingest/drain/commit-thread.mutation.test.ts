@@ -139,6 +139,27 @@ describe('commit thread: giving up', () => {
     for (const p of pending) await expect(p).rejects.toThrow('out of memory');
   });
 
+  it('the thread ends on its own (terminated): every group in flight fails, naming the exit code', async () => {
+    const t = await start(spoolFile());
+    const worker = (t as unknown as { worker: { terminate(): Promise<number> } }).worker;
+    const pending = t.commit([record('e')], 5).catch((err: Error) => err.message);
+    await worker.terminate();
+    await vi.waitFor(() => expect(t.dead?.message).toBe('spool commit thread exited (1)'), { timeout: 20_000 });
+    expect(['spool commit thread exited (1)', 'committed']).toContain(await pending.then((v) => (typeof v === 'number' ? 'committed' : v)));
+  });
+
+  it('an error thrown on the thread, or an answer that cannot be read, fails what is in flight', async () => {
+    for (const [event, message] of [
+      ['error', 'boom on the thread'],
+      ['messageerror', 'could not deserialize'],
+    ] as const) {
+      const t = await start(spoolFile());
+      (t as unknown as { worker: { emit(e: string, err: Error): void } }).worker.emit(event, new Error(message));
+      expect(t.dead?.message).toBe(message);
+      await expect(t.commit([record('m')], 5)).rejects.toThrow(message);
+    }
+  });
+
   it('closed: commits refused; the thread exits', async () => {
     const t = await CommitThread.start(spoolFile());
     await t.close();

@@ -5,6 +5,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { KillPoint } from '../../../src/ingest/drain/spool/kill-points.js';
 
@@ -93,5 +94,30 @@ describe('the spool passes its kill points', () => {
     ['cleanup', ['commit']],
   ] as const)('%s: passed while %s', async (point, phases) => {
     expect(await phaseOf(point)).toEqual(phases);
+  });
+});
+
+describe('the commit thread passes group-commit', () => {
+  it('inside its transaction, as the spool does on its own connection', async () => {
+    process.env.TALLYHOUSE_TEST_KILL_AT = 'group-commit:1';
+    vi.resetModules();
+    const { serveCommits } = await import('../../../src/ingest/drain/spool/commit-worker.js');
+    const { SqliteSpool } = await import('../../../src/ingest/drain/spool/sqlite-spool.js');
+    const dir = mkdtempSync(join(tmpdir(), 'kill-points-'));
+    await (await SqliteSpool.open({ dir, maxBytes: 1 << 20, commitThread: false })).close();
+    const kill = vi.spyOn(process, 'kill').mockImplementation(() => true);
+    const { port1, port2 } = new MessageChannel();
+    try {
+      serveCommits(port1, new SharedArrayBuffer(8), () => undefined);
+      const ask = (m: unknown) => new Promise<{ t: string }>((resolve) => (port2.once('message', resolve), port2.postMessage(m)));
+      expect((await ask({ t: 'open', path: join(dir, 'spool.sqlite'), generation: 0 })).t).toBe('opened');
+      expect(kill).not.toHaveBeenCalled();
+      const rows = new Uint8Array(Buffer.from('{}\n'));
+      expect((await ask({ t: 'commit', seq: 1, generation: 0, now: 1, records: [{ id: 'k', receivedAtMs: 1, rowFormat: '{"format":"JSONEachRow"}', rows: 1, rejects: 0, rowData: rows, rejectData: new Uint8Array(0) }] })).t).toBe('done');
+      expect(kill.mock.calls).toEqual([[process.pid, 'SIGKILL']]);
+    } finally {
+      port1.close();
+      port2.close();
+    }
   });
 });

@@ -44,4 +44,16 @@ describe('a salvage that fails', () => {
       await spool.close();
     }
   });
+
+  it('without a logger too', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'spool-salvage-fails-')), 'logs');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'spool.sqlite'), Buffer.alloc(4096, 0x5a));
+    const spool = await SqliteSpool.open({ dir, maxBytes: 1 << 20, commitThread: false });
+    try {
+      expect([spool.bytes, spool.appendedRecords]).toEqual([0, 0]);
+    } finally {
+      await spool.close();
+    }
+  });
 });

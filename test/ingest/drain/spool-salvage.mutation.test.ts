@@ -471,6 +471,9 @@ describe('SQLite spool: batches and the commit thread', () => {
       expect(lines).toEqual([expect.objectContaining({ level: 50, err: 'no threads left', spool: 'logs', msg: 'the spool commit thread could not start; committing on the event loop' })]);
       expect(await spool.append(rec('own'))).toEqual({ status: 'appended' });
       expect(ids((await spool.nextBatch(ALL))!.records)).toEqual(['own']);
+      // Without a logger, the same.
+      const quiet = await open(join(tempDir(), 'spool'), { commitThread: true });
+      expect(await quiet.append(rec('own'))).toEqual({ status: 'appended' });
     } finally {
       start.mockRestore();
     }
