@@ -37,8 +37,21 @@ export const MUTATION_GROUPS = [
   { name: 'collector-logs', mutate: ['src/collectors/logs.ts'], tests: ['test/collectors/logs.mutation.test.ts'] },
   { name: 'logs-job', mutate: ['jobs/logs.ts'], tests: ['test/jobs/logs-job.mutation.test.ts'] },
   { name: 'writer', mutate: ['src/store/writer.ts'], tests: ['test/store/writer.mutation.test.ts'] },
-  { name: 'spool', mutate: ['src/ingest/drain/spool/**/*.ts'], tests: ['test/ingest/drain/sqlite-spool.mutation.test.ts'] },
-  { name: 'map-line', mutate: ['src/ingest/drain/map-line.ts'], tests: ['test/ingest/drain/map-line.test.ts'] },
+  {
+    name: 'spool',
+    mutate: ['src/ingest/drain/spool/**/*.ts'],
+    tests: [
+      'test/ingest/drain/sqlite-spool.mutation.test.ts',
+      'test/ingest/drain/spool-salvage.mutation.test.ts',
+      'test/ingest/drain/spool-salvage-fails.mutation.test.ts',
+      'test/ingest/drain/spool-salvage-high-seqs.test.ts',
+      'test/ingest/drain/commit-worker.mutation.test.ts',
+      'test/ingest/drain/commit-thread.mutation.test.ts',
+      'test/ingest/drain/kill-points.mutation.test.ts',
+      'test/ingest/drain/spool-commit-thread.test.ts',
+    ],
+  },
+  { name: 'map-line', mutate: ['src/ingest/drain/map-line.ts'], tests: ['test/ingest/drain/map-line.test.ts', 'test/ingest/drain/map-line.mutation.test.ts'] },
   { name: 'drain-auth', mutate: ['src/ingest/drain/auth.ts'], tests: ['test/ingest/drain/auth.mutation.test.ts'] },
   { name: 'webhooks', mutate: ['src/ingest/webhooks.ts'], tests: ['test/ingest/webhooks.mutation.test.ts', 'test/ingest/webhooks-hardening.test.ts', 'test/ingest/webhooks-future-timestamp.test.ts'] },
   {
