@@ -83,7 +83,7 @@ async function receiver(o: Options = {}) {
   const app = Fastify();
   const registry = createRegistry({ defaultMetrics: false });
   const rt = { config, logger: log.logger, registry, store, writer, app } as unknown as Runtime & { app: FastifyInstance };
-  const component = (await faroExtension({ demoKey: o.demoKey })(rt)) as { stop(): Promise<void>; spool: { bytes: number } } | undefined;
+  const component = (await faroExtension({ demoKey: o.demoKey })(rt)) as { stop(): Promise<void>; spool: { bytes: number; close(): Promise<void> } } | undefined;
   await app.ready();
   let stopped = false;
   const stop = async () => {
@@ -169,6 +169,20 @@ describe('Faro receiver: what reaches the store', () => {
     const r = await receiver();
     const res = await r.app.inject({ method: 'POST', url: FARO_PATH, headers: { 'x-api-key': KEY } });
     expect([res.statusCode, res.json()]).toEqual([400, { error: 'Bad Request', message: 'empty body: expected a Faro payload (JSON)' }]);
+  });
+
+  it('bodies that are not JSON, or JSON but not an object, are Bad Request errors', async () => {
+    const r = await receiver();
+    expect((await post(r.app, '{"logs":')).json()).toEqual({ error: 'Bad Request', message: expect.stringMatching(/^the body is not JSON: /) });
+    expect((await post(r.app, '[]')).json()).toEqual({ error: 'Bad Request', message: 'expected a JSON object with meta, logs, exceptions, measurements, events or traces' });
+  });
+
+  it('a spool that fails otherwise than full is a 500, not a 503 to retry', async () => {
+    const r = await receiver();
+    await r.component!.spool.close();
+    const res = await post(r.app, JSON.stringify({ logs: [{ message: 'm' }] }));
+    expect(res.statusCode).toBe(500);
+    expect(res.headers['retry-after']).toBeUndefined();
   });
 
   it('a body over FARO_MAX_BODY_BYTES is refused with 413 before it is parsed', async () => {
