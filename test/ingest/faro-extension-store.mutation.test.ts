@@ -49,6 +49,7 @@ async function receiver(o: Options = {}) {
   const config = parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', FARO_APP_KEYS: `shop-web=${KEY},admin-web=${KEY2}`, WRITER_FLUSH_INTERVAL_MS: '10', ...o.env });
   const inserts: Array<{ table: string; query: string; rows: Array<Record<string, unknown>> }> = [];
   const commands: string[] = [];
+  const commandSettings: unknown[] = [];
   const sessionQueries: Array<Record<string, unknown>> = [];
   const store = {
     mode: 'server',
@@ -63,8 +64,9 @@ async function receiver(o: Options = {}) {
         }
         return { json: async () => [] };
       },
-      command: async ({ query }: { query: string }) => {
+      command: async ({ query, clickhouse_settings }: { query: string; clickhouse_settings?: unknown }) => {
         commands.push(query);
+        commandSettings.push(clickhouse_settings);
         return {};
       },
       exec: async ({ query, values }: { query: string; values: AsyncIterable<Buffer> }) => {
@@ -83,7 +85,7 @@ async function receiver(o: Options = {}) {
   const app = Fastify();
   const registry = createRegistry({ defaultMetrics: false });
   const rt = { config, logger: log.logger, registry, store, writer, app } as unknown as Runtime & { app: FastifyInstance };
-  const component = (await faroExtension({ demoKey: o.demoKey })(rt)) as { stop(): Promise<void>; spool: { bytes: number } } | undefined;
+  const component = (await faroExtension({ demoKey: o.demoKey })(rt)) as { stop(): Promise<void>; spool: { bytes: number; close(): Promise<void> } } | undefined;
   await app.ready();
   let stopped = false;
   const stop = async () => {
@@ -94,7 +96,7 @@ async function receiver(o: Options = {}) {
   };
   opened.push(stop);
   const rowsOf = (table: string) => inserts.filter((i) => i.table === table).flatMap((i) => i.rows);
-  return { app, inserts, rowsOf, commands, sessionQueries, log, registry, dataDir, component, stop };
+  return { app, inserts, rowsOf, commands, commandSettings, sessionQueries, log, registry, dataDir, component, stop };
 }
 
 const post = (app: FastifyInstance, body: string | Buffer, headers: Record<string, string> = {}) =>
@@ -171,6 +173,20 @@ describe('Faro receiver: what reaches the store', () => {
     expect([res.statusCode, res.json()]).toEqual([400, { error: 'Bad Request', message: 'empty body: expected a Faro payload (JSON)' }]);
   });
 
+  it('bodies that are not JSON, or JSON but not an object, are Bad Request errors', async () => {
+    const r = await receiver();
+    expect((await post(r.app, '{"logs":')).json()).toEqual({ error: 'Bad Request', message: expect.stringMatching(/^the body is not JSON: /) });
+    expect((await post(r.app, '[]')).json()).toEqual({ error: 'Bad Request', message: 'expected a JSON object with meta, logs, exceptions, measurements, events or traces' });
+  });
+
+  it('a spool that fails otherwise than full is a 500, not a 503 to retry', async () => {
+    const r = await receiver();
+    await r.component!.spool.close();
+    const res = await post(r.app, JSON.stringify({ logs: [{ message: 'm' }] }));
+    expect(res.statusCode).toBe(500);
+    expect(res.headers['retry-after']).toBeUndefined();
+  });
+
   it('a body over FARO_MAX_BODY_BYTES is refused with 413 before it is parsed', async () => {
     const r = await receiver({ env: { FARO_MAX_BODY_BYTES: '100' } });
     const body = JSON.stringify({ logs: [{ message: 'x'.repeat(200) }] });
@@ -191,6 +207,9 @@ describe('Faro receiver: set-up', () => {
   it('sets faro_items to FARO_RETENTION_DAYS when the table says otherwise, and logs that it is on', async () => {
     const r = await receiver({ env: { FARO_RETENTION_DAYS: '30', FARO_ALLOWED_ORIGINS: 'https://shop.example' } });
     expect(r.commands).toEqual(['ALTER TABLE faro_items MODIFY TTL toDateTime(timestamp) + INTERVAL 30 DAY']);
+    // Existing parts keep their data until they merge (no rewrite at start-up), and the change is logged.
+    expect(r.commandSettings).toEqual([{ materialize_ttl_after_modify: 0 }]);
+    expect(r.log.lines.find((l) => l.msg === 'faro_items retention set to 30 days')).toMatchObject({ component: 'faro', table: 'faro_items', from: 90, to: 30 });
     expect(r.log.lines.find((l) => l.msg === 'Faro receiver on')).toMatchObject({ component: 'faro', path: '/v1/faro/collect', apps: ['shop-web', 'admin-web'], origins: ['https://shop.example'] });
     const same = await receiver({ env: { FARO_RETENTION_DAYS: '30' }, ttlDays: 30 });
     expect(same.commands).toEqual([]);
@@ -208,6 +227,11 @@ describe('Faro receiver: set-up', () => {
     const r = await receiver();
     expect(existsSync(join(r.dataDir, 'spool', 'faro'))).toBe(true);
     expect((r.component as unknown as { name: string }).name).toBe('faro');
+  });
+
+  it('FARO_APP_KEYS naming no pair (",") leaves the receiver off', async () => {
+    const r = await receiver({ env: { FARO_APP_KEYS: ',' } });
+    expect((await post(r.app, '{}')).statusCode).toBe(404);
   });
 
   it('with FARO_APP_KEYS set, the demo key is not one of them', async () => {
@@ -274,6 +298,9 @@ describe('Faro receiver: request ids per session', () => {
   it('counts the ids the store already holds for the session; a store that fails counts as none, with a warning', async () => {
     const held = await receiver({ env: { FARO_SESSION_MAX_REQUEST_IDS: '1' }, storedIds: async () => [{ request_id: RID3 }] });
     expect((await post(held.app, JSON.stringify({ meta: { session: { id: 's' } }, logs: [{ message: `/requests/${RID1}` }] }))).json()).toMatchObject({ request_ids_over_limit: 1 });
+    // An id the store already holds for the session is no new one: kept, whatever the cap.
+    const known = await receiver({ env: { FARO_SESSION_MAX_REQUEST_IDS: '1' }, storedIds: async () => [{ request_id: RID1 }] });
+    expect((await post(known.app, JSON.stringify({ meta: { session: { id: 's' } }, logs: [{ message: `/requests/${RID1}` }] }))).json()).toEqual({ accepted: 1, rejected: 0, duplicate: false });
     const failing = await receiver({
       env: { FARO_SESSION_MAX_REQUEST_IDS: '1' },
       storedIds: async () => {
@@ -312,6 +339,19 @@ describe('Faro receiver: busy and full', () => {
     slow.end(']}');
     expect(await first).toBe(202);
     await until(async () => expect((await post(r.app, '{"logs":[]}')).statusCode).toBe(202));
+  });
+
+  it('a sender that goes away mid-body gives its read slot back', async () => {
+    const r = await receiver({ env: { FARO_MAX_BODIES_READING: '1' } });
+    await r.app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = r.app.server.address() as AddressInfo;
+    const gone = request({ host: '127.0.0.1', port, method: 'POST', path: FARO_PATH, headers: { 'content-type': 'application/json', 'x-api-key': KEY, 'transfer-encoding': 'chunked' } });
+    gone.on('error', () => undefined);
+    gone.write('{"logs":[');
+    const slots = pushBudgets(r.app.server, parseConfig({ NODE_ENV: 'test' })).slots.faro;
+    await until(() => expect(slots.inUse).toBe(1));
+    gone.destroy();
+    await until(() => expect(slots.inUse).toBe(0));
   });
 
   it('a full spool: 503 with the spool\'s Retry-After', async () => {
