@@ -34,8 +34,8 @@ export const MUTATION_GROUPS = [
   { name: 'models', mutate: ['src/collectors/models.ts'], tests: ['test/collectors/models.mutation.test.ts'] },
   { name: 'requests', mutate: ['src/collectors/requests.ts'], tests: ['test/collectors/requests.mutation.test.ts', 'test/collectors/requests-units.test.ts'] },
   { name: 'time', mutate: ['src/collectors/time.ts'], tests: ['test/collectors/time.mutation.test.ts'] },
-  { name: 'collector-logs', mutate: ['src/collectors/logs.ts'], tests: ['test/collectors/logs.mutation.test.ts'] },
-  { name: 'logs-job', mutate: ['jobs/logs.ts'], tests: ['test/jobs/logs-job.mutation.test.ts'] },
+  { name: 'collector-logs', mutate: ['src/collectors/logs.ts'], tests: ['test/collectors/logs.mutation.test.ts', 'test/collectors/logs-unescape.mutation.test.ts'] },
+  { name: 'logs-job', mutate: ['jobs/logs.ts'], tests: ['test/jobs/logs-job.mutation.test.ts', 'test/jobs/logs-job-options.mutation.test.ts'] },
   { name: 'writer', mutate: ['src/store/writer.ts'], tests: ['test/store/writer.mutation.test.ts'] },
   {
     name: 'spool',
@@ -54,12 +54,19 @@ export const MUTATION_GROUPS = [
   { name: 'map-line', mutate: ['src/ingest/drain/map-line.ts'], tests: ['test/ingest/drain/map-line.test.ts', 'test/ingest/drain/map-line.mutation.test.ts'] },
   { name: 'drain-auth', mutate: ['src/ingest/drain/auth.ts'], tests: ['test/ingest/drain/auth.mutation.test.ts'] },
   { name: 'webhooks', mutate: ['src/ingest/webhooks.ts'], tests: ['test/ingest/webhooks.mutation.test.ts', 'test/ingest/webhooks-hardening.test.ts', 'test/ingest/webhooks-future-timestamp.test.ts'] },
+  // The receiver's tests take most of a minute and reach into map-items: its mutants run apart from the items'.
+  { name: 'faro-receiver', mutate: ['src/ingest/faro/extension.ts'], tests: ['test/ingest/faro-extension.mutation.test.ts', 'test/ingest/faro-extension-store.mutation.test.ts'] },
   {
-    name: 'faro',
-    mutate: ['src/ingest/faro/**/*.ts'],
-    tests: ['test/ingest/faro-extension.mutation.test.ts', 'test/ingest/faro-map-items.test.ts', 'test/ingest/faro-session-request-ids.test.ts'],
+    name: 'faro-items',
+    mutate: ['src/ingest/faro/map-items.ts', 'src/ingest/faro/session-request-ids.ts'],
+    tests: [
+      'test/ingest/faro-map-items.test.ts',
+      'test/ingest/faro-map-items.mutation.test.ts',
+      'test/ingest/faro-session-request-ids.test.ts',
+      'test/ingest/faro-session-request-ids.mutation.test.ts',
+    ],
   },
-  { name: 'api-index', mutate: ['src/api/index.ts'], tests: ['test/api/index.mutation.test.ts'] },
+  { name: 'api-index', mutate: ['src/api/index.ts'], tests: ['test/api/index.mutation.test.ts', 'test/api/index-reports.mutation.test.ts'] },
   { name: 'admin', mutate: ['src/http/admin.ts'], tests: ['test/http/admin.mutation.test.ts'] },
   { name: 'client', mutate: ['src/platform/client.ts'], tests: ['test/platform/client.test.ts', 'test/platform/client-audit.test.ts', 'test/platform/client.mutation.test.ts'] },
   {
