@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { JobContext } from '../jobs/job.js';
 import { LogRecord, platformPaths } from '../platform/index.js';
-import { mapLineSafely, LOG_ROW_COLUMNS } from '../ingest/drain/map-line.js';
+import { mapLineSafely, LOG_ROW_COLUMNS, unescapeTsvField } from '../ingest/drain/map-line.js';
 import { dropCopiesOfDrainLines, insertLogRows, storedLogKeys, type LogOrigin } from '../store/tables/logs.js';
 import { toDateTime64 } from '../store/values.js';
 import { collectorRejects, commitRows, describeZodIssue, mapLimit, type CollectorRejects } from './common.js';
@@ -77,7 +77,7 @@ export class LogRowBatch {
     }
     const f = outcome.row.split('\t');
     // Columns of LOG_ROW_COLUMNS: 0 timestamp, 2 app, 4 request_id, 8 worker, 11 message (TSV-escaped; stored text is not).
-    const key = recordKey(f[0], unescapeTsv(f[2]), unescapeTsv(f[4]), unescapeTsv(f[8]), unescapeTsv(f[11]));
+    const key = recordKey(f[0], unescapeTsvField(f[2]), unescapeTsvField(f[4]), unescapeTsvField(f[8]), unescapeTsvField(f[11]));
     if (this.keys.has(key)) return false;
     this.keys.add(key);
     this.rows.push(outcome.row);
@@ -162,10 +162,3 @@ function uuidFromText(text: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-const TSV_UNESCAPES: Record<string, string> = { t: '\t', n: '\n', r: '\r', '0': '\0', '\\': '\\', "'": "'" };
-
-/** The value of a TabSeparated String field. */
-function unescapeTsv(field: string): string {
-  // Stryker disable next-line StringLiteral: includes('') is true, and replacing escapes in a field without a backslash changes nothing
-  return field.includes('\\') ? field.replace(/\\(.)/g, (_, c: string) => TSV_UNESCAPES[c] ?? c) : field;
-}

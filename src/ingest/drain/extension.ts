@@ -7,6 +7,7 @@ import { toDateTime64 } from '../../store/values.js';
 import { resolveDrainAuth, type DrainAuth } from './auth.js';
 import { createDrainMetrics } from './metrics.js';
 import { ParserPool } from './parser-pool.js';
+import { unescapeTsvField } from './map-line.js';
 import { pushBudgets } from '../body-budget.js';
 import { drainRoutes } from './receive.js';
 import { SpoolReplayer } from './replay.js';
@@ -160,7 +161,7 @@ export function timestampRange(parts: readonly Buffer[]): { min: string | undefi
   return { min: min?.toString('latin1'), max: max?.toString('latin1') };
 }
 
-/** The distinct `app` values of the rows (the third column, as stored: a timestamp and a level hold no tab). */
+/** The distinct `app` values of the rows (the third column, unescaped: a timestamp and a level hold no tab). */
 export function appsOf(parts: readonly Buffer[]): Set<string> {
   const apps = new Set<string>();
   let last: Buffer | undefined;
@@ -175,7 +176,9 @@ export function appsOf(parts: readonly Buffer[]): Set<string> {
         if (t3 === -1 || t3 > end) t3 = end;
         const app = part.subarray(t2 + 1, t3);
         // Rows of one app come in runs: decode only where the app changes.
-        if (last === undefined || !app.equals(last)) apps.add(app.toString('utf8'));
+        // As stored, not as escaped in the row (an app named team\web is team\\web in TabSeparated): the
+        // copies' delete matches stored names.
+        if (last === undefined || !app.equals(last)) apps.add(unescapeTsvField(app.toString('utf8')));
         last = app;
       }
       start = end + 1;

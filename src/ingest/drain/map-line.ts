@@ -126,6 +126,14 @@ export function tsvField(value: string): string {
   return TSV_SPECIAL.test(value) ? value.replace(TSV_SPECIAL_ALL, escapeChar) : value;
 }
 
+const TSV_UNESCAPES: Record<string, string> = { t: '\t', n: '\n', r: '\r', '0': '\0', '\\': '\\', "'": "'" };
+
+/** The value of a TabSeparated String field, as the store reads it back (the inverse of tsvField). */
+export function unescapeTsvField(field: string): string {
+  // Stryker disable next-line StringLiteral: includes('') is true, and replacing escapes in a field without a backslash changes nothing
+  return field.includes('\\') ? field.replace(/\\(.)/g, (_, c: string) => TSV_UNESCAPES[c] ?? c) : field;
+}
+
 const plain = (value: string): string => value;
 
 /** A quoted string inside a TabSeparated Map field: no raw tab or newline either, so the TSV field stays whole. */

@@ -29,4 +29,11 @@ describe('appsOf', () => {
     ];
     expect([...appsOf(parts)].sort()).toEqual(['', 'flux', 'ünïcode-ø']);
   });
+
+  it('app names as the store holds them, not as escaped in the rows: a backslash, tab or newline in a name', () => {
+    // TabSeparated escapes written out by hand: team\web is "team\\web" in a row, a tab "\t", a newline "\n".
+    const parts = [Buffer.from(row('2026-11-19 08:00:00.000', 'team\\\\web') + row('2026-11-19 08:00:01.000', 'a\\tb\\nc'))];
+    expect([...appsOf(parts)].sort()).toEqual(['a\tb\nc', 'team\\web']);
+  });
 });
+
