@@ -6,11 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { MUTATION_SCOPE } from '../stryker.config.mjs';
 
-// One report or several (comma-separated: the default run writes one per group); a file's mutants come from the
-// last report that has them.
-const reportPaths = (process.argv[2] ?? 'reports/mutation/mutation.json').split(',').filter(Boolean);
-const report = { files: {} };
-for (const path of reportPaths) Object.assign(report.files, JSON.parse(readFileSync(path, 'utf8')).files);
+// One report or several (comma-separated: the default run writes one per group). `path::a|b` takes from that
+// report only the files the patterns a, b name: a group's report also carries, from its incremental file, results
+// of files other groups mutate, which may be older than theirs.
+const reportArgs = (process.argv[2] ?? 'reports/mutation/mutation.json').split(',').filter(Boolean);
 // Optional: the run's --mutate patterns (comma-separated, line ranges allowed): only the files they name.
 const only = process.argv[3]?.split(',').map((p) => p.trim().replace(/:\d+(:\d+)?-\d+(:\d+)?$/, '')).filter(Boolean);
 
@@ -21,6 +20,15 @@ export function patternRegExp(pattern) {
     .map((part) => part.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*'))
     .join('/(?:.*/)?');
   return new RegExp(`^${body}$`);
+}
+
+const report = { files: {} };
+for (const arg of reportArgs) {
+  const [path, patterns] = arg.split('::');
+  const keep = patterns?.split('|').map(patternRegExp);
+  for (const [file, entry] of Object.entries(JSON.parse(readFileSync(path, 'utf8')).files)) {
+    if (!keep || keep.some((re) => re.test(file))) report.files[file] = entry;
+  }
 }
 
 const scope = MUTATION_SCOPE.map((pattern) => ({ pattern, re: patternRegExp(pattern) }));

@@ -69,7 +69,7 @@ for (const [i, group] of groups.entries()) {
   if (run.status !== 0) failed.push(group.name);
 }
 console.log(`\n== ${groups.length} group(s) in ${Math.round((Date.now() - started) / 1000)} s\n`);
-const reports = groups.filter((g) => !failed.includes(g.name)).map((g) => `reports/mutation/${g.name}/mutation.json`);
+const reports = groups.filter((g) => !failed.includes(g.name)).map((g) => `reports/mutation/${g.name}/mutation.json::${g.mutate.join('|')}`);
 const scores = reports.length > 0 ? spawnSync(process.execPath, [scoresScript, reports.join(','), groups.flatMap((g) => g.mutate).join(',')], { stdio: 'inherit' }) : { status: 0 };
 if (failed.length > 0) stop(`group(s) failed: ${failed.join(', ')}`);
 process.exit(scores.status ?? 1);
