@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BUSY, CommitThread, GENERATION, type CommitRecord } from '../../../src/ingest/drain/spool/commit-thread.js';
 import { SqliteSpool } from '../../../src/ingest/drain/spool/sqlite-spool.js';
 import type { StagedData } from '../../../src/ingest/drain/spool/spool.js';
+import { sqliteError } from '../../support/sqlite-error.js';
 
 const SCHEMA = `
 CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, received_at_ms INTEGER NOT NULL, row_format TEXT NOT NULL,
@@ -58,7 +59,7 @@ describe('commit thread: start', () => {
   it('a file it cannot open: start rejects with SQLite code (the spool then commits on its own connection)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'commit-thread-'));
     mkdirSync(join(dir, 'a-folder'));
-    await expect(CommitThread.start(join(dir, 'a-folder'))).rejects.toMatchObject({ message: 'unable to open database file', code: 'SQLITE_CANTOPEN' });
+    await expect(CommitThread.start(join(dir, 'a-folder'))).rejects.toMatchObject({ message: 'unable to open database file', ...sqliteError('SQLITE_CANTOPEN') });
   });
 
   it('no answer within the time given: start rejects', async () => {
@@ -109,7 +110,7 @@ describe('commit thread: commits', () => {
     t.quiesce();
     t.reopen(mkdtempSync(join(tmpdir(), 'commit-thread-')));
     await vi.waitFor(() => expect(t.dead).toBeDefined(), { timeout: 20_000 });
-    expect(t.dead).toMatchObject({ code: 'SQLITE_CANTOPEN' });
+    expect(t.dead).toMatchObject(sqliteError('SQLITE_CANTOPEN'));
     await expect(t.commit([record('y')], 5)).rejects.toBe(t.dead);
   });
 });

@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BUSY, GENERATION, type CommitRecord, type FromCommitter, type ToCommitter } from '../../../src/ingest/drain/spool/commit-thread.js';
 import { backingStores, describe as describeError, serveCommits } from '../../../src/ingest/drain/spool/commit-worker.js';
+import { sqliteError } from '../../support/sqlite-error.js';
 
 // The spool's tables as src/ingest/drain/spool/sqlite-spool.ts creates them (the file is made in rollback-journal
 // mode, so that the thread's own PRAGMAs are what turn on WAL).
@@ -106,13 +107,13 @@ describe('commit worker: open', () => {
     mkdirSync(join(dir, 'a-folder'));
     const t = serve();
     const answer = await t.ask({ t: 'open', path: join(dir, 'a-folder'), generation: 3 });
-    expect(answer).toMatchObject({ t: 'open-failed', generation: 3, error: { code: 'SQLITE_CANTOPEN', message: 'unable to open database file' } });
+    expect(answer).toMatchObject({ t: 'open-failed', generation: 3, error: { ...sqliteError('SQLITE_CANTOPEN'), message: 'unable to open database file' } });
   });
 
   it('a file without the spool tables: open-failed (the statements are prepared at open)', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'commit-worker-')), 'spool.sqlite');
     const t = serve();
-    expect(await t.ask({ t: 'open', path, generation: 0 })).toMatchObject({ t: 'open-failed', generation: 0, error: { message: 'no such table: records', code: 'SQLITE_ERROR' } });
+    expect(await t.ask({ t: 'open', path, generation: 0 })).toMatchObject({ t: 'open-failed', generation: 0, error: { message: 'no such table: records', ...sqliteError('SQLITE_ERROR') } });
   });
 });
 
@@ -150,7 +151,7 @@ describe('commit worker: commit', () => {
     await t.ask({ t: 'open', path, generation: 0 });
     const bad = { ...record('bad'), id: null as unknown as string };
     const answer = await t.ask({ t: 'commit', seq: 2, generation: 0, now: 5, records: [record('good'), bad] });
-    expect(answer).toMatchObject({ t: 'failed', seq: 2, error: { code: 'SQLITE_CONSTRAINT_NOTNULL', message: 'NOT NULL constraint failed: records.id' } });
+    expect(answer).toMatchObject({ t: 'failed', seq: 2, error: { ...sqliteError('SQLITE_CONSTRAINT_NOTNULL'), message: 'NOT NULL constraint failed: records.id' } });
     expect((answer as Extract<FromCommitter, { t: 'failed' }>).released.map((b) => Buffer.from(b).toString()).sort()).toEqual(['', '', '{"id":"bad"}\n', '{"id":"good"}\n']);
     expect(readBack(path)).toEqual({ records: [], seen: [] });
     expect(Atomics.load(t.shared, BUSY)).toBe(0);

@@ -45,6 +45,7 @@ export interface BuiltinDatabase {
 /** node:sqlite's connection; `DatabaseSync` is a parameter so that a test on Node 20 (which has none) can hand in a stand-in. */
 export function openBuiltin(path: string, DatabaseSync = (require('node:sqlite') as { DatabaseSync: new (path: string) => BuiltinDatabase }).DatabaseSync): SqlDatabase {
   const db = new DatabaseSync(path);
+  let open = true;
   return {
     driver: 'node:sqlite',
     exec: (sql) => db.exec(sql),
@@ -67,7 +68,12 @@ export function openBuiltin(path: string, DatabaseSync = (require('node:sqlite')
         throw err;
       }
     },
-    close: () => db.close(),
+    // Closing twice does nothing, as on better-sqlite3 (node:sqlite throws "database is not open").
+    close: () => {
+      if (!open) return;
+      open = false;
+      db.close();
+    },
   };
 }
 
