@@ -3,7 +3,7 @@
 // column order of the `logs` insert, DateTime64(3) text worked out from the ISO text and its offset, the calendar
 // (30-day months, leap years by the Gregorian rule), and DateTime64's range 1900-01-01 .. 2299-12-31 23:59:59.999.
 import { describe, expect, it } from 'vitest';
-import { mapLine, mapLineSafely, toDateTime64Text } from '../../../src/ingest/drain/map-line.js';
+import { mapLine, mapLineSafely, toDateTime64Text, tsvField, unescapeTsvField } from '../../../src/ingest/drain/map-line.js';
 
 const ctx = { receivedAt: '2026-11-21 12:00:00.000', batchId: '0b8e7a6c-1f7e-4d64-9a54-3c1b7d1f2e11' };
 
@@ -201,5 +201,18 @@ describe('mapLineSafely', () => {
     expect(answer).toEqual({ ok: false, code: 'unmappable', reason: 'unmappable: the line could not be turned into a row (RangeError)' });
     // With room, the same line maps.
     expect(mapLineSafely(text, 1, ctx).ok).toBe(true);
+  });
+});
+
+describe('unescapeTsvField', () => {
+  it("reads a TabSeparated String field back as the store does: \\t \\n \\r \\0 \\\\ \\' and any other escaped character as itself", () => {
+    // Hand-written fields (ClickHouse's TabSeparated escapes) and their values.
+    expect(unescapeTsvField('plain text')).toBe('plain text');
+    expect(unescapeTsvField('a\\tb\\nc\\rd\\0e')).toBe('a\tb\nc\rd\0e');
+    expect(unescapeTsvField('team\\\\web')).toBe('team\\web');
+    expect(unescapeTsvField("it\\'s")).toBe("it's");
+    expect(unescapeTsvField('\\x\\\\t')).toBe('x\\t');
+    // The inverse of what the rows are written with.
+    for (const value of ['team\\web', 'tab\there', 'line\nbreak\r', 'nul\0', '\\\\']) expect(unescapeTsvField(tsvField(value))).toBe(value);
   });
 });
