@@ -16,7 +16,7 @@
  * runs only its own files, and its score counts only what they kill. `npm run mutation -- --group spool` runs one.
  */
 export const MUTATION_GROUPS = [
-  { name: 'values', mutate: ['src/store/values.ts'], tests: ['test/store/values.test.ts', 'test/store/values-mutants.test.ts', 'test/collectors/requests-units.test.ts'] },
+  { name: 'values', mutate: ['src/store/values.ts'], tests: ['test/store/values.test.ts', 'test/store/values-mutants.test.ts', 'test/store/values-dates.mutation.test.ts', 'test/collectors/requests-units.test.ts'] },
   { name: 'finance', mutate: ['src/api/finance.ts'], tests: ['test/api/finance.mutation.test.ts'] },
   { name: 'focus', mutate: ['src/api/focus.ts'], tests: ['test/api/focus-money.test.ts', 'test/api/focus-rows.test.ts', 'test/api/focus-final.mutation.test.ts'] },
   {
