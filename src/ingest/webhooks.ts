@@ -198,7 +198,6 @@ export function readSignedHeaders(headers: Record<string, string | string[] | un
   const missing = Object.entries(HEADERS)
     .filter(([, name]) => !value(name))
     .map(([, name]) => name.replace(/(^|-)(\w)/g, (_m, dash: string, c: string) => dash + c.toUpperCase()));
-  // Stryker disable next-line ConditionalExpression,LogicalOperator: missing lists exactly the empty headers, so either half alone decides; the second is there for the type checker
   if (missing.length > 0 || !requestId || !userId || !timestampText || !signatureHex) {
     return { outcome: 'missing_headers', reason: `missing ${missing.join(', ')}` };
   }
@@ -229,7 +228,6 @@ function signedDelivery(h: SignedHeaders, bodySha256Hex: string): SignedDelivery
     requestId: h.requestId,
     userId: h.userId,
     timestamp: Number(h.timestampText),
-    // Stryker disable next-line StringLiteral: Buffer.from reads a string as UTF-8 when the encoding is empty
     message: Buffer.from(`${h.requestId}\n${h.userId}\n${h.timestampText}\n${bodySha256Hex}`, 'utf8'),
     signature: Buffer.from(h.signatureHex, 'hex'),
   };
@@ -250,7 +248,6 @@ async function readWebhookBody(stream: Readable | undefined, declared: number | 
   let length = 0;
   const tooLarge = { outcome: 'too_large' as const, reason: `the body exceeds ${MAX_WEBHOOK_BODY_BYTES} bytes` };
   const overBudget = { outcome: 'busy' as const, reason: 'too many unauthenticated webhook body bytes are held (PUSH_UNVERIFIED_MAX_BYTES, PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS); retry later' };
-  // Stryker disable next-line ConditionalExpression: undefined > MAX_WEBHOOK_BODY_BYTES is false, so the undefined test alone decides nothing
   if (declared !== undefined && declared > MAX_WEBHOOK_BODY_BYTES) return tooLarge;
   if (declared !== undefined && !lease.reserve(declared)) return overBudget;
   if (stream) {
@@ -258,7 +255,6 @@ async function readWebhookBody(stream: Readable | undefined, declared: number | 
       // The request stays usable when the body is cut short here, so the answer still reaches the sender.
       for await (const chunk of stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
         if (length + chunk.length > MAX_WEBHOOK_BODY_BYTES) return tooLarge;
-        // Stryker disable next-line EqualityOperator: at equality the mutant reserves 0 bytes, which a lease still reading always grants
         if (length + chunk.length > lease.held && !lease.reserve(length + chunk.length - lease.held)) return overBudget;
         length += chunk.length;
         hash.update(chunk);
@@ -435,7 +431,6 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
       schema: {
         // Stryker disable next-line ObjectLiteral: every answer carries only the schema's properties, each a string: serialized alike with or without the schema
         response: {
-          // Stryker disable next-line ObjectLiteral: every answer carries only these properties, each a string: serialized alike with or without the schema
           200: { type: 'object', properties: { status: { type: 'string' }, request_id: { type: 'string' } } },
           401: errorSchema,
           413: errorSchema,
@@ -452,10 +447,8 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         return reply.code(STATUS[outcome]).headers(headers).send(body);
       };
       const h = readSignedHeaders(req.headers, Math.floor(now() / 1000));
-      // Stryker disable next-line ConditionalExpression,StringLiteral,ObjectLiteral: the onRequest hook refused these same headers already; here the check only narrows the type
       if ('outcome' in h) return finish(h.outcome, { error: 'Unauthorized', message: h.reason });
       const declaredText = req.headers['content-length'];
-      // Stryker disable next-line ConditionalExpression: Number(undefined) is NaN, which the isFinite check below turns into undefined as well
       const declared = declaredText === undefined ? undefined : Number(declaredText);
       const body = await readWebhookBody(req.body as Readable | undefined, Number.isFinite(declared) ? declared : undefined, leases.get(req.raw)!);
       if ('gone' in body) return reply;

@@ -497,7 +497,6 @@ export class PlatformClient {
   async #acquire(signal: AbortSignal | undefined): Promise<void> {
     for (;;) {
       const pauseMs = this.#pausedUntil - performance.now();
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: a sleep of zero or less ms returns on the next tick, as no sleep does
       if (pauseMs > 0) await sleep(pauseMs, undefined, signal ? { signal } : undefined);
       if (this.#inFlight < this.#maxInFlight) {
         this.#inFlight++;
@@ -511,7 +510,6 @@ export class PlatformClient {
         };
         const onAbort = (): void => {
           const i = this.#waiting.indexOf(wake);
-          // Stryker disable next-line ConditionalExpression: wake leaves the queue only by being called, which removes this listener first, so it is always found
           if (i >= 0) this.#waiting.splice(i, 1);
           // Stryker disable next-line OptionalChaining: onAbort is only ever registered on signal, which is then set
           reject(signal?.reason);

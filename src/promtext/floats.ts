@@ -24,14 +24,12 @@ const UPPER_E = 69;
  */
 export function parseGoFloat(s: string, start: number, end: number): number | undefined {
   let i = start;
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: an empty range finds no digit, and parseSpecial refuses the empty word: undefined either way
   if (i >= end) return undefined;
   let c = s.charCodeAt(i);
   let negative = false;
   if (c === PLUS || c === MINUS) {
     negative = c === MINUS;
     i++;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: a sign alone finds no digit, and parseSpecial refuses the empty word: undefined either way
     if (i >= end) return undefined;
   }
   let mantissa = 0;
@@ -49,7 +47,6 @@ export function parseGoFloat(s: string, start: number, end: number): number | un
       if (mantissa === 0 && c === DIGIT_0) {
         if (sawDot) exponent--;
       } else if (
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: false (or >= 15) sends every number to the Number() fallback, which gives the same double (a comment before `} else if` is not attached to the condition)
         digits < 15
       ) {
         mantissa = mantissa * 10 + (c - DIGIT_0);
@@ -69,7 +66,6 @@ export function parseGoFloat(s: string, start: number, end: number): number | un
   if (i < end) {
     if (c !== LOWER_E && c !== UPPER_E) return undefined;
     i++;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: an exponent with no digit is refused by the check after the exponent's sign as well
     if (i >= end) return undefined;
     c = s.charCodeAt(i);
     let expNegative = false;
@@ -148,7 +144,6 @@ function formatGoShortestG(f: number): string {
   if (x < -4 || x >= 6) {
     const mant = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
     const absX = Math.abs(x);
-    // Stryker disable next-line EqualityOperator: x is never 0 here (x < -4 or x >= 6), so x <= 0 and x < 0 agree
     return `${sign}${mant}e${x < 0 ? '-' : '+'}${absX < 10 ? '0' : ''}${absX}`;
   }
   const decimalPoint = x + 1;

@@ -53,7 +53,6 @@ function keyedFactory(names: readonly string[]): LabelFactory {
 
 export function setLabel(labels: Record<string, string>, name: string, value: string): void {
   // A label may legitimately be called __proto__; plain assignment would set the prototype instead.
-  // Stryker disable next-line ConditionalExpression: defining every label as an own enumerable, writable, configurable property is what assignment does for any other name
   if (name === '__proto__') {
     Object.defineProperty(labels, name, { value, enumerable: true, writable: true, configurable: true });
   } else {

@@ -28,7 +28,6 @@ const METRIC_CHAR = 2;
 const LABEL_START = 4;
 const LABEL_CHAR = 8;
 const CLASS = new Uint8Array(128);
-// Stryker disable next-line EqualityOperator: writing CLASS[128] of a Uint8Array(128) is a no-op
 for (let c = 0; c < 128; c++) {
   const letter = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
   const digit = c >= DIGIT_0 && c <= DIGIT_9;
@@ -219,7 +218,6 @@ export class ExpositionParser {
     if (this.len === 0) return this.out;
     if (this.om) this.parseOpenMetrics();
     else this.parseProm();
-    // Stryker disable next-line ConditionalExpression: applyLateMeta rewrites only the samples of families marked lateMeta: running it always changes nothing
     if (this.anyLateMeta) this.applyLateMeta();
     return this.out;
   }
@@ -252,17 +250,14 @@ export class ExpositionParser {
     const s = this.text;
     const len = this.len;
     let j = hashAt + 1;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
     let c = j < len ? s.charCodeAt(j) : NL;
     if (c === SP || c === TAB) {
-      // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
       while (c === SP || c === TAB) c = ++j < len ? s.charCodeAt(j) : NL;
       let kind = 0;
       if (c === 72 && s.charCodeAt(j + 1) === 69 && s.charCodeAt(j + 2) === 76 && s.charCodeAt(j + 3) === 80) kind = META_HELP;
       else if (c === 84 && s.charCodeAt(j + 1) === 89 && s.charCodeAt(j + 2) === 80 && s.charCodeAt(j + 3) === 69) kind = META_TYPE;
       if (kind !== 0) {
         const k = j + 4;
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
         c = k < len ? s.charCodeAt(k) : NL;
         if (c === SP || c === TAB) return this.promMeta(kind, k);
       }
@@ -278,13 +273,10 @@ export class ExpositionParser {
     const word = kind === META_HELP ? 'HELP' : 'TYPE';
     let i = at;
     let c = s.charCodeAt(i);
-    // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
     while (c === SP || c === TAB) c = ++i < len ? s.charCodeAt(i) : NL;
     let name: string;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
     if (c < 128 && (CLASS[c] & METRIC_START) !== 0) {
       const start = i;
-      // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing; CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
       while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
       name = s.slice(start, i);
     } else if (c === QUOTE) {
@@ -299,7 +291,6 @@ export class ExpositionParser {
     // promlex.l: the text token starts right after the name and its first character is dropped
     // (normally the separating space); a rest of only whitespace is no text at all.
     let k = i;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the character at eol is the newline (or past the end), never a space
     while (k < eol && ((c = s.charCodeAt(k)) === SP || c === TAB)) k++;
     const raw = k === eol ? '' : s.slice(i + 1, eol);
     if (kind === META_HELP) {
@@ -320,11 +311,9 @@ export class ExpositionParser {
     const len = this.len;
     const lineStart = i;
     let name: string | null = null;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
     if (c < 128 && (CLASS[c] & METRIC_START) !== 0) {
       i = this.scanMetricName(i);
       name = this.scanned;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (c is read again before its next use)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
     } else if (c !== LBRACE) {
       return this.fail(i, 'expected a metric name, "{" or "#" at the start of the line');
@@ -333,10 +322,8 @@ export class ExpositionParser {
     // Stryker disable next-line BooleanLiteral: false only makes checkLabelNames check names it could skip: same result
     this.labelNamesReused = true;
     this.braceName = null;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
     if (i < len && s.charCodeAt(i) === LBRACE) {
       i = this.promLabels(i + 1, name !== null);
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (c is read again before its next use)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
     }
     if (name === null) {
@@ -349,7 +336,6 @@ export class ExpositionParser {
     if (i === valueStart) return this.fail(i, 'expected a value after the metric name and labels');
     const value = parseGoFloat(s, valueStart, i);
     if (value === undefined) return this.failValue(valueStart, i, 'value');
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (the use of c after it checks i < len first)
     while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
     let timestampMs: number | null = null;
     if (i < len && c !== NL) {
@@ -357,14 +343,11 @@ export class ExpositionParser {
         return this.fail(i, 'expected an integer timestamp in milliseconds or the end of the line');
       }
       const tsStart = i;
-      // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
       while (++i < len && (c = s.charCodeAt(i)) >= DIGIT_0 && c <= DIGIT_9);
       timestampMs = this.integerTimestamp(tsStart, i);
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (the use of c after it checks i < len first)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       if (i < len && c !== NL) return this.fail(i, 'unexpected text after the timestamp');
     }
-    // Stryker disable next-line ConditionalExpression: checking the names of a line without labels finds nothing
     if (this.labelCount !== 0) this.checkLabelNames();
     this.emit(name, this.buildLabels(), value, timestampMs, null);
     return i + 1;
@@ -377,7 +360,6 @@ export class ExpositionParser {
     let i = reused === 0 ? at : this.prefixEnd;
     let c = 0;
     for (;;) {
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (i >= len is tested next)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       if (i >= len || c === NL) return this.fail(i, 'unterminated label set (missing "}")');
       if (c === RBRACE) {
@@ -386,7 +368,6 @@ export class ExpositionParser {
       }
       const nameAt = i;
       let quoted = false;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
       if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
         i = this.scanLabelName(i);
       } else if (c === QUOTE) {
@@ -396,9 +377,7 @@ export class ExpositionParser {
         return this.fail(i, 'expected a label name');
       }
       const labelName = this.scanned;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (i >= len is tested before c is trusted)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is still the opening quote of the name, neither comma nor brace: i < len adds nothing
       if (quoted && (c === COMMA || c === RBRACE) && i < len) {
         // A quoted string alone is the metric name ({"my.metric", a="b"}).
         this.setBraceName(labelName, hasName, nameAt);
@@ -409,21 +388,16 @@ export class ExpositionParser {
         }
         continue;
       }
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is still the first character of the name (or its quote), never "=": the same failure
       if (i >= len || c !== EQUALS) return this.fail(i, `expected "=" after label name "${labelName}"`);
       i++;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (i >= len is tested next)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is still "=", never a quote: the same failure
       if (i >= len || c !== QUOTE) return this.fail(i, `expected a double-quoted value for label "${labelName}"`);
       // 0.0.4 label values may hold a raw newline: promlex.l's \"(\\.|[^\\"])*\" allows it.
       i = this.scanLabelValue(i + 1, true);
       this.addLabel(labelName, this.scanned, nameAt, quoted);
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (at the end c is the closing quote or NaN: no comma either way)
       while (i < len && ((c = s.charCodeAt(i)) === SP || c === TAB)) i++;
       // Commas are optional between 0.0.4 labels (promparse.go accepts {a="1" b="2"}), and one may
       // trail the last label.
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is still the closing quote of the value, never a comma
       if (c === COMMA && i < len) {
         i++;
         this.labelEnds[this.labelCount - 1] = i;
@@ -445,7 +419,6 @@ export class ExpositionParser {
       if (c === HASH) {
         i = this.omComment(i);
       } else if (
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives (a comment before `} else if` is not attached to the condition)
         (c < 128 && (CLASS[c] & METRIC_START) !== 0) || c === LBRACE
       ) {
         i = this.omSample(i, c);
@@ -459,13 +432,11 @@ export class ExpositionParser {
     const s = this.text;
     const len = this.len;
     const j = hashAt + 2;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
     if (hashAt + 1 >= len || s.charCodeAt(hashAt + 1) !== SP) {
       return this.fail(hashAt, 'OpenMetrics allows only "# HELP", "# TYPE", "# UNIT" and "# EOF" lines starting with "#"');
     }
     if (s.startsWith('EOF', j)) {
       let k = j + 3;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
       if (k < len && s.charCodeAt(k) === NL) k++;
       if (k !== len) return this.fail(k, 'unexpected data after "# EOF"');
       this.sawEof = true;
@@ -478,13 +449,10 @@ export class ExpositionParser {
     else return this.fail(hashAt, 'OpenMetrics allows only "# HELP", "# TYPE", "# UNIT" and "# EOF" lines starting with "#"');
     const word = kind === META_HELP ? 'HELP' : kind === META_TYPE ? 'TYPE' : 'UNIT';
     let i = j + 5;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
     let c = i < len ? s.charCodeAt(i) : NL;
     let name: string;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
     if (c < 128 && (CLASS[c] & METRIC_START) !== 0) {
       const start = i;
-      // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing; CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
       while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
       name = s.slice(start, i);
     } else if (c === QUOTE) {
@@ -494,7 +462,6 @@ export class ExpositionParser {
     } else {
       return this.fail(i, `expected a metric name after ${word}`);
     }
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
     if (i >= len || s.charCodeAt(i) !== SP) return this.fail(i, `expected a space and text after the metric name in ${word}`);
     const eol = s.indexOf('\n', i);
     if (eol === -1) return this.fail(len, `${word} line not terminated by a newline`);
@@ -531,13 +498,11 @@ export class ExpositionParser {
     // Stryker disable next-line BooleanLiteral: false only makes checkLabelNames check names it could skip: same result
     this.labelNamesReused = true;
     this.braceName = null;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
     if (i < len && s.charCodeAt(i) === LBRACE) i = this.omLabels(i + 1, name !== null);
     if (name === null) {
       name = this.braceName;
       if (name === null) return this.fail(lineStart, 'metric name not set (neither before nor inside the braces)');
     }
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
     if (i >= len || s.charCodeAt(i) !== SP) {
       return this.fail(i, 'expected a single space and the value after the metric name and labels');
     }
@@ -546,12 +511,10 @@ export class ExpositionParser {
     if (i === valueStart) return this.fail(i, 'expected a value after the metric name and labels');
     const value = parseGoFloat(s, valueStart, i);
     if (value === undefined) return this.failValue(valueStart, i, 'value');
-    // Stryker disable next-line ConditionalExpression: checking the names of a line without labels finds nothing
     if (this.labelCount !== 0) this.checkLabelNames();
     const labels = this.buildLabels();
     let timestampMs: number | null = null;
     let exemplar: Exemplar | null = null;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is the value's last character (no space): the sample is emitted and parseOpenMetrics fails with the same reason at the same place
     if (i >= len) return this.fail(len, 'the exposition does not end with "# EOF"');
     if (c === SP) {
       i++;
@@ -562,7 +525,6 @@ export class ExpositionParser {
         const tsStart = i;
         while (i < len && (c = s.charCodeAt(i)) !== SP && c !== NL) i++;
         timestampMs = this.secondsTimestamp(tsStart, i, 'timestamp');
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is the timestamp's last character (no space): the sample is emitted and parseOpenMetrics fails with the same reason at the same place
         if (i >= len) return this.fail(len, 'the exposition does not end with "# EOF"');
         if (c === SP) {
           if (!this.isExemplarStart(i + 1)) return this.fail(i, 'expected the end of the line or " # {" (an exemplar) after the timestamp');
@@ -577,7 +539,6 @@ export class ExpositionParser {
 
   private isExemplarStart(i: number): boolean {
     const s = this.text;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing (i + 2 < len only guards the reads; the variants that drop a character test are killed)
     return i + 2 < this.len && s.charCodeAt(i) === HASH && s.charCodeAt(i + 1) === SP && s.charCodeAt(i + 2) === LBRACE;
   }
 
@@ -601,9 +562,7 @@ export class ExpositionParser {
         break;
       }
       const nameAt = i;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
       if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
-        // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing; CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
         while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & LABEL_CHAR) !== 0);
         this.scanned = s.slice(nameAt, i);
       } else if (c === QUOTE) {
@@ -614,19 +573,15 @@ export class ExpositionParser {
       }
       const labelName = this.scanned;
       if (labelName.length === 0) this.fail(nameAt, 'empty label name');
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
       if (i >= len || s.charCodeAt(i) !== EQUALS) return this.fail(i, `expected "=" after exemplar label name "${labelName}"`);
       i++;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
       if (i >= len || s.charCodeAt(i) !== QUOTE) return this.fail(i, `expected a double-quoted value for exemplar label "${labelName}"`);
       i = this.scanQuoted(i + 1, false);
       setLabel(labels, labelName, this.scanned);
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
       c = i < len ? s.charCodeAt(i) : NL;
       if (c === COMMA) i++;
       else if (c !== RBRACE) return this.fail(i, 'expected "," or "}" after an exemplar label value');
     }
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
     if (i >= len || s.charCodeAt(i) !== SP) return this.fail(i, 'expected a space and the exemplar value after its labels');
     const valueStart = ++i;
     while (i < len && (c = s.charCodeAt(i)) !== SP && c !== NL) i++;
@@ -634,14 +589,12 @@ export class ExpositionParser {
     const value = parseGoFloat(s, valueStart, i);
     if (value === undefined) return this.failValue(valueStart, i, 'exemplar value');
     let timestampMs: number | null = null;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: at the end c is the value's last character, never a space
     if (i < len && c === SP) {
       const tsStart = ++i;
       while (i < len && (c = s.charCodeAt(i)) !== SP && c !== NL) i++;
       timestampMs = this.secondsTimestamp(tsStart, i, 'exemplar timestamp');
       if (i < len && c !== NL) return this.fail(i, 'unexpected text after the exemplar timestamp');
     }
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: the caller emits the sample and parseOpenMetrics then fails with the same reason at the same place
     if (i >= len) return this.fail(len, 'the exposition does not end with "# EOF"');
     this.exemplarEnd = i;
     return { labels, value, timestampMs };
@@ -664,7 +617,6 @@ export class ExpositionParser {
       }
       const nameAt = i;
       let quoted = false;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
       if (c < 128 && (CLASS[c] & LABEL_START) !== 0) {
         i = this.scanLabelName(i);
       } else if (c === QUOTE) {
@@ -674,7 +626,6 @@ export class ExpositionParser {
         return this.fail(i, 'expected a label name');
       }
       const labelName = this.scanned;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
       c = i < len ? s.charCodeAt(i) : NL;
       if (quoted && (c === COMMA || c === RBRACE)) {
         this.setBraceName(labelName, hasName, nameAt);
@@ -687,11 +638,9 @@ export class ExpositionParser {
       }
       if (c !== EQUALS) return this.fail(i, `expected "=" after label name "${labelName}"`);
       i++;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing: the same failure
       if (i >= len || s.charCodeAt(i) !== QUOTE) return this.fail(i, `expected a double-quoted value for label "${labelName}"`);
       i = this.scanLabelValue(i + 1, false);
       this.addLabel(labelName, this.scanned, nameAt, quoted);
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing
       c = i < len ? s.charCodeAt(i) : NL;
       if (c === COMMA) {
         i++;
@@ -744,7 +693,6 @@ export class ExpositionParser {
     if (reused !== 0 && n <= reused + 1) return;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: the leading-label reuse is a shortcut: when it is not taken (or a prefix that can never match is kept) the labels are read from the text, the same labels (the variants that give a one-label block a prefix are killed)
     const end = n >= 2 ? (this.labelEnds[n - 2] as number) : -1;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,UnaryOperator,BlockStatement: a prefix ending at -1 has a negative length and never matches the next block, as none would (the quoted-block variants are killed)
     if (this.blockQuoted || end === -1) {
       this.prefixCount = 0;
       return;
@@ -767,18 +715,15 @@ export class ExpositionParser {
     const len = this.len;
     const prev = this.prevName;
     let c = 0;
-    // Stryker disable next-line ConditionalExpression,BlockStatement: the previous-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
     if (prev !== null) {
       // Stryker disable next-line ArithmeticOperator: the previous-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       const end = at + prev.length;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,MethodExpression,BlockStatement: the previous-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       if (end <= len && (end === len || (c = s.charCodeAt(end)) >= 128 || (CLASS[c] & METRIC_CHAR) === 0) && s.slice(at, end) === prev) {
         this.scanned = prev;
         return end;
       }
     }
     let i = at;
-    // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing; CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
     while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & METRIC_CHAR) !== 0);
     this.scanned = s.slice(at, i);
     return i;
@@ -794,14 +739,11 @@ export class ExpositionParser {
     const k = this.labelCount;
     const prev = this.prevLabelNames[k];
     let c = 0;
-    // Stryker disable next-line ConditionalExpression,BlockStatement: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
     if (prev !== undefined) {
       // Stryker disable next-line ArithmeticOperator: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       const end = at + prev.length;
       if (
-        // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
         end < len &&
-        // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
         ((c = s.charCodeAt(end)) >= 128 || (CLASS[c] & LABEL_CHAR) === 0) &&
         // Stryker disable next-line MethodExpression: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
         s.slice(at, end) === prev
@@ -811,7 +753,6 @@ export class ExpositionParser {
       }
     }
     let i = at;
-    // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN, which equals no character, so the bound or the fallback changes nothing; CLASS is a Uint8Array(128): CLASS[c] is undefined for c >= 128 (and NaN), and undefined & flag is 0, as the < 128 test gives
     while (++i < len && (c = s.charCodeAt(i)) < 128 && (CLASS[c] & LABEL_CHAR) !== 0);
     const name = s.slice(at, i);
     // Stryker disable next-line ConditionalExpression: the else branch stores an equal string and makes the names be checked again: same result
@@ -857,7 +798,6 @@ export class ExpositionParser {
     // Stryker disable next-line ArithmeticOperator: an unused local
     const length = close - at;
     const value = s.slice(at, close);
-    // Stryker disable next-line ConditionalExpression: the else branch keeps an equal string: same value (the variant that keeps a different one is killed)
     if (prev === value) {
       this.scanned = prev;
     } else {
@@ -875,7 +815,6 @@ export class ExpositionParser {
     // Stryker disable next-line BooleanLiteral: unescaping a string without a backslash gives it unchanged
     let escaped = false;
     for (;;) {
-      // Stryker disable next-line EqualityOperator: at i = len the character is NaN, so i moves on to len + 1 and the same failure follows
       if (i >= len) return this.fail(at - 1, 'unterminated quoted string');
       const c = s.charCodeAt(i);
       if (c === QUOTE) break;
@@ -901,7 +840,6 @@ export class ExpositionParser {
 
   private addLabel(name: string, value: string, at: number, quoted: boolean): void {
     const n = this.labelCount;
-    // Stryker disable next-line ConditionalExpression: treating a bare name as quoted only turns off the shortcuts (prefix reuse, the previous-name match, skipping the name check): same labels (the false variant is killed)
     if (quoted) {
       // Quoted names bypass scanLabelName, and must not be matched as bare names there.
       // Stryker disable next-line BooleanLiteral: leading labels are reused only when their text is the same, which reads as the same labels, quoted names included
@@ -928,7 +866,6 @@ export class ExpositionParser {
    */
   private checkLabelNames(): void {
     const n = this.labelCount;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: checking names that could be skipped finds nothing (the variants that skip a needed check are killed)
     if (this.labelNamesReused && n <= this.verifiedNames) return;
     const names = this.labelNames;
     for (let k = 0; k < n; k++) {
@@ -954,7 +891,6 @@ export class ExpositionParser {
     for (let r = 0; r < recent.length; r++) {
       const entry = recent[r] as { names: string[]; make: LabelFactory };
       const known = entry.names;
-      // Stryker disable next-line ConditionalExpression: the recent-factory list only saves a lookup: a miss asks labelFactory, whose factory builds the same object (its false variant, a wrong hit, is killed by the tests)
       if (known.length !== n) continue;
       let k = 0;
       // Stryker disable next-line ConditionalExpression,EqualityOperator: the recent-factory list only saves a lookup: a miss asks labelFactory, whose factory builds the same object
@@ -982,7 +918,6 @@ export class ExpositionParser {
     for (let tries = 0; tries < n; tries++) {
       // Stryker disable next-line ConditionalExpression,EqualityOperator: the recent le/quantile list only saves a map lookup: a miss (or a longer or unbounded list) gives the same normalised text from the map or from parseGoFloat
       if (k >= n) k = 0;
-      // Stryker disable next-line ConditionalExpression,BlockStatement: the recent le/quantile list only saves a map lookup: a miss (or a longer or unbounded list) gives the same normalised text from the map or from parseGoFloat (its true variant, a wrong hit, is killed by the tests)
       if (raw[k] === value) {
         // Stryker disable next-line ArithmeticOperator: the recent le/quantile list only saves a map lookup: a miss (or a longer or unbounded list) gives the same normalised text from the map or from parseGoFloat
         this.recentFloatNext = k + 1;
@@ -992,7 +927,6 @@ export class ExpositionParser {
       k++;
     }
     let out = this.normalised.get(value);
-    // Stryker disable next-line ConditionalExpression: recomputing a cached text gives the same text
     if (out === undefined) {
       const f = parseGoFloat(value, 0, value.length);
       out = f === undefined ? value : formatOpenMetricsFloat(f);
@@ -1013,10 +947,8 @@ export class ExpositionParser {
   private integerTimestamp(start: number, end: number): number {
     const s = this.text;
     let first = start;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: stripping the last zero too, or running to the end, leaves no digit, and no digit is 0 as "0" is (the character after the digits is never a 0)
     while (first < end - 1 && s.charCodeAt(first) === DIGIT_0) first++;
     const digits = end - first;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: the loop is a fast path: Number() of the same digits gives the same integer, and no 15-digit number reaches the int64 bound
     if (digits <= 15) {
       let v = 0;
       for (let i = first; i < end; i++) v = v * 10 + (s.charCodeAt(i) - DIGIT_0);
@@ -1276,7 +1208,6 @@ function familyBase(name: string, type: MetricType): string {
 function unescapeLabelValue(s: string, start: number, end: number): string {
   let out = '';
   let run = start;
-  // Stryker disable next-line EqualityOperator: the character at end is the closing quote or past the text (NaN): no backslash
   for (let i = start; i < end; i++) {
     if (s.charCodeAt(i) !== BACKSLASH) continue;
     const next = s.charCodeAt(i + 1);
@@ -1294,7 +1225,6 @@ function unescapeLabelValue(s: string, start: number, end: number): string {
 function unescapeHelp(s: string): string {
   let out = '';
   let run = 0;
-  // Stryker disable next-line EqualityOperator: charCodeAt past the end is NaN: no backslash
   for (let i = 0; i < s.length; i++) {
     if (s.charCodeAt(i) !== BACKSLASH) continue;
     const next = s.charCodeAt(i + 1);

@@ -205,7 +205,6 @@ export class BatchWriter {
   private flushDue(): void {
     const now = Date.now();
     for (const b of this.buffers.values()) {
-      // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: flushTable() itself returns at once for an empty buffer or one already flushing (the age test on this line is what the interval tests check)
       if (b.rows > 0 && !b.flushing && now - b.oldestAt >= this.flushIntervalMs) void this.flushTable(b);
     }
   }
@@ -220,7 +219,6 @@ export class BatchWriter {
   /** One flush at a time per table, so a table's batches land in the order they were handed in. */
   private flushTable(buffer: TableBuffer): Promise<void> {
     if (buffer.flushing) return buffer.flushing;
-    // Stryker disable next-line ConditionalExpression: every caller has rows buffered, or a flush under way (returned above)
     if (buffer.rows === 0) return Promise.resolve();
     const run = (async () => {
       try {
@@ -410,7 +408,6 @@ export class BatchWriter {
 /** Encoded newline-terminated lines back into lines (JSON escapes a newline inside a value, so none splits a row). */
 function splitLines(chunks: Buffer[]): string[] {
   const lines = Buffer.concat(chunks).toString('utf8').split('\n');
-  // Stryker disable next-line ConditionalExpression: every chunk ends in a newline (the method's contract), so the last piece is always the empty one
   if (lines[lines.length - 1] === '') lines.pop();
   return lines;
 }

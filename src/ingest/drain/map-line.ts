@@ -98,7 +98,6 @@ export function toDateTime64Text(text: string): string | undefined {
   const sign = zone[0] === '-' ? -1 : 1;
   const digits = zone.slice(1).replace(':', '');
   const oh = Number(digits.slice(0, 2));
-  // Stryker disable next-line EqualityOperator: an hours-only offset's minutes read from '' are Number('') = 0 either way
   const om = digits.length > 2 ? Number(digits.slice(2, 4)) : 0;
   if (oh > 23 || om > 59) return undefined;
   const ms = Date.UTC(year, month - 1, day, hour, minute, second, Number(fraction)) - sign * (oh * 60 + om) * 60_000;

@@ -43,7 +43,6 @@ class RateLimiter {
 
 const staged = (lines: string[]): StagedData => {
   const buf = Buffer.from(lines.length > 0 ? `${lines.join('\n')}\n` : '');
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: an empty buffer in memory adds no byte to what the spool stores
   return { count: lines.length, bytes: buf.length, crc: crc32(buf), file: undefined, memory: buf.length > 0 ? [buf] : [] };
 };
 
@@ -187,7 +186,6 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
           checkDepth: nestingDepth(text) > MAX_NESTING_DEPTH,
         });
         const overLimit = await requestIds.cap(mapped.rows);
-        // Stryker disable next-line StringLiteral: app names are [A-Za-z0-9._-]+ (FARO_APP_KEYS) and the body is a JSON object, so app and body split one way with any separator or none
         const id = createHash('sha256').update(app).update('\n').update(raw).digest('hex');
         const rejectRows = mapped.rejects.map((r) => JSON.stringify({ source: REJECT_SOURCE, reason: r.reason, raw: r.raw, line: r.index, batch_id: id }));
         try {

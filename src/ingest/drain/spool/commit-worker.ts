@@ -113,5 +113,4 @@ export function serveCommits(port: MessagePort, sharedBuffer: SharedArrayBuffer,
 // In the worker thread (commit-thread.ts starts it, with the shared memory); imported elsewhere (a test, also in a
 // test runner's own worker thread), it only exports.
 const shared = (workerData as { shared?: unknown } | null)?.shared;
-// Stryker disable next-line ConditionalExpression,LogicalOperator,ArrowFunction: runs only in the worker thread, where no mutant is active (spool-commit-thread.test.ts runs it end to end)
 if (parentPort && shared instanceof SharedArrayBuffer) serveCommits(parentPort, shared, () => process.exit(1));

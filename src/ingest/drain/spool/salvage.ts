@@ -116,7 +116,6 @@ function readRecords(db: SqlDatabase): { records: SalvagedRecord[]; lostRecords:
     }
   };
   for (;;) {
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: a shortcut: past the last seq the seek finds no row (or the same damage) and the loop ends below
     if (lastSeq !== undefined && after >= lastSeq) break;
     let found = seek(after + 1);
     if (found.failed) {
@@ -136,7 +135,6 @@ function readRecords(db: SqlDatabase): { records: SalvagedRecord[]; lostRecords:
         }
         bad = probe;
       }
-      // Stryker disable next-line ConditionalExpression: with no readable probe `found` is still failed and the loop ends at the check below
       if (good === undefined) break;
       let hi: number = good;
       while (hi - bad > 1) {
@@ -149,7 +147,6 @@ function readRecords(db: SqlDatabase): { records: SalvagedRecord[]; lostRecords:
         }
       }
     }
-    // Stryker disable next-line ConditionalExpression: a failed seek has no row, and the loop ends at the check below
     if (found.failed) break;
     const row = found.row;
     if (!row) break;
@@ -213,7 +210,6 @@ function freshHeader(dir: string, pageSize: number): Buffer {
   const header = Buffer.from(readBytes(path, 0, HEADER_BYTES));
   // Stryker disable next-line ObjectLiteral,BooleanLiteral: the file was just written, so there is something to remove either way
   rmSync(path, { force: true });
-  // Stryker disable next-line ConditionalExpression,StringLiteral: a fresh file SQLite just wrote always starts with its magic; this guards a broken driver only
   if (!header.subarray(0, 16).equals(SQLITE_MAGIC)) throw new Error('salvage: a fresh SQLite file has no SQLite header');
   header.writeUInt32BE(0, 28); // database size in pages: 0 = take it from the file size
   header.writeUInt32BE(0, 32); // first freelist trunk page: none (free pages are leaked, never read)

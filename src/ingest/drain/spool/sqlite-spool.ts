@@ -61,7 +61,6 @@ const asBuffer = (b: Uint8Array): Buffer => (Buffer.isBuffer(b) ? b : Buffer.fro
 /** The staged rows as one buffer (the spilled file first, then memory). */
 async function gather(data: StagedData): Promise<Buffer> {
   const parts = data.file ? [(await readFile(data.file.path)).subarray(0, data.file.bytes), ...data.memory] : data.memory;
-  // Stryker disable next-line ConditionalExpression: Buffer.concat of one buffer is an equal copy; parts[0] only saves the copy
   return parts.length === 1 ? parts[0] : Buffer.concat(parts);
 }
 
