@@ -10,20 +10,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BUSY, CommitThread, GENERATION, type CommitRecord } from '../../../src/ingest/drain/spool/commit-thread.js';
 import { SqliteSpool } from '../../../src/ingest/drain/spool/sqlite-spool.js';
 import type { StagedData } from '../../../src/ingest/drain/spool/spool.js';
+import { emptySpoolFile } from '../../support/spool-file.js';
 import { sqliteError } from '../../support/sqlite-error.js';
 
-const SCHEMA = `
-CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, received_at_ms INTEGER NOT NULL, row_format TEXT NOT NULL,
-  rows INTEGER NOT NULL, rejects INTEGER NOT NULL, row_data BLOB NOT NULL, reject_data BLOB NOT NULL);
-CREATE TABLE seen (id TEXT PRIMARY KEY, at_ms INTEGER NOT NULL) WITHOUT ROWID;`;
-
-function spoolFile(): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'commit-thread-')), 'spool.sqlite');
-  const db = new Database(path);
-  db.exec(SCHEMA);
-  db.close();
-  return path;
-}
+const spoolFile = () => emptySpoolFile('commit-thread');
 
 const idsIn = (path: string) => {
   const db = new Database(path, { readonly: true });

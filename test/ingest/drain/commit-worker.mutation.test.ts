@@ -11,22 +11,10 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BUSY, GENERATION, type CommitRecord, type FromCommitter, type ToCommitter } from '../../../src/ingest/drain/spool/commit-thread.js';
 import { backingStores, describe as describeError, serveCommits } from '../../../src/ingest/drain/spool/commit-worker.js';
+import { emptySpoolFile } from '../../support/spool-file.js';
 import { sqliteError } from '../../support/sqlite-error.js';
 
-// The spool's tables as src/ingest/drain/spool/sqlite-spool.ts creates them (the file is made in rollback-journal
-// mode, so that the thread's own PRAGMAs are what turn on WAL).
-const SCHEMA = `
-CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, received_at_ms INTEGER NOT NULL, row_format TEXT NOT NULL,
-  rows INTEGER NOT NULL, rejects INTEGER NOT NULL, row_data BLOB NOT NULL, reject_data BLOB NOT NULL);
-CREATE TABLE seen (id TEXT PRIMARY KEY, at_ms INTEGER NOT NULL) WITHOUT ROWID;`;
-
-function spoolFile(): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'commit-worker-')), 'spool.sqlite');
-  const db = new Database(path);
-  db.exec(SCHEMA);
-  db.close();
-  return path;
-}
+const spoolFile = () => emptySpoolFile('commit-worker');
 
 interface Served {
   shared: Int32Array;
