@@ -9,14 +9,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { salvageSpool } from '../../../src/ingest/drain/spool/salvage.js';
+import { SPOOL_SCHEMA } from '../../support/spool-file.js';
 
-// The spool's tables as src/ingest/drain/spool/sqlite-spool.ts creates them.
-const SCHEMA = `
-CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, received_at_ms INTEGER NOT NULL, row_format TEXT NOT NULL,
-  rows INTEGER NOT NULL, rejects INTEGER NOT NULL, row_data BLOB NOT NULL, reject_data BLOB NOT NULL);
-CREATE TABLE seen (id TEXT PRIMARY KEY, at_ms INTEGER NOT NULL) WITHOUT ROWID;
-CREATE INDEX seen_by_age ON seen (at_ms);
-CREATE TABLE plan (one INTEGER PRIMARY KEY CHECK (one = 1), from_seq INTEGER NOT NULL, to_seq INTEGER NOT NULL);`;
 
 const FIRST_SEQ = 5_000_001;
 const RECORDS = 200;
@@ -26,7 +20,7 @@ describe('salvage of a long-running spool', () => {
     const dir = mkdtempSync(join(tmpdir(), 'th-salvage-'));
     const file = join(dir, 'spool.sqlite');
     const db = new Database(file);
-    db.exec(SCHEMA);
+    db.exec(SPOOL_SCHEMA);
     // What five million bodies taken and replayed leave: the seq counter far up, the records table holding the rest.
     db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('records', ?)").run(FIRST_SEQ - 1);
     const insert = db.prepare("INSERT INTO records (id, received_at_ms, row_format, rows, rejects, row_data, reject_data) VALUES (?, ?, '{\"format\":\"JSONEachRow\"}', 1, 0, ?, x'')");

@@ -17,6 +17,7 @@ import { isDamagedFileError, openBuiltin, openSqlite, type BuiltinDatabase, type
 import type { SpoolOptions, StagedData } from '../../../src/ingest/drain/spool/spool.js';
 import { captureLog } from '../../support/log-capture.js';
 import { SPOOL_SQLITE_DRIVER } from '../../support/sqlite-error.js';
+import { SPOOL_SCHEMA } from '../../support/spool-file.js';
 
 // These files are built and read back with better-sqlite3, which aborts Node 24 processes when V8 collects one of
 // its statements (src/ingest/drain/spool/sqlite-db.ts; seen here in .ci/run: "Assertion failed: (env) != nullptr"
@@ -25,13 +26,6 @@ import { SPOOL_SQLITE_DRIVER } from '../../support/sqlite-error.js';
 // as Stryker does.
 const suite = describe.skipIf(SPOOL_SQLITE_DRIVER !== 'better-sqlite3');
 
-// The spool's tables as src/ingest/drain/spool/sqlite-spool.ts creates them.
-const SCHEMA = `
-CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, received_at_ms INTEGER NOT NULL, row_format TEXT NOT NULL,
-  rows INTEGER NOT NULL, rejects INTEGER NOT NULL, row_data BLOB NOT NULL, reject_data BLOB NOT NULL);
-CREATE TABLE seen (id TEXT PRIMARY KEY, at_ms INTEGER NOT NULL) WITHOUT ROWID;
-CREATE INDEX seen_by_age ON seen (at_ms);
-CREATE TABLE plan (one INTEGER PRIMARY KEY CHECK (one = 1), from_seq INTEGER NOT NULL, to_seq INTEGER NOT NULL);`;
 
 const FORMAT = '{"format":"JSONEachRow"}';
 const tempDir = () => mkdtempSync(join(tmpdir(), 'spool-salvage-'));
@@ -45,7 +39,7 @@ function spoolFile(dir: string, n: number, opts: { pageSize?: number; wal?: bool
     db.pragma('journal_mode = WAL');
     db.pragma('wal_autocheckpoint = 0');
   }
-  db.exec(SCHEMA);
+  db.exec(SPOOL_SCHEMA);
   const insert = db.prepare('INSERT INTO records (id, received_at_ms, row_format, rows, rejects, row_data, reject_data) VALUES (?, ?, ?, 2, 1, ?, ?)');
   db.transaction(() => {
     for (let i = 0; i < n; i++) insert.run(`body-${i}`, 1_764_000_000_000 + i, FORMAT, Buffer.from(`a${i}\nb${i}\n${'x'.repeat(opts.pad ?? 0)}`), Buffer.from(`r${i}\n`));
@@ -267,7 +261,7 @@ suite('salvageSpool', () => {
     const dir = tempDir();
     const file = join(dir, 'spool.sqlite');
     const db = new Database(file);
-    db.exec(SCHEMA.replace('AUTOINCREMENT', ''));
+    db.exec(SPOOL_SCHEMA.replace('AUTOINCREMENT', ''));
     db.exec(`INSERT INTO records VALUES (3, 'x', 1, '${FORMAT}', 1, 0, x'0a', x''), (5, 'y', 1, '${FORMAT}', 1, 0, x'0a', x'')`);
     db.close();
     const s = salvageSpool(file, join(dir, 'salvage'));
