@@ -645,7 +645,7 @@ export class ExpositionParser {
       if (c === COMMA) {
         i++;
         this.labelEnds[this.labelCount - 1] = i;
-      } else if (c === RBRACE) {
+      } else /* Stryker disable next-line BlockStatement: without this block the loop comes back to the same "}" and ends the block there (the last label's end is never read, see below) */ if (c === RBRACE) {
         // Stryker disable next-line ArithmeticOperator,UnaryOperator: the last label's end is never read: endLabelBlock reads the end of the label before the last, and a later block writes its own
         this.labelEnds[this.labelCount - 1] = -1;
         this.endLabelBlock(at, reused);
@@ -693,6 +693,7 @@ export class ExpositionParser {
     if (reused !== 0 && n <= reused + 1) return;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: the leading-label reuse is a shortcut: when it is not taken (or a prefix that can never match is kept) the labels are read from the text, the same labels (the variants that give a one-label block a prefix are killed)
     const end = n >= 2 ? (this.labelEnds[n - 2] as number) : -1;
+    // Stryker disable next-line EqualityOperator,UnaryOperator: end === -1 (no comma after the label before the last; or no such label) then keeps a prefix ending at -1, whose text (sliced to an end of -1 + ...) never equals a later block's: no reuse, as when the prefix is dropped
     if (this.blockQuoted || end === -1) {
       this.prefixCount = 0;
       return;
@@ -715,9 +716,11 @@ export class ExpositionParser {
     const len = this.len;
     const prev = this.prevName;
     let c = 0;
+    // Stryker disable next-line BlockStatement: the previous-name shortcut: without it the scan below reads the same name
     if (prev !== null) {
       // Stryker disable next-line ArithmeticOperator: the previous-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       const end = at + prev.length;
+      // Stryker disable next-line MethodExpression,BlockStatement: the previous-name shortcut: not taking it (the whole text never equals a name of an earlier line of it) leaves the scan below, which reads the same name
       if (end <= len && (end === len || (c = s.charCodeAt(end)) >= 128 || (CLASS[c] & METRIC_CHAR) === 0) && s.slice(at, end) === prev) {
         this.scanned = prev;
         return end;
@@ -739,15 +742,18 @@ export class ExpositionParser {
     const k = this.labelCount;
     const prev = this.prevLabelNames[k];
     let c = 0;
+    // Stryker disable next-line BlockStatement: the previous-label-name shortcut: without it the scan below reads the same name (and keeps prev when equal)
     if (prev !== undefined) {
       // Stryker disable next-line ArithmeticOperator: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
       const end = at + prev.length;
       if (
+        // Stryker disable next-line EqualityOperator: the shortcut at end === len (or only there) gives what the scan below gives: the same name, ending at len
         end < len &&
+        // Stryker disable next-line LogicalOperator: with && the shortcut is taken only before a non-ASCII character; elsewhere the scan below reads the same name
         ((c = s.charCodeAt(end)) >= 128 || (CLASS[c] & LABEL_CHAR) === 0) &&
         // Stryker disable next-line MethodExpression: the previous-label-name shortcut: when it is not taken the scan below reads the same name (the variants that take it wrongly are killed)
         s.slice(at, end) === prev
-      ) {
+      ) /* Stryker disable next-line BlockStatement: the shortcut skipped, the scan below reads the same name and keeps prev */ {
         this.scanned = prev;
         return end;
       }
@@ -918,6 +924,7 @@ export class ExpositionParser {
     for (let tries = 0; tries < n; tries++) {
       // Stryker disable next-line ConditionalExpression,EqualityOperator: the recent le/quantile list only saves a map lookup: a miss (or a longer or unbounded list) gives the same normalised text from the map or from parseGoFloat
       if (k >= n) k = 0;
+      // Stryker disable next-line BlockStatement: the recent le/quantile list only saves a map lookup: a miss gives the same normalised text from the map or from parseGoFloat
       if (raw[k] === value) {
         // Stryker disable next-line ArithmeticOperator: the recent le/quantile list only saves a map lookup: a miss (or a longer or unbounded list) gives the same normalised text from the map or from parseGoFloat
         this.recentFloatNext = k + 1;
@@ -947,8 +954,10 @@ export class ExpositionParser {
   private integerTimestamp(start: number, end: number): number {
     const s = this.text;
     let first = start;
+    // Stryker disable next-line ArithmeticOperator: first < end + 1 also skips the last zero of an all-zero timestamp: no digits left sum to 0, as the one zero kept does
     while (first < end - 1 && s.charCodeAt(first) === DIGIT_0) first++;
     const digits = end - first;
+    // Stryker disable next-line BlockStatement: up to 15 digits Number() of the text gives the same integer as the loop (exact below 2^53)
     if (digits <= 15) {
       let v = 0;
       for (let i = first; i < end; i++) v = v * 10 + (s.charCodeAt(i) - DIGIT_0);
