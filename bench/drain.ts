@@ -127,6 +127,10 @@ async function serve(): Promise<void> {
   // from V8's counters (process.memoryUsage() also reads /proc, which under load held the event loop: 8% of its samples
   // in a --cpu-prof run); the array buffers, which only it gives, less often.
   const peaks = { heap_total: 0, heap_used: 0, external: 0, array_buffers: 0 };
+  // How long the event loop was held (a request's answer waits behind whatever holds it): reset when the senders start.
+  const { monitorEventLoopDelay } = await import('node:perf_hooks');
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
   const { getHeapStatistics } = await import('node:v8');
   let tick = 0;
   setInterval(() => {
@@ -147,6 +151,8 @@ async function serve(): Promise<void> {
       const status = readFileSync('/proc/self/status', 'utf8');
       const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
       const cpu = process.cpuUsage();
+      const delay = { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 };
+      loopDelay.reset();
       return {
         peak_rss_bytes: kb('VmHWM') * 1024,
         rss_bytes: kb('VmRSS') * 1024,
@@ -159,6 +165,8 @@ async function serve(): Promise<void> {
         peak_heap_used_bytes: peaks.heap_used,
         peak_external_bytes: peaks.external,
         peak_array_buffers_bytes: peaks.array_buffers,
+        loop_delay_p99_ms: delay.p99,
+        loop_delay_max_ms: delay.max,
       };
     });
     // The store on its own, the same NDJSON, the replayer's batch size, into a table of the drain's keys, two ways:
@@ -385,6 +393,8 @@ async function main(): Promise<void> {
     peak_heap_used_bytes: number;
     peak_external_bytes: number;
     peak_array_buffers_bytes: number;
+    loop_delay_p99_ms: number;
+    loop_delay_max_ms: number;
   }>('/bench/memory');
   const metricsText = await (await pool.request({ method: 'GET', path: '/metrics' })).body.text();
   const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metricsText)?.[1] ?? NaN);
@@ -431,6 +441,9 @@ async function main(): Promise<void> {
       replay_busy_seconds: Math.round(replaySeconds * 100) / 100,
       spool_commits: memory.spool_commits,
       service_cpu_seconds_by_thread: cpuByThreadName(threads0, threads1, String(child.pid)),
+      // The event loop's delay from the first request until every line was visible (what an answer can wait behind).
+      loop_delay_p99_ms: Math.round(memory.loop_delay_p99_ms * 10) / 10,
+      loop_delay_max_ms: Math.round(memory.loop_delay_max_ms * 10) / 10,
       p50_ms: pct(50),
       p99_ms: pct(99),
       max_ms: pct(100),

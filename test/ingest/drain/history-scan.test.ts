@@ -2,7 +2,7 @@
 // rows' bytes rather than decoding each batch into strings: the same answers as reading them as text, checked on
 // hand-written TabSeparated rows in LOG_ROW_COLUMNS order (timestamp, level, app, ...).
 import { describe, expect, it } from 'vitest';
-import { appsOf, timestampRange } from '../../../src/ingest/drain/extension.js';
+import { appsOf, hasRowsBefore, timestampRange } from '../../../src/ingest/drain/extension.js';
 
 const row = (ts: string, app: string) => `${ts}\tINFO\t${app}\tapp-id\treq\tjob\tendpoint\tnode\n`;
 
@@ -18,6 +18,31 @@ describe('timestampRange', () => {
   it('a last row without its newline still counts; no rows: no range', () => {
     expect(timestampRange([Buffer.from('2026-01-02 03:04:05.006\tINFO\ta')])).toEqual({ min: '2026-01-02 03:04:05.006', max: '2026-01-02 03:04:05.006' });
     expect(timestampRange([])).toEqual({ min: undefined, max: undefined });
+  });
+});
+
+describe('hasRowsBefore (a batch with rows older than a bound: only then is its range read)', () => {
+  const bound = '2026-11-26 16:20:00.000';
+  it('no row before the bound: rows after it, or at it exactly', () => {
+    const parts = [
+      Buffer.from(row('2026-11-26 16:20:00.001', 'flux') + row('2026-11-26 16:21:00.000', 'flux')),
+      Buffer.from(row('2026-11-26 16:20:00.000', 'sdxl') + row('2027-01-01 00:00:00.000', 'sdxl')),
+    ];
+    expect(hasRowsBefore(parts, bound)).toBe(false);
+    expect(hasRowsBefore([], bound)).toBe(false);
+  });
+
+  it('one older row anywhere: in a later record, by a millisecond, by a year, the last row without its newline', () => {
+    const fresh = Buffer.from(row('2026-11-26 16:25:00.000', 'flux'));
+    expect(hasRowsBefore([fresh, Buffer.from(row('2026-11-26 16:30:00.000', 'a') + row('2026-11-26 16:19:59.999', 'b'))], bound)).toBe(true);
+    expect(hasRowsBefore([Buffer.from(row('2025-12-31 23:59:59.999', 'a')), fresh], bound)).toBe(true);
+    expect(hasRowsBefore([fresh, Buffer.from('2026-11-26 16:19:00.000\tINFO\ta')], bound)).toBe(true);
+  });
+
+  it('agrees with timestampRange: a shorter timestamp that is a prefix of the bound sorts before it', () => {
+    const parts = [Buffer.from(`${row('2026-11-26 16:25:00.000', 'flux')}2026-11-26 16:20\tINFO\tflux\n`)];
+    expect(timestampRange(parts).min).toBe('2026-11-26 16:20');
+    expect(hasRowsBefore(parts, bound)).toBe(true);
   });
 });
 
