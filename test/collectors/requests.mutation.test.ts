@@ -12,6 +12,7 @@ import {
   PAGE_LIMIT,
   RequestSink,
   requestPages,
+  SINK_BUFFER_BYTES,
   toRequestLine,
 } from '../../src/collectors/requests.js';
 import type { JobContext } from '../../src/jobs/job.js';
@@ -161,6 +162,72 @@ describe('RequestSink', () => {
     const sink = new RequestSink(w.writer, 10, 1_000_000);
     await sink.add([], [{ source: 's', reason: 'r', raw: '' }]);
     await expect(sink.finish()).rejects.toThrow('rejects down');
+  });
+
+  it('lines over several encoding buffers, a page larger than one and multi-byte text reach the writer in order, byte for byte', async () => {
+    // 40 pages of 25 lines of ~1.6 KB: 1.6 MB, over SINK_BUFFER_BYTES (1 MiB), so the batch spans two buffers; then a
+    // page of two 400,000-byte lines (200,000 x 'é', 2 bytes each in UTF-8) that gets a buffer of its own; then more.
+    const w = recordingWriter();
+    const sink = new RequestSink(w.writer, 10_000, 64 * 1024 * 1024);
+    const sent: string[] = [];
+    const page = (lines: string[]) => {
+      sent.push(...lines);
+      return sink.add(lines, []);
+    };
+    for (let p = 0; p < 40; p++) await page(Array.from({ length: 25 }, (_, i) => `{"n":${p * 25 + i},"s":"${'ü€'.repeat(400)}"}`));
+    await page(['é'.repeat(200_000), 'é'.repeat(200_000)]);
+    await page(['{"n":"after"}', '{"n":"日本語"}']);
+    expect(await sink.finish()).toEqual({ written: 1004, refused: 0 });
+    expect(SINK_BUFFER_BYTES).toBe(1024 * 1024);
+    expect(w.inserts).toHaveLength(1);
+    expect(w.inserts[0].lines).toEqual(sent);
+  });
+
+  it('counts UTF-8 bytes against batchBytes: two 5-byte lines of é reach 10', async () => {
+    const w = recordingWriter();
+    const sink = new RequestSink(w.writer, 1_000, 10);
+    await sink.add(['éé'], []);
+    expect(w.inserts).toHaveLength(0);
+    await sink.add(['éé'], []);
+    expect(w.inserts.map((i) => i.lines)).toEqual([['éé', 'éé']]);
+  });
+
+  it('a batch in flight keeps its bytes while the next batches are encoded: buffers are written over only once committed', async () => {
+    // The writer keeps the chunks as handed over and reads them only at the end, as a store still sending them would.
+    const handed: Array<{ chunks: Buffer[]; done: Deferred<WriteResult> }> = [];
+    const writer = {
+      insertEncodedLines(_table: { name: string }, chunks: Buffer[], rows: number) {
+        const done = deferred<WriteResult>();
+        handed.push({ chunks, done });
+        void rows;
+        return done.promise;
+      },
+      reject: () => Promise.resolve({ written: 0, rejected: 0 }),
+      flush: async () => undefined,
+    } as unknown as BatchWriter;
+    const sink = new RequestSink(writer, 1, 1_000_000);
+    const text = (c: string) => `{"batch":"${c.repeat(1000)}"}`;
+    const read = (i: number) => Buffer.concat(handed[i].chunks).toString('utf8');
+    await sink.add([text('a')], []); // batch 1 in flight
+    const second = sink.add([text('b')], []); // encoded; waits for batch 1
+    await new Promise((r) => setImmediate(r));
+    handed[0].done.resolve({ written: 1, rejected: 0 });
+    await second; // batch 2 in flight; batch 1's buffer is free
+    const third = sink.add([text('c')], []); // encoded while batch 2 is in flight
+    await new Promise((r) => setImmediate(r));
+    expect(read(1)).toBe(`${text('b')}\n`);
+    handed[1].done.resolve({ written: 1, rejected: 0 });
+    await third;
+    const fourth = sink.add([text('d')], []);
+    await new Promise((r) => setImmediate(r));
+    expect(read(2)).toBe(`${text('c')}\n`);
+    handed[2].done.resolve({ written: 1, rejected: 0 });
+    await fourth;
+    const finished = sink.finish();
+    await new Promise((r) => setImmediate(r));
+    expect(read(3)).toBe(`${text('d')}\n`);
+    handed[3].done.resolve({ written: 1, rejected: 0 });
+    expect(await finished).toEqual({ written: 4, refused: 0 });
   });
 });
 
