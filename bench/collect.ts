@@ -1,18 +1,20 @@
-// `npm run bench -- collect [--requests N] [--rph R] [--apps A] [--seed S] [--writer-max-rows N] [--same-process]`: requests collected per second from
-// the simulator (started by this bench, in its process) into the embedded store, by the requests job itself (a
-// --from/--to backfill through the Scheduler, with its checkpoints); and, in the same run over the same windows
-// and plan, the same paging without storing (HTTP, JSON, envelope) and paging + per-item validation and mapping
-// without storing. Figures are ratios against the paging baseline of this run (the machine is shared and noisy),
-// taken in turns with it, day by day: store_overhead = 1 - store_rate / paging_rate (goal < 0.30).
+// `npm run bench -- collect [--requests N] [--rph R] [--apps A] [--seed S] [--writer-max-rows N] [--same-process]
+// [--store embedded|http] [--store-process sim|own]`: requests collected per second from the simulator (started by
+// this bench, in its process) into the embedded store, by the requests job itself (a --from/--to backfill through the
+// Scheduler, with its checkpoints); and, in the same run over the same windows and plan, the same paging without
+// storing (HTTP, JSON, envelope) and paging + per-item validation and mapping without storing. Figures are ratios
+// against the paging baseline of this run (the machine is shared and noisy), taken in turns with it, day by day:
+// store_overhead = 1 - store_rate / paging_rate (goal < 0.30).
 //
-// The collector runs in a child process, so its RSS is Tallyhouse's alone (the collector, the writer and chDB,
-// whose library alone is ~150 MB resident), not the simulator's request caches (~300 MB): peak RSS is sampled
-// every 20 ms over the store pass (goal: flat, under 300 MB); rss_by_decile_mb is the peak in each tenth of it.
-// --same-process runs the collector beside the simulator instead (the figures then include the simulator).
-// --store http: the store is a ClickHouse HTTP endpoint (chDB) in this parent process, as a ClickHouse server would
-// be: the collector's figures are then the pipeline's alone. Memory: idle (after warm-up set-up, before work) and
-// peak RSS, anonymous RSS (RssAnon: what grows; the rest is mostly the engine's mapped library), JS heap, and the
-// peak per tenth of the work (anon_by_decile_mb: flat = no growth).
+// The collector runs in a child process, so its RSS is Tallyhouse's alone (the collector, the writer and chDB, whose
+// library alone is ~150 MB resident), not the simulator's request caches (~300 MB): peak RSS is sampled every 20 ms
+// over the store pass (goal: flat, under 300 MB); rss_by_decile_mb is the peak in each tenth of it. --same-process
+// runs the collector beside the simulator instead (the figures then include the simulator). --store http: the store
+// is a ClickHouse HTTP endpoint (chDB) in this parent process, as a ClickHouse server would be: the collector's
+// figures are then the pipeline's alone. --store-process own runs that endpoint in a process of its own instead, so
+// its request handling does not hold up the simulator's event loop (a server is a process). Memory: idle (after
+// warm-up set-up, before work) and peak RSS, anonymous RSS (RssAnon: what grows; the rest is mostly the engine's
+// mapped library), JS heap, and the peak per tenth of the work (anon_by_decile_mb: flat = no growth).
 // cpu_us_per_request is the collector process's CPU (its thread and chDB's) per request in each pass: on this
 // two-core machine the simulator, the collector and chDB share the cores, so the wall-clock ratios also measure
 // chDB's insert and merge threads taking CPU from the simulator. Prints one JSON line.
@@ -60,6 +62,13 @@ interface ChildSpec {
 if (process.env.BENCH_COLLECT_CHILD) {
   const result = await child(JSON.parse(process.env.BENCH_COLLECT_CHILD) as ChildSpec);
   process.stdout.write(`${JSON.stringify(result)}\n`);
+} else if (process.env.BENCH_COLLECT_STORE) {
+  // --store http --store-process own: the endpoint alone in this process, until the parent closes its stdin.
+  const { startClickHouseHttp } = await import('../test/support/clickhouse-http.js');
+  const endpoint = await startClickHouseHttp({ dataDir: process.env.BENCH_COLLECT_STORE });
+  process.stdout.write(`${endpoint.url}\n`);
+  await new Promise((resolve) => process.stdin.on('end', resolve).resume());
+  await endpoint.close();
 } else {
   await parent();
 }
@@ -77,6 +86,10 @@ async function parent(): Promise<void> {
       // embedded (default): the collector's own chDB; http: a ClickHouse HTTP endpoint (chDB) in this process, so
       // the collector process holds no engine and its memory is the pipeline's alone (as with a ClickHouse server).
       store: { type: 'string', default: 'embedded' },
+      // --store http: where the endpoint runs. sim: in this process, beside the simulator (its request handling,
+      // a 5 MB body decoded and split per batch, then runs on the simulator's event loop); own: a process of its own,
+      // as a ClickHouse server is.
+      'store-process': { type: 'string', default: 'sim' },
     },
   });
   const target = Number(values.requests);
@@ -92,8 +105,9 @@ async function parent(): Promise<void> {
   const hours = days * 24;
   const endMs = dayStart;
   if (values.store !== 'embedded' && values.store !== 'http') throw new Error(`--store: expected embedded or http, got ${values.store}`);
-  const { startClickHouseHttp } = await import('../test/support/clickhouse-http.js');
-  const clickhouse = values.store === 'http' ? await startClickHouseHttp({ dataDir: mkdtempSync(join(tmpdir(), 'th-bench-ch-')) }) : null;
+  if (values['store-process'] !== 'sim' && values['store-process'] !== 'own') throw new Error(`--store-process: expected sim or own, got ${values['store-process']}`);
+  const storeDir = values.store === 'http' ? mkdtempSync(join(tmpdir(), 'th-bench-ch-')) : null;
+  const clickhouse = storeDir === null ? null : values['store-process'] === 'own' ? await startStoreProcess(storeDir) : await startStoreHere(storeDir);
   const spec: ChildSpec = {
     writerMaxRows: values['writer-max-rows'],
     clickhouseUrl: clickhouse?.url,
@@ -126,9 +140,40 @@ async function parent(): Promise<void> {
   const code = await new Promise<number | null>((resolve) => proc.on('exit', resolve));
   await sim.close();
   await clickhouse?.close();
+  if (storeDir) rmSync(storeDir, { recursive: true, force: true });
   if (code !== 0) throw new Error(`the collector process exited with ${code}`);
   const r = JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>;
-  console.log(JSON.stringify({ bench: 'collect', store: values.store, hours, endpoint_ids: ids.length, ...r }));
+  const storeProcess = values.store === 'http' ? { store_process: values['store-process'] } : {};
+  console.log(JSON.stringify({ bench: 'collect', store: values.store, ...storeProcess, hours, endpoint_ids: ids.length, ...r }));
+}
+
+async function startStoreHere(dataDir: string): Promise<{ url: string; close(): Promise<void> }> {
+  const { startClickHouseHttp } = await import('../test/support/clickhouse-http.js');
+  return startClickHouseHttp({ dataDir });
+}
+
+/** The --store http endpoint in a process of its own (this file with BENCH_COLLECT_STORE). */
+async function startStoreProcess(dataDir: string): Promise<{ url: string; close(): Promise<void> }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
+    env: { ...process.env, BENCH_COLLECT_STORE: dataDir },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', resolve));
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    proc.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) resolve(out.split('\n')[0]);
+    });
+    void exited.then((code) => reject(new Error(`the store process exited with ${code}`)));
+  });
+  return {
+    url,
+    async close() {
+      proc.stdin.end();
+      await exited;
+    },
+  };
 }
 
 /**
