@@ -1,18 +1,20 @@
-// `npm run bench -- collect [--requests N] [--rph R] [--apps A] [--seed S] [--writer-max-rows N] [--same-process]`: requests collected per second from
-// the simulator (started by this bench, in its process) into the embedded store, by the requests job itself (a
-// --from/--to backfill through the Scheduler, with its checkpoints); and, in the same run over the same windows
-// and plan, the same paging without storing (HTTP, JSON, envelope) and paging + per-item validation and mapping
-// without storing. Figures are ratios against the paging baseline of this run (the machine is shared and noisy),
-// taken in turns with it, day by day: store_overhead = 1 - store_rate / paging_rate (goal < 0.30).
+// `npm run bench -- collect [--requests N] [--rph R] [--apps A] [--seed S] [--writer-max-rows N] [--same-process]
+// [--store embedded|http] [--store-process sim|own]`: requests collected per second from the simulator (started by
+// this bench, in its process) into the embedded store, by the requests job itself (a --from/--to backfill through the
+// Scheduler, with its checkpoints); and, in the same run over the same windows and plan, the same paging without
+// storing (HTTP, JSON, envelope) and paging + per-item validation and mapping without storing. Figures are ratios
+// against the paging baseline of this run (the machine is shared and noisy), taken in turns with it, day by day:
+// store_overhead = 1 - store_rate / paging_rate (goal < 0.30).
 //
-// The collector runs in a child process, so its RSS is Tallyhouse's alone (the collector, the writer and chDB,
-// whose library alone is ~150 MB resident), not the simulator's request caches (~300 MB): peak RSS is sampled
-// every 20 ms over the store pass (goal: flat, under 300 MB); rss_by_decile_mb is the peak in each tenth of it.
-// --same-process runs the collector beside the simulator instead (the figures then include the simulator).
-// --store http: the store is a ClickHouse HTTP endpoint (chDB) in this parent process, as a ClickHouse server would
-// be: the collector's figures are then the pipeline's alone. Memory: idle (after warm-up set-up, before work) and
-// peak RSS, anonymous RSS (RssAnon: what grows; the rest is mostly the engine's mapped library), JS heap, and the
-// peak per tenth of the work (anon_by_decile_mb: flat = no growth).
+// The collector runs in a child process, so its RSS is Tallyhouse's alone (the collector, the writer and chDB, whose
+// library alone is ~150 MB resident), not the simulator's request caches (~300 MB): peak RSS is sampled every 20 ms
+// over the store pass (goal: flat, under 300 MB); rss_by_decile_mb is the peak in each tenth of it. --same-process
+// runs the collector beside the simulator instead (the figures then include the simulator). --store http: the store
+// is a ClickHouse HTTP endpoint (chDB) in this parent process, as a ClickHouse server would be: the collector's
+// figures are then the pipeline's alone. --store-process own runs that endpoint in a process of its own instead, so
+// its request handling does not hold up the simulator's event loop (a server is a process). Memory: idle (after
+// warm-up set-up, before work) and peak RSS, anonymous RSS (RssAnon: what grows; the rest is mostly the engine's
+// mapped library), JS heap, and the peak per tenth of the work (anon_by_decile_mb: flat = no growth).
 // cpu_us_per_request is the collector process's CPU (its thread and chDB's) per request in each pass: on this
 // two-core machine the simulator, the collector and chDB share the cores, so the wall-clock ratios also measure
 // chDB's insert and merge threads taking CPU from the simulator. Prints one JSON line.
@@ -22,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { getHeapStatistics } from 'node:v8';
 import { startSim } from '../src/sim/index.js';
 import { parseConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
@@ -42,6 +45,8 @@ import {
 import type { JobContext } from '../src/jobs/job.js';
 
 const HOUR = 3_600_000;
+/** Bytes per memory page (residentMemory); declared before the top-level await below runs the child. */
+let pageBytes: number | undefined;
 
 interface ChildSpec {
   writerMaxRows?: string;
@@ -57,6 +62,13 @@ interface ChildSpec {
 if (process.env.BENCH_COLLECT_CHILD) {
   const result = await child(JSON.parse(process.env.BENCH_COLLECT_CHILD) as ChildSpec);
   process.stdout.write(`${JSON.stringify(result)}\n`);
+} else if (process.env.BENCH_COLLECT_STORE) {
+  // --store http --store-process own: the endpoint alone in this process, until the parent closes its stdin.
+  const { startClickHouseHttp } = await import('../test/support/clickhouse-http.js');
+  const endpoint = await startClickHouseHttp({ dataDir: process.env.BENCH_COLLECT_STORE });
+  process.stdout.write(`${endpoint.url}\n`);
+  await new Promise((resolve) => process.stdin.on('end', resolve).resume());
+  await endpoint.close();
 } else {
   await parent();
 }
@@ -74,6 +86,10 @@ async function parent(): Promise<void> {
       // embedded (default): the collector's own chDB; http: a ClickHouse HTTP endpoint (chDB) in this process, so
       // the collector process holds no engine and its memory is the pipeline's alone (as with a ClickHouse server).
       store: { type: 'string', default: 'embedded' },
+      // --store http: where the endpoint runs. sim: in this process, beside the simulator (its request handling,
+      // a 5 MB body decoded and split per batch, then runs on the simulator's event loop); own: a process of its own,
+      // as a ClickHouse server is.
+      'store-process': { type: 'string', default: 'sim' },
     },
   });
   const target = Number(values.requests);
@@ -89,8 +105,9 @@ async function parent(): Promise<void> {
   const hours = days * 24;
   const endMs = dayStart;
   if (values.store !== 'embedded' && values.store !== 'http') throw new Error(`--store: expected embedded or http, got ${values.store}`);
-  const { startClickHouseHttp } = await import('../test/support/clickhouse-http.js');
-  const clickhouse = values.store === 'http' ? await startClickHouseHttp({ dataDir: mkdtempSync(join(tmpdir(), 'th-bench-ch-')) }) : null;
+  if (values['store-process'] !== 'sim' && values['store-process'] !== 'own') throw new Error(`--store-process: expected sim or own, got ${values['store-process']}`);
+  const storeDir = values.store === 'http' ? mkdtempSync(join(tmpdir(), 'th-bench-ch-')) : null;
+  const clickhouse = storeDir === null ? null : values['store-process'] === 'own' ? await startStoreProcess(storeDir) : await startStoreHere(storeDir);
   const spec: ChildSpec = {
     writerMaxRows: values['writer-max-rows'],
     clickhouseUrl: clickhouse?.url,
@@ -108,8 +125,13 @@ async function parent(): Promise<void> {
     return;
   }
   // BENCH_CHILD_NODE_ARGS: extra node flags for the collector process only (e.g. --max-old-space-size=256).
+  // BENCH_CHILD_WRAP: a command the collector process runs under (e.g. `perf record -g -o collect.data --`, which
+  // sees chDB's threads too, from their start; with BENCH_CHILD_NODE_ARGS=--perf-basic-prof for the JS frames).
   const extra = (process.env.BENCH_CHILD_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const proc = spawn(process.execPath, [...extra, '--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url)], {
+  const wrap = (process.env.BENCH_CHILD_WRAP ?? '').split(' ').filter(Boolean);
+  const argv = [process.execPath, ...extra, '--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url)];
+  const all = [...wrap, ...argv];
+  const proc = spawn(all[0], all.slice(1), {
     env: { ...process.env, BENCH_COLLECT_CHILD: JSON.stringify(spec) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -118,17 +140,55 @@ async function parent(): Promise<void> {
   const code = await new Promise<number | null>((resolve) => proc.on('exit', resolve));
   await sim.close();
   await clickhouse?.close();
+  if (storeDir) rmSync(storeDir, { recursive: true, force: true });
   if (code !== 0) throw new Error(`the collector process exited with ${code}`);
   const r = JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>;
-  console.log(JSON.stringify({ bench: 'collect', store: values.store, hours, endpoint_ids: ids.length, ...r }));
+  const storeProcess = values.store === 'http' ? { store_process: values['store-process'] } : {};
+  console.log(JSON.stringify({ bench: 'collect', store: values.store, ...storeProcess, hours, endpoint_ids: ids.length, ...r }));
 }
 
-/** This process's anonymous resident memory (RssAnon: heap, arenas, buffers; not mapped library code), in bytes. */
-function anonRss(): number {
+async function startStoreHere(dataDir: string): Promise<{ url: string; close(): Promise<void> }> {
+  const { startClickHouseHttp } = await import('../test/support/clickhouse-http.js');
+  return startClickHouseHttp({ dataDir });
+}
+
+/** The --store http endpoint in a process of its own (this file with BENCH_COLLECT_STORE). */
+async function startStoreProcess(dataDir: string): Promise<{ url: string; close(): Promise<void> }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
+    env: { ...process.env, BENCH_COLLECT_STORE: dataDir },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', resolve));
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    proc.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) resolve(out.split('\n')[0]);
+    });
+    void exited.then((code) => reject(new Error(`the store process exited with ${code}`)));
+  });
+  return {
+    url,
+    async close() {
+      proc.stdin.end();
+      await exited;
+    },
+  };
+}
+
+/**
+ * This process's resident memory and its anonymous part (RssAnon: heap, arenas, buffers; not mapped library code),
+ * in bytes, from /proc/self/statm (resident and file-backed pages): one small read. The 20 ms sampler used
+ * process.memoryUsage() (/proc/self/stat, which sums the times of every thread, and chDB runs dozens) and
+ * /proc/self/status, about 0.3 CPU-us per request of the store pass (perf, 256k requests).
+ */
+function residentMemory(): { rss: number; anon: number } {
   try {
-    return Number(/^RssAnon:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? NaN) * 1024;
+    const [, resident, shared] = readFileSync('/proc/self/statm', 'latin1').split(' ').map(Number);
+    pageBytes ??= 2 ** Math.round(Math.log2(process.memoryUsage().rss / resident));
+    return { rss: resident * pageBytes, anon: (resident - shared) * pageBytes };
   } catch {
-    return NaN; // not Linux
+    return { rss: process.memoryUsage().rss, anon: NaN }; // not Linux
   }
 }
 
@@ -190,9 +250,9 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
   let committed = 0;
   const sampler = setInterval(() => {
     if (!storing) return;
-    const m = process.memoryUsage();
-    rssSamples.push([committed, m.rss, anonRss()]);
-    peakHeap = Math.max(peakHeap, m.heapUsed);
+    const m = residentMemory();
+    rssSamples.push([committed, m.rss, m.anon]);
+    peakHeap = Math.max(peakHeap, getHeapStatistics().used_heap_size);
   }, 20);
   const progress = setInterval(() => {
     if (storing) void writerMetric('tallyhouse_writer_rows_written_total', '').then((n) => (committed = n));
@@ -223,8 +283,7 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
   };
   const modes = ['paging', 'mapping', 'store'] as const;
   gc();
-  const idleRss = process.memoryUsage().rss;
-  const idleAnon = anonRss();
+  const { rss: idleRss, anon: idleAnon } = residentMemory();
   const idleHeap = process.memoryUsage().heapUsed;
   // Warm-up (JIT, connections) on six hours before the measured window.
   await pagingPass(true, dayChunks(new Date(spec.warmFrom), from));

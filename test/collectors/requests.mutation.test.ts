@@ -12,6 +12,7 @@ import {
   PAGE_LIMIT,
   RequestSink,
   requestPages,
+  SINK_BUFFER_BYTES,
   toRequestLine,
 } from '../../src/collectors/requests.js';
 import type { JobContext } from '../../src/jobs/job.js';
@@ -161,6 +162,113 @@ describe('RequestSink', () => {
     const sink = new RequestSink(w.writer, 10, 1_000_000);
     await sink.add([], [{ source: 's', reason: 'r', raw: '' }]);
     await expect(sink.finish()).rejects.toThrow('rejects down');
+  });
+
+  it('lines over several encoding buffers, a page larger than one and multi-byte text reach the writer in order, byte for byte', async () => {
+    // 40 pages of 25 lines of ~1.6 KB: 1.6 MB, over SINK_BUFFER_BYTES (1 MiB), so the batch spans two buffers; then a
+    // page of two 600,000-byte lines (300,000 x 'é', 2 bytes each in UTF-8: 1.2 MB) that gets a buffer of its own.
+    const w = recordingWriter();
+    const sink = new RequestSink(w.writer, 10_000, 64 * 1024 * 1024);
+    const sent: string[] = [];
+    const page = (lines: string[]) => {
+      sent.push(...lines);
+      return sink.add(lines, []);
+    };
+    for (let p = 0; p < 40; p++) await page(Array.from({ length: 25 }, (_, i) => `{"n":${p * 25 + i},"s":"${'ü€'.repeat(400)}"}`));
+    await page(['é'.repeat(300_000), 'é'.repeat(300_000)]);
+    await page(['{"n":"after"}', '{"n":"日本語"}']);
+    expect(await sink.finish()).toEqual({ written: 1004, refused: 0 });
+    expect(SINK_BUFFER_BYTES).toBe(1024 * 1024);
+    expect(w.inserts).toHaveLength(1);
+    expect(w.inserts[0].lines).toEqual(sent);
+  });
+
+  it('a batch that starts with a page larger than a buffer, and one of such pages alone, reach the writer whole', async () => {
+    const w = recordingWriter();
+    const sink = new RequestSink(w.writer, 3, 64 * 1024 * 1024);
+    const big = ['é'.repeat(300_000), 'ü'.repeat(300_000)]; // 1.2 MB in UTF-8
+    await sink.add(big, []);
+    await sink.add(['{"n":1}'], []); // 3 rows: handed over
+    await sink.add(big, []); // alone in the next batch
+    expect(await sink.finish()).toEqual({ written: 5, refused: 0 });
+    expect(w.inserts.map((i) => i.lines)).toEqual([[...big, '{"n":1}'], big]);
+  });
+
+  it('a page that needs one byte more than a buffer has left goes to the next buffer, newline and all', async () => {
+    // Each page may take 3 bytes per character plus its newline. 1,045 pages of 999 ASCII characters use 1,045,000
+    // bytes of the 1,048,576; one of 575 leaves 3,000; a page of 1,000 x '€' (3,000 bytes, 3,001 with its newline)
+    // must start a new buffer rather than fill this one to its last byte and lose its newline.
+    const w = recordingWriter();
+    const sink = new RequestSink(w.writer, 10_000, 64 * 1024 * 1024);
+    const sent: string[] = [];
+    for (let p = 0; p < 1_045; p++) sent.push(`${p}`.padEnd(999, '.'));
+    sent.push('x'.repeat(575), '€'.repeat(1_000), 'after');
+    for (const line of sent) await sink.add([line], []);
+    expect(await sink.finish()).toEqual({ written: 1_048, refused: 0 });
+    expect(w.inserts.flatMap((i) => i.lines)).toEqual(sent);
+  });
+
+  it('batches of one and of several buffers, one after another, reach the writer whole and in order (buffers reused)', async () => {
+    // Pages of 100 lines: the first two batches' nine pages of 20 characters fit one buffer each; then pages of
+    // 2,000 ASCII characters, three a buffer, so each later batch of nine pages takes three, more than were freed.
+    const w = recordingWriter();
+    const sink = new RequestSink(w.writer, 900, 64 * 1024 * 1024);
+    const sent: string[] = [];
+    for (let p = 0; p < 40; p++) {
+      const lines = Array.from({ length: 100 }, (_, i) => `${p}:${i}:`.padEnd(p < 18 ? 20 : 2_000, String.fromCharCode(97 + (p % 26))));
+      sent.push(...lines);
+      await sink.add(lines, []);
+    }
+    expect(await sink.finish()).toEqual({ written: 4_000, refused: 0 });
+    expect(w.inserts.map((i) => i.lines.length)).toEqual([900, 900, 900, 900, 400]);
+    expect(w.inserts.flatMap((i) => i.lines)).toEqual(sent);
+  });
+
+  it('counts UTF-8 bytes against batchBytes: two 5-byte lines of é reach 10', async () => {
+    const w = recordingWriter();
+    const sink = new RequestSink(w.writer, 1_000, 10);
+    await sink.add(['éé'], []);
+    expect(w.inserts).toHaveLength(0);
+    await sink.add(['éé'], []);
+    expect(w.inserts.map((i) => i.lines)).toEqual([['éé', 'éé']]);
+  });
+
+  it('a batch in flight keeps its bytes while the next batches are encoded: buffers are written over only once committed', async () => {
+    // The writer keeps the chunks as handed over and reads them only at the end, as a store still sending them would.
+    const handed: Array<{ chunks: Buffer[]; done: Deferred<WriteResult> }> = [];
+    const writer = {
+      insertEncodedLines(_table: { name: string }, chunks: Buffer[], rows: number) {
+        const done = deferred<WriteResult>();
+        handed.push({ chunks, done });
+        void rows;
+        return done.promise;
+      },
+      reject: () => Promise.resolve({ written: 0, rejected: 0 }),
+      flush: async () => undefined,
+    } as unknown as BatchWriter;
+    const sink = new RequestSink(writer, 1, 1_000_000);
+    const text = (c: string) => `{"batch":"${c.repeat(1000)}"}`;
+    const read = (i: number) => Buffer.concat(handed[i].chunks).toString('utf8');
+    await sink.add([text('a')], []); // batch 1 in flight
+    const second = sink.add([text('b')], []); // encoded; waits for batch 1
+    await new Promise((r) => setImmediate(r));
+    handed[0].done.resolve({ written: 1, rejected: 0 });
+    await second; // batch 2 in flight; batch 1's buffer is free
+    const third = sink.add([text('c')], []); // encoded while batch 2 is in flight
+    await new Promise((r) => setImmediate(r));
+    expect(read(1)).toBe(`${text('b')}\n`);
+    handed[1].done.resolve({ written: 1, rejected: 0 });
+    await third;
+    const fourth = sink.add([text('d')], []);
+    await new Promise((r) => setImmediate(r));
+    expect(read(2)).toBe(`${text('c')}\n`);
+    handed[2].done.resolve({ written: 1, rejected: 0 });
+    await fourth;
+    const finished = sink.finish();
+    await new Promise((r) => setImmediate(r));
+    expect(read(3)).toBe(`${text('d')}\n`);
+    handed[3].done.resolve({ written: 1, rejected: 0 });
+    expect(await finished).toEqual({ written: 4, refused: 0 });
   });
 });
 

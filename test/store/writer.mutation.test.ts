@@ -103,7 +103,7 @@ describe('BatchWriter: buffering and batches', () => {
     expect(await p).toEqual({ written: 3, rejected: 0 });
     expect(calls).toHaveLength(1);
     expect(calls[0]).toMatchObject({ table: 'probe', lines: [line(1), line(2), line(3)], query: 'INSERT INTO probe FORMAT JSONEachRow' });
-    expect(calls[0]!.settings).toEqual({ insert_deduplication_token: calls[0]!.token, async_insert: 0 });
+    expect(calls[0]!.settings).toEqual({ insert_deduplication_token: calls[0]!.token, async_insert: 0, input_format_parallel_parsing: 0 });
     expect(w.pending()).toEqual({});
   });
 
