@@ -23,6 +23,7 @@ export const MUTATION_GROUPS = [
     name: 'cost',
     mutate: ['src/api/*cost*.ts'],
     tests: [
+      'test/api/cost-changes.test.ts',
       'test/api/cost-changes.mutation.test.ts',
       'test/api/cost-changes-report.mutation.test.ts',
       'test/api/cost-changes-routes.mutation.test.ts',
