@@ -77,7 +77,8 @@ export function toDateTime64(value: Date | string | number): string {
 }
 
 const ISO_UTC = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.(\d{1,3}))?Z$/;
-const LEADING_DATE = /^(\d{4})-(\d{2})-(\d{2})/;
+// The year in four digits, or ISO 8601's expanded form (a sign and six digits), which Date.parse also reads.
+const LEADING_DATE = /^([+-]\d{6}|\d{4})-(\d{2})-(\d{2})/;
 const LEADING_TIME = /T(\d{2}):(\d{2})(?::(\d{2}))?/;
 
 /**
@@ -86,7 +87,7 @@ const LEADING_TIME = /T(\d{2}):(\d{2})(?::(\d{2}))?/;
  */
 function namesARealDay(value: string): boolean {
   const d = LEADING_DATE.exec(value);
-  if (!d) return true; // not the YYYY-MM-DD form: Date decides
+  if (!d) return true; // not the [±YY]YYYY-MM-DD form: Date decides
   const [year, month, day] = [Number(d[1]), Number(d[2]), Number(d[3])];
   if (month < 1 || month > 12 || day < 1) return false;
   // Day 0 of the next month is the last day of this one (UTC: no zone moves it).

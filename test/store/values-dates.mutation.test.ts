@@ -20,6 +20,15 @@ describe('isoToDateTime64: days that exist', () => {
     }
   });
 
+  it("the expanded year form (a sign and six digits) is checked as well: V8's Date.parse reads it and rolls 30 February over", () => {
+    expect(isoToDateTime64('+002026-02-28T12:00:00Z')).toBe('2026-02-28 12:00:00.000');
+    expect(isoToDateTime64('+002024-02-29T12:00:00Z')).toBe('2024-02-29 12:00:00.000');
+    for (const day of ['+002026-02-30', '+002026-02-29', '+002026-04-31', '+002026-13-01', '+002026-01-00']) {
+      expect(isoToDateTime64(`${day}T00:00:00Z`), day).toBeNull();
+    }
+    expect(isoToDateTime64('+002026-11-26T24:00:00Z')).toBeNull();
+  });
+
   it('times of day that do not exist are refused; the last second of a day is kept', () => {
     expect(isoToDateTime64('2026-11-26T23:59:59Z')).toBe('2026-11-26 23:59:59.000');
     expect(isoToDateTime64('2026-11-26T24:00:00Z')).toBeNull();
