@@ -409,6 +409,41 @@ suite('SQLite spool: a damaged file at open', () => {
     expect([b.resumed, ...ids(b.records)]).toEqual([false, 'q1', 'q2']);
   });
 
+  // README: a resumed batch is replayed exactly (the same records, hence the same insert token, sha256 of its ids),
+  // so that an insert the store had taken before the crash is deduplicated. A saved batch of one record (from_seq ===
+  // to_seq) and one that ends at the spool's last record must survive a salvage like any other; the record appended
+  // after the reopen must not join them (that would be a new token).
+  it('a saved batch of ONE record survives a salvage: resumed with exactly that record; later records stay out', async () => {
+    const dir = join(tempDir(), 'spool');
+    let spool = await open(dir);
+    for (const id of ['o0', 'o1', 'o2']) await spool.append(rec(id));
+    expect(ids((await spool.nextBatch({ maxRows: 1, maxBytes: Infinity }))!.records)).toEqual(['o0']);
+    await spool.close();
+    overwrite(join(dir, 'spool.sqlite'), 0, 100);
+    spool = await open(dir);
+    expect(await spool.append(rec('o3'))).toEqual({ status: 'appended' });
+    const b = (await spool.nextBatch(ALL))!;
+    expect([b.resumed, ...ids(b.records)]).toEqual([true, 'o0']);
+    await spool.commit(b);
+    const rest = (await spool.nextBatch(ALL))!;
+    expect([rest.resumed, ...ids(rest.records)]).toEqual([false, 'o1', 'o2', 'o3']);
+  });
+
+  it('a saved batch that ends at the last record survives a salvage: resumed with exactly its records, not the one appended after', async () => {
+    const dir = join(tempDir(), 'spool');
+    let spool = await open(dir);
+    for (const id of ['e0', 'e1', 'e2']) await spool.append(rec(id));
+    expect(ids((await spool.nextBatch(ALL))!.records)).toEqual(['e0', 'e1', 'e2']);
+    await spool.close();
+    overwrite(join(dir, 'spool.sqlite'), 0, 100);
+    spool = await open(dir);
+    expect(await spool.append(rec('e3'))).toEqual({ status: 'appended' });
+    const b = (await spool.nextBatch(ALL))!;
+    expect([b.resumed, ...ids(b.records)]).toEqual([true, 'e0', 'e1', 'e2']);
+    await spool.commit(b);
+    const rest = (await spool.nextBatch(ALL))!;
+    expect([rest.resumed, ...ids(rest.records)]).toEqual([false, 'e3']);
+  });
   it('a file that is no database at all and no salvage: the spool opens empty and works', async () => {
     const dir = join(tempDir(), 'spool');
     mkdirSync(dir);
