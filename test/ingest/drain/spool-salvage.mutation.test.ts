@@ -209,6 +209,24 @@ suite('salvageSpool', () => {
     expect(s.lostRecords).toBe(lost);
   });
 
+  it('garbage over a middle leaf AND the last leaf: the readable leaves between them are read, both damaged ones counted lost', () => {
+    const dir = tempDir();
+    spoolFile(dir, 150, { pad: 300 }).db.close();
+    const file = join(dir, 'spool.sqlite');
+    const { pageSize, leaves } = leavesOf(file);
+    const k = 2;
+    const last = leaves.length - 1;
+    // Several readable leaves between the two damaged ones.
+    expect(last - k).toBeGreaterThan(3);
+    const before = leaves.slice(0, k).reduce((n, l) => n + l.ncell, 0);
+    const onIt = leaves[k].ncell;
+    const onLast = leaves[last].ncell;
+    for (const l of [leaves[k], leaves[last]]) overwrite(file, (l.pageno - 1) * pageSize, pageSize);
+    const s = salvageSpool(file, join(dir, 'salvage'));
+    expect(ids(s.records)).toEqual([...range(0, before), ...range(before + onIt, 150 - onLast)]);
+    expect(s.lostRecords).toBe(onIt + onLast);
+  });
+
   it('rows whose cells have the wrong types are left out and counted lost; the limits themselves pass (an id of 1024 characters)', () => {
     const dir = tempDir();
     const { file, db } = spoolFile(dir, 0);
