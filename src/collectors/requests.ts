@@ -48,6 +48,8 @@ export async function* requestPages(ctx: Pick<JobContext, 'platform' | 'call'>, 
     },
     schema: RequestsPageLoose,
     ctx: ctx.call,
+    // The next page arrives while this one is mapped and encoded (bench collect: the sum of the two was the wall).
+    prefetch: true,
   })) {
     yield page.items;
   }
@@ -76,7 +78,10 @@ export interface Collected {
 export type RequestLine = { line: string; billed: boolean } | { reason: string };
 
 const typeName = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
-const q = (s: string): string => JSON.stringify(s);
+/** Text JSON writes as it is: no quote, backslash, control character or (possibly lone) surrogate. */
+const PLAIN_TEXT = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/;
+/** A string as JSON; ids are plain text, which needs only its quotes (half JSON.stringify's time). */
+const q = (s: string): string => (PLAIN_TEXT.test(s) ? '"' + s + '"' : JSON.stringify(s));
 
 /**
  * One item of the list as a JSONEachRow line of `requests` (RequestRow), or the reason it cannot be stored.

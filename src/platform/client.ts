@@ -89,6 +89,25 @@ export interface PaginateOptions<T> {
   ctx?: CallContext;
   method?: 'GET' | 'POST';
   body?: unknown;
+  /**
+   * Ask for the next page as soon as this one has arrived, so the platform answers it while the caller works on
+   * this one (one call in flight per walk, as without). A caller that stops early has cost one call it never reads.
+   */
+  prefetch?: boolean;
+}
+
+/** One page of a walk and its envelope. */
+interface FetchedPage<T> {
+  page: T;
+  hasMore: unknown;
+  nextCursor: unknown;
+  call: CallDescription | null;
+}
+
+/** A promise read later, or never (a prefetch the caller stopped before): marked handled now, or Node ends the process. */
+function awaitedLater<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
 }
 
 const DEFAULTS = {
@@ -260,19 +279,25 @@ export class PlatformClient {
   async *paginate<T>(path: string, opts: PaginateOptions<T>): AsyncGenerator<T, void, undefined> {
     const method = opts.method ?? 'GET';
     const seenCursors = new Set<string>();
-    let query: QueryParams = { ...opts.query };
-    for (;;) {
-      // Stryker disable next-line ObjectLiteral: read() sets pageInfo before the page is yielded, and nothing reads it before
+    // A prefetched page is fetched while the caller works on the one before; if the caller stops early, it is
+    // cancelled (and its failure, which nobody will read, swallowed) when this generator ends.
+    const stopPrefetch = new AbortController();
+    const prefetchCtx: CallContext = {
+      ...opts.ctx,
+      signal: opts.ctx?.signal ? AbortSignal.any([opts.ctx.signal, stopPrefetch.signal]) : stopPrefetch.signal,
+    };
+    const fetchPage = (query: QueryParams, ctx: CallContext | undefined): Promise<FetchedPage<T>> => {
+      // Stryker disable next-line ObjectLiteral: read() sets pageInfo before the page is returned, and nothing reads it before
       let pageInfo: { hasMore: unknown; nextCursor: unknown } = { hasMore: undefined, nextCursor: undefined };
       let call: CallDescription | null = null;
-      const page = await this.#call<T>({
+      return this.#call<T>({
         method,
         path,
         query,
         jsonBody: method === 'POST' ? (opts.body ?? null) : undefined,
         scope: opts.scope,
         accept: 'application/json',
-        ctx: opts.ctx,
+        ctx,
         read: (status, _headers, body, description) => {
           const value = parseJsonBody(status, body, description);
           const envelope = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
@@ -280,35 +305,47 @@ export class PlatformClient {
           call = description;
           return validate(opts.schema, value, status, description);
         },
-      });
-      yield page;
+      }).then((page) => ({ page, ...pageInfo, call: call as CallDescription | null }));
+    };
+    let query: QueryParams = { ...opts.query };
+    let next: Promise<FetchedPage<T>> | null = null;
+    try {
+      for (;;) {
+        const { page, hasMore, nextCursor, call: description } = await (next ?? fetchPage(query, opts.ctx));
+        next = null;
+        const cursor = typeof nextCursor === 'string' && nextCursor !== '' ? nextCursor : null;
+        // A missing has_more with a cursor is followed; an explicit false always ends the walk.
+        const more = hasMore === true || (hasMore == null && cursor !== null);
+        const broken = more && (cursor === null || seenCursors.has(cursor));
+        if (more && !broken) {
+          seenCursors.add(cursor as string);
+          query = { ...query, cursor: cursor as string };
+          if (opts.prefetch) next = awaitedLater(fetchPage(query, prefetchCtx));
+        }
+        yield page;
 
-      const { hasMore, nextCursor } = pageInfo;
-      const cursor = typeof nextCursor === 'string' && nextCursor !== '' ? nextCursor : null;
-      // A missing has_more with a cursor is followed; an explicit false always ends the walk.
-      const more = hasMore === true || (hasMore == null && cursor !== null);
-      if (!more) return;
-      const description = call as CallDescription | null;
-      if (cursor === null || seenCursors.has(cursor)) {
-        const why = cursor === null ? 'has_more is true but next_cursor is missing' : 'next_cursor repeats an earlier cursor';
-        throw new PlatformError({
-          // Stryker disable next-line OptionalChaining: read() has set the call's description whenever a page was yielded
-          message: `${method} ${description?.path ?? path}: pagination cannot continue: ${why}`,
-          status: 200,
-          type: 'invalid_response',
-          retryable: false,
-          // Stryker disable next-line OptionalChaining: read() has set the call's description whenever a page was yielded
-          scope: description?.scope ?? opts.scope ?? scopeForPath(path),
-          // Stryker disable next-line OptionalChaining: read() has set the call's description whenever a page was yielded
-          keyUsed: description?.keyUsed ?? null,
-          method,
-          // Stryker disable next-line OptionalChaining: read() has set the call's description whenever a page was yielded
-          path: description?.path ?? path,
-          attempts: 1,
-        });
+        if (!more) return;
+        if (broken) {
+          const why = cursor === null ? 'has_more is true but next_cursor is missing' : 'next_cursor repeats an earlier cursor';
+          throw new PlatformError({
+            // Stryker disable next-line OptionalChaining: read() has set the call's description whenever a page was yielded
+            message: `${method} ${description?.path ?? path}: pagination cannot continue: ${why}`,
+            status: 200,
+            type: 'invalid_response',
+            retryable: false,
+            // Stryker disable next-line OptionalChaining: read() has set the call's description whenever a page was yielded
+            scope: description?.scope ?? opts.scope ?? scopeForPath(path),
+            // Stryker disable next-line OptionalChaining: read() has set the call's description whenever a page was yielded
+            keyUsed: description?.keyUsed ?? null,
+            method,
+            // Stryker disable next-line OptionalChaining: read() has set the call's description whenever a page was yielded
+            path: description?.path ?? path,
+            attempts: 1,
+          });
+        }
       }
-      seenCursors.add(cursor);
-      query = { ...query, cursor };
+    } finally {
+      stopPrefetch.abort();
     }
   }
 

@@ -273,7 +273,7 @@ describe('RequestSink', () => {
 });
 
 function fakeContext(pages: unknown[][], writer: BatchWriter, config = { WRITER_MAX_ROWS: 2, WRITER_MAX_BYTES: 1_000_000 }) {
-  const calls: Array<{ path: string; query: Record<string, unknown>; ctx: unknown }> = [];
+  const calls: Array<{ path: string; query: Record<string, unknown>; ctx: unknown; prefetch: unknown }> = [];
   const warnings: Array<{ fields: unknown; message: string }> = [];
   const added: number[] = [];
   const call = { signal: undefined };
@@ -283,8 +283,8 @@ function fakeContext(pages: unknown[][], writer: BatchWriter, config = { WRITER_
     log: { warn: (fields: unknown, message: string) => warnings.push({ fields, message }) },
     addRows: (n: number) => added.push(n),
     platform: {
-      async *paginate(path: string, opts: { query: Record<string, unknown>; ctx: unknown; schema: { parse(v: unknown): unknown } }) {
-        calls.push({ path, query: opts.query, ctx: opts.ctx });
+      async *paginate(path: string, opts: { query: Record<string, unknown>; ctx: unknown; prefetch: unknown; schema: { parse(v: unknown): unknown } }) {
+        calls.push({ path, query: opts.query, ctx: opts.ctx, prefetch: opts.prefetch });
         for (const items of pages) yield opts.schema.parse({ has_more: false, items });
       },
     },
@@ -295,7 +295,7 @@ function fakeContext(pages: unknown[][], writer: BatchWriter, config = { WRITER_
 const WINDOW = { endpointIds: ['acme/app', 'acme/other'], from: new Date('2026-11-21T00:00:00Z'), to: new Date('2026-11-22T00:00:00Z') };
 
 describe('requestPages', () => {
-  it('asks for the window with billing, in ended_at order, 100 a page, passing the call context', async () => {
+  it('asks for the window with billing, in ended_at order, 100 a page, passing the call context, each page fetched while the one before is mapped', async () => {
     const w = recordingWriter();
     const f = fakeContext([[item], [item, item]], w.writer);
     const got: unknown[][] = [];
@@ -314,6 +314,7 @@ describe('requestPages', () => {
           limit: 100,
         },
         ctx: f.call,
+        prefetch: true,
       },
     ]);
   });

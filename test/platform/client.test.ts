@@ -528,4 +528,67 @@ describe('PlatformClient.paginate', () => {
     expect(ids).toEqual(['r1', 'r2']);
     expect(server.requests.map((r) => r.query.get('cursor'))).toEqual([null, 'p2', 'p2']);
   });
+  /** Resolves once the server has seen `n` requests; fails the test after 5 s. */
+  async function seen(server: ScriptedServer, n: number): Promise<void> {
+    for (const started = Date.now(); server.requests.length < n; ) {
+      if (Date.now() - started > 5_000) throw new Error(`the server saw ${server.requests.length} requests, expected ${n}`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
+  it('with prefetch, asks for the next page while the caller still holds this one; pages and cursors as without', async () => {
+    const server = await serve([
+      json(200, { items: [item('r1'), item('r2')], next_cursor: 'p2', has_more: true }),
+      json(200, { items: [item('r3')], next_cursor: 'p3', has_more: true }),
+      json(200, { items: [item('r4')], next_cursor: null, has_more: false }),
+    ]);
+    const pages: string[][] = [];
+    const askedWhileHeld: number[] = [];
+    for await (const page of client(server).paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true })) {
+      pages.push(page.items.map((i) => i.request_id));
+      // The next page's call reaches the platform before this page is done with (the last page has no next).
+      if (pages.length < 3) await seen(server, pages.length + 1);
+      askedWhileHeld.push(server.requests.length);
+    }
+    expect(pages).toEqual([['r1', 'r2'], ['r3'], ['r4']]);
+    expect(askedWhileHeld).toEqual([2, 3, 3]);
+    expect(server.requests.map((r) => r.query.get('cursor'))).toEqual([null, 'p2', 'p3']);
+  });
+
+  it('with prefetch, a caller that stops early leaves no call running and no error behind', async () => {
+    const server = await serve([json(200, { items: [item('r1')], next_cursor: 'p2', has_more: true }), hang()]);
+    const platform = client(server, { headersTimeoutMs: 60_000 });
+    const retries = recordRetries();
+    for await (const page of platform.paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true, ctx: retries })) {
+      expect(page.items.map((i) => i.request_id)).toEqual(['r1']);
+      await seen(server, 2);
+      break;
+    }
+    // The prefetched call is cancelled, not left waiting out its 60 s (close() waits for every call in flight, so
+    // this test would time out), and nothing is retried; an unhandled rejection would fail this file.
+    await platform.close();
+    expect(retries.retries).toEqual([]);
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('with prefetch, a next page the platform refuses fails the walk when the caller asks for it, not before', async () => {
+    const server = await serve([
+      json(200, { items: [item('r1')], next_cursor: 'p2', has_more: true }),
+      json(400, { error: { type: 'invalid_request', message: 'bad cursor' } }),
+    ]);
+    const done: string[] = [];
+    const error = await failure(
+      (async () => {
+        for await (const page of client(server).paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true })) {
+          await seen(server, 2);
+          // The refusal has arrived meanwhile; this page is still finished with.
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          done.push(...page.items.map((i) => i.request_id));
+        }
+      })(),
+    );
+    expect(done).toEqual(['r1']);
+    expect(error).toMatchObject({ status: 400, retryable: false, path: '/v1/serverless/requests/by-endpoint' });
+    expect(server.requests).toHaveLength(2);
+  });
 });
