@@ -154,7 +154,9 @@ async function startStoreHere(dataDir: string): Promise<{ url: string; close(): 
 
 /** The --store http endpoint in a process of its own (this file with BENCH_COLLECT_STORE). */
 async function startStoreProcess(dataDir: string): Promise<{ url: string; close(): Promise<void> }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
+  // BENCH_STORE_NODE_ARGS: extra node flags for the store process (e.g. --cpu-prof).
+  const extra = (process.env.BENCH_STORE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const proc = spawn(process.execPath, [...extra, '--import', 'tsx', fileURLToPath(import.meta.url)], {
     env: { ...process.env, BENCH_COLLECT_STORE: dataDir },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -189,6 +191,18 @@ function residentMemory(): { rss: number; anon: number } {
     return { rss: resident * pageBytes, anon: (resident - shared) * pageBytes };
   } catch {
     return { rss: process.memoryUsage().rss, anon: NaN }; // not Linux
+  }
+}
+
+/** CPU time of the whole machine (every core, every process, the kernel) in microseconds, from /proc/stat; NaN off Linux. */
+function machineBusyMicros(): number {
+  try {
+    // cpu user nice system idle iowait irq softirq steal ..., in USER_HZ ticks (100 a second on Linux).
+    const ticks = readFileSync('/proc/stat', 'latin1').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
+    const busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + (ticks[7] ?? 0);
+    return busy * 10_000;
+  } catch {
+    return NaN;
   }
 }
 
@@ -275,11 +289,11 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
     return { records, seconds };
   }
 
-  type Pass = { records: number; seconds: number; cpuMicros: number };
+  type Pass = { records: number; seconds: number; cpuMicros: number; machineMicros: number };
   const totals: Record<'paging' | 'mapping' | 'store', Pass> = {
-    paging: { records: 0, seconds: 0, cpuMicros: 0 },
-    mapping: { records: 0, seconds: 0, cpuMicros: 0 },
-    store: { records: 0, seconds: 0, cpuMicros: 0 },
+    paging: { records: 0, seconds: 0, cpuMicros: 0, machineMicros: 0 },
+    mapping: { records: 0, seconds: 0, cpuMicros: 0, machineMicros: 0 },
+    store: { records: 0, seconds: 0, cpuMicros: 0, machineMicros: 0 },
   };
   const modes = ['paging', 'mapping', 'store'] as const;
   gc();
@@ -297,11 +311,13 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
       gc();
       // CPU of this process: the collector's thread and chDB's (insert, merges), not the simulator's.
       const cpu0 = process.cpuUsage();
+      const machine0 = machineBusyMicros();
       const r = mode === 'store' ? await storePass([slices[i]]) : await pagingPass(mode === 'mapping', [slices[i]]);
       const cpu = process.cpuUsage(cpu0);
       totals[mode].records += r.records;
       totals[mode].seconds += r.seconds;
       totals[mode].cpuMicros += cpu.user + cpu.system;
+      totals[mode].machineMicros += machineBusyMicros() - machine0;
     }
   }
   clearInterval(sampler);
@@ -339,6 +355,18 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
       paging: round3(totals.paging.cpuMicros / totals.paging.records),
       mapping: round3(totals.mapping.cpuMicros / totals.mapping.records),
       store: round3(totals.store.cpuMicros / totals.store.records),
+    },
+    // Every process's CPU (the simulator, the collector, the store, the kernel) per request, and the cores busy on
+    // average: on this two-core machine, what the store pass adds to the paging pass.
+    machine_cpu_us_per_request: {
+      paging: round3(totals.paging.machineMicros / totals.paging.records),
+      mapping: round3(totals.mapping.machineMicros / totals.mapping.records),
+      store: round3(totals.store.machineMicros / totals.store.records),
+    },
+    machine_busy_cores: {
+      paging: round3(totals.paging.machineMicros / 1e6 / totals.paging.seconds),
+      mapping: round3(totals.mapping.machineMicros / 1e6 / totals.mapping.seconds),
+      store: round3(totals.store.machineMicros / 1e6 / totals.store.seconds),
     },
     store_seconds: round3(totals.store.seconds),
     store_insert_seconds: round3(insertSeconds),

@@ -34,13 +34,7 @@ function settingLiteral(value: unknown): string {
  * concurrent statements would race on it. A SETTINGS clause is scoped to its statement.
  */
 export function inlineSettings(sql: string, settings: ClickHouseSettings | undefined): string {
-  if (!settings) return sql;
-  const parts: string[] = [];
-  for (const [name, value] of Object.entries(settings)) {
-    if (value === undefined || HTTP_ONLY.has(name)) continue;
-    if (!SETTING_NAME.test(name)) throw new Error(`invalid ClickHouse setting name ${JSON.stringify(name)}`);
-    parts.push(`${name} = ${settingLiteral(value)}`);
-  }
+  const parts = statementSettings(settings).map(([name, value]) => `${name} = ${settingLiteral(value)}`);
   if (parts.length === 0) return sql;
   const format = /\s+FORMAT\s+\w+\s*$/i.exec(sql);
   const body = (format ? sql.slice(0, format.index) : sql).replace(/[\s;]+$/, '');
@@ -49,6 +43,17 @@ export function inlineSettings(sql: string, settings: ClickHouseSettings | undef
   if (OWN_SETTINGS.test(body)) return `${body},\n${parts.join(', ')}${tail}`;
   // On its own line, so a trailing `-- comment` in the statement cannot swallow it.
   return `${body}\n${`SETTINGS ${parts.join(', ')}`}${tail}`;
+}
+
+/** The settings a statement's SETTINGS clause takes: those the HTTP layer consumes are left out, names checked. */
+export function statementSettings(settings: ClickHouseSettings | undefined): Array<[string, unknown]> {
+  const entries: Array<[string, unknown]> = [];
+  for (const [name, value] of Object.entries(settings ?? {})) {
+    if (value === undefined || HTTP_ONLY.has(name)) continue;
+    if (!SETTING_NAME.test(name)) throw new Error(`invalid ClickHouse setting name ${JSON.stringify(name)}`);
+    entries.push([name, value]);
+  }
+  return entries;
 }
 
 export { SESSION_SETTINGS } from './settings.js';
