@@ -17,7 +17,10 @@
 // mapped library), JS heap, and the peak per tenth of the work (anon_by_decile_mb: flat = no growth).
 // cpu_us_per_request is the collector process's CPU (its thread and chDB's) per request in each pass: on this
 // two-core machine the simulator, the collector and chDB share the cores, so the wall-clock ratios also measure
-// chDB's insert and merge threads taking CPU from the simulator. Prints one JSON line.
+// chDB's insert and merge threads taking CPU from the simulator. machine_cpu_us_per_request is every process's CPU
+// (the simulator, the collector, the store, the kernel; /proc/stat) per request in each pass, and machine_busy_cores
+// how many of the two cores were busy on average: a pass that adds CPU without filling the cores waits on latency.
+// Prints one JSON line.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -86,9 +89,9 @@ async function parent(): Promise<void> {
       // embedded (default): the collector's own chDB; http: a ClickHouse HTTP endpoint (chDB) in this process, so
       // the collector process holds no engine and its memory is the pipeline's alone (as with a ClickHouse server).
       store: { type: 'string', default: 'embedded' },
-      // --store http: where the endpoint runs. sim: in this process, beside the simulator (its request handling,
-      // a 5 MB body decoded and split per batch, then runs on the simulator's event loop); own: a process of its own,
-      // as a ClickHouse server is.
+      // --store http: where the endpoint runs. sim: in this process, beside the simulator (its request handling then
+      // runs on the simulator's event loop: a batch's body is handed to chDB as bytes, a few ms each); own: a process
+      // of its own, as a ClickHouse server is (a third process on the two cores).
       'store-process': { type: 'string', default: 'sim' },
     },
   });

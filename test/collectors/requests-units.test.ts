@@ -98,6 +98,18 @@ describe('toRequestRow', () => {
     expect(r.billed).toBe(true);
   });
 
+  it('escapes ids made only of characters JSON escapes, and lone surrogates; plain ids are copied as they are', () => {
+    const cases = ['"', '\\', '\n\t', '"\u0001"', '\ud83d', 'x\ude00', '😀', 'acme/img', ''];
+    for (const id of cases) {
+      const r = toRequestLine({ ...item, request_id: id, endpoint_id: id, runner_id: id, gateway_request_id: id }, collected);
+      if ('reason' in r) throw new Error(r.reason);
+      const quoted = JSON.stringify(id);
+      expect(r.line, id).toContain(`{"request_id":${quoted},"gateway_request_id":${quoted},"endpoint_id":${quoted},`);
+      expect(r.line, id).toContain(`"runner_id":${quoted},`);
+      expect(JSON.parse(r.line), id).toMatchObject({ request_id: id, gateway_request_id: id, endpoint_id: id, runner_id: id });
+    }
+  });
+
   it('gives the reason for an item that cannot be stored', () => {
     expect(toRequestRow({ ...item, ended_at: undefined }, collected)).toBe('ended_at: expected string, received undefined');
     expect(toRequestRow({ ...item, ended_at: 'yesterday' }, collected)).toBe('ended_at: not an ISO 8601 timestamp: "yesterday"');

@@ -114,6 +114,24 @@ describe('isoToDateTime64: the fast path takes only whole YYYY-MM-DDTHH:MM:SS[.f
     expect(isoToDateTime64(text)).toBeNull();
   });
 
+  // The fast path reads each field from its fixed place as two character codes (no captures), so only the form
+  // check keeps out a text whose characters there would read as a real day and time: '-O' reads as 1 (45 * 10 + 79
+  // - 528), '--' as -33, and a field one digit short shifts the later ones onto digits and separators that add up
+  // to valid numbers. Each is not a time, and Date.parse says so too.
+  it.each([
+    '5-99-02T13:04:48.58Z', // a year of one digit: 99 and 02 land where the month and the day are read
+    '2026--O-21T10:00:07Z', // a month of two non-digits
+    '2026-11--OT10:00:07Z', // a day of two non-digits
+    '2026-11-21T1:00:01Z', // an hour of one digit: '1:' reads as 20
+    '2026-11-21T--:00:07Z', // an hour of two non-digits
+    '2026-11-21T10:3:31.93Z', // minutes of one digit
+    '2026-11-21T10:--:07Z', // minutes of two non-digits
+    '2026-11-21T10:00:1Z', // seconds of one digit: '1Z' reads as 52
+    '2026-11-21T10:00:--Z', // seconds of two non-digits
+  ])('%s has something else where the form has digits: null', (text) => {
+    expect(isoToDateTime64(text)).toBeNull();
+  });
+
   // An impossible calendar day is not a time: Date would roll 2026-02-30 over to 2 March, and digits copied as
   // they are would store a day that does not exist. Leap years by the Gregorian rule (2024 yes, 2100 no, 2000 yes).
   it.each([
