@@ -540,7 +540,8 @@ describe('PlatformClient.paginate', () => {
     const server = await serve([
       json(200, { items: [item('r1'), item('r2')], next_cursor: 'p2', has_more: true }),
       json(200, { items: [item('r3')], next_cursor: 'p3', has_more: true }),
-      json(200, { items: [item('r4')], next_cursor: null, has_more: false }),
+      // An explicit has_more false ends the walk, cursor or not.
+      json(200, { items: [item('r4')], next_cursor: 'p4', has_more: false }),
     ]);
     const pages: string[][] = [];
     const askedWhileHeld: number[] = [];
@@ -548,11 +549,70 @@ describe('PlatformClient.paginate', () => {
       pages.push(page.items.map((i) => i.request_id));
       // The next page's call reaches the platform before this page is done with (the last page has no next).
       if (pages.length < 3) await seen(server, pages.length + 1);
+      // The last page (has_more false) asks for nothing more: a call started now would have reached the server.
+      else await new Promise((resolve) => setTimeout(resolve, 50));
       askedWhileHeld.push(server.requests.length);
     }
     expect(pages).toEqual([['r1', 'r2'], ['r3'], ['r4']]);
     expect(askedWhileHeld).toEqual([2, 3, 3]);
     expect(server.requests.map((r) => r.query.get('cursor'))).toEqual([null, 'p2', 'p3']);
+  });
+
+  it('with prefetch, a repeated cursor is not asked for: the walk stops with the error after its page', async () => {
+    const server = await serve([
+      json(200, { items: [item('r1')], next_cursor: 'a', has_more: true }),
+      json(200, { items: [item('r2')], next_cursor: 'a', has_more: true }),
+    ]);
+    const done: string[] = [];
+    const error = await failure(
+      (async () => {
+        for await (const page of client(server).paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true })) {
+          done.push(...page.items.map((i) => i.request_id));
+          // A call for the repeated cursor, started now, would have reached the server.
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      })(),
+    );
+    expect(done).toEqual(['r1', 'r2']);
+    expect(error.message).toContain('next_cursor repeats an earlier cursor');
+    expect(server.requests.map((r) => r.query.get('cursor'))).toEqual([null, 'a']);
+  });
+
+  it('without prefetch, the next page is asked for only when the caller asks for it', async () => {
+    const server = await serve([
+      json(200, { items: [item('r1')], next_cursor: 'p2', has_more: true }),
+      json(200, { items: [item('r2')], next_cursor: null, has_more: false }),
+    ]);
+    const askedWhileHeld: number[] = [];
+    for await (const _ of client(server).paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage })) {
+      // A prefetched call would reach the server while the page is held.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      askedWhileHeld.push(server.requests.length);
+    }
+    expect(askedWhileHeld).toEqual([1, 2]);
+  });
+
+  it("with prefetch, the caller's abort cancels the prefetched call: the walk ends 'aborted by the caller'", async () => {
+    const server = await serve([json(200, { items: [item('r1')], next_cursor: 'p2', has_more: true }), hang()]);
+    const platform = client(server, { headersTimeoutMs: 60_000 });
+    const caller = new AbortController();
+    const retries = recordRetries();
+    const error = await failure(
+      (async () => {
+        for await (const _ of platform.paginate(platformPaths.requestsByEndpoint, {
+          schema: RequestsPage,
+          prefetch: true,
+          ctx: { signal: caller.signal, onRetry: retries.onRetry },
+        })) {
+          await seen(server, 2);
+          caller.abort(new Error('shutting down'));
+        }
+      })(),
+    );
+    expect(error).toMatchObject({ type: 'aborted', retryable: false, path: '/v1/serverless/requests/by-endpoint' });
+    expect(error.message).toBe('GET /v1/serverless/requests/by-endpoint: aborted by the caller');
+    expect(retries.retries).toEqual([]);
+    expect(server.requests).toHaveLength(2);
   });
 
   it('with prefetch, a caller that stops early leaves no call running and no error behind', async () => {
