@@ -91,7 +91,9 @@ export interface PaginateOptions<T> {
   body?: unknown;
   /**
    * Ask for the next page as soon as this one has arrived, so the platform answers it while the caller works on
-   * this one (one call in flight per walk, as without). A caller that stops early has cost one call it never reads.
+   * this one (one call per walk, as without; it holds its in-flight slot meanwhile). A caller that stops early has
+   * cost one call it never reads, and that call's retries (reported to ctx.onRetry) and 429 pause (which every
+   * caller of the client waits out) count as any other call's.
    */
   prefetch?: boolean;
 }
@@ -311,8 +313,11 @@ export class PlatformClient {
     let next: Promise<FetchedPage<T>> | null = null;
     try {
       for (;;) {
+        const prefetched = next !== null;
         const { page, hasMore, nextCursor, call: description } = await (next ?? fetchPage(query, opts.ctx));
         next = null;
+        // A page that arrived after the caller aborted is not handed over (without prefetch it was never asked for).
+        if (prefetched && opts.ctx?.signal?.aborted) throw this.#aborted(description as CallDescription, 1, opts.ctx.signal.reason);
         const cursor = typeof nextCursor === 'string' && nextCursor !== '' ? nextCursor : null;
         // A missing has_more with a cursor is followed; an explicit false always ends the walk.
         const more = hasMore === true || (hasMore == null && cursor !== null);

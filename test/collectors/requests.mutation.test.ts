@@ -295,7 +295,7 @@ function fakeContext(pages: unknown[][], writer: BatchWriter, config = { WRITER_
 const WINDOW = { endpointIds: ['acme/app', 'acme/other'], from: new Date('2026-11-21T00:00:00Z'), to: new Date('2026-11-22T00:00:00Z') };
 
 describe('requestPages', () => {
-  it('asks for the window with billing, in ended_at order, 100 a page, passing the call context, each page fetched while the one before is mapped', async () => {
+  it('asks for the window with billing, in ended_at order, 100 a page, passing the call context, and asks for prefetch (each page fetched while the one before is mapped)', async () => {
     const w = recordingWriter();
     const f = fakeContext([[item], [item, item]], w.writer);
     const got: unknown[][] = [];

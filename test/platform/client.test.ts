@@ -528,12 +528,14 @@ describe('PlatformClient.paginate', () => {
     expect(ids).toEqual(['r1', 'r2']);
     expect(server.requests.map((r) => r.query.get('cursor'))).toEqual([null, 'p2', 'p2']);
   });
-  /** Resolves once the server has seen `n` requests; fails the test after 5 s. */
+  /** Resolves once the server has seen `n` requests (the test's timeout bounds the wait). */
   async function seen(server: ScriptedServer, n: number): Promise<void> {
-    for (const started = Date.now(); server.requests.length < n; ) {
-      if (Date.now() - started > 5_000) throw new Error(`the server saw ${server.requests.length} requests, expected ${n}`);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    while (server.requests.length < n) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+
+  /** Resolves once the client has no call open (a prefetched page has arrived, or its call has failed). */
+  async function settled(platform: PlatformClient): Promise<void> {
+    while (platform.inFlight.now > 0) await new Promise((resolve) => setTimeout(resolve, 5));
   }
 
   it('with prefetch, asks for the next page while the caller still holds this one; pages and cursors as without', async () => {
@@ -543,18 +545,18 @@ describe('PlatformClient.paginate', () => {
       // An explicit has_more false ends the walk, cursor or not.
       json(200, { items: [item('r4')], next_cursor: 'p4', has_more: false }),
     ]);
+    const platform = client(server);
     const pages: string[][] = [];
-    const askedWhileHeld: number[] = [];
-    for await (const page of client(server).paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true })) {
+    const openWhileHeld: number[] = [];
+    for await (const page of platform.paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true })) {
       pages.push(page.items.map((i) => i.request_id));
-      // The next page's call reaches the platform before this page is done with (the last page has no next).
+      // The next page's call is open while this page is held (a call takes its slot as it starts), and reaches the
+      // platform before this page is done with; the last page (has_more false) opens none.
+      openWhileHeld.push(platform.inFlight.now);
       if (pages.length < 3) await seen(server, pages.length + 1);
-      // The last page (has_more false) asks for nothing more: a call started now would have reached the server.
-      else await new Promise((resolve) => setTimeout(resolve, 50));
-      askedWhileHeld.push(server.requests.length);
     }
     expect(pages).toEqual([['r1', 'r2'], ['r3'], ['r4']]);
-    expect(askedWhileHeld).toEqual([2, 3, 3]);
+    expect(openWhileHeld).toEqual([1, 1, 0]);
     expect(server.requests.map((r) => r.query.get('cursor'))).toEqual([null, 'p2', 'p3']);
   });
 
@@ -563,19 +565,45 @@ describe('PlatformClient.paginate', () => {
       json(200, { items: [item('r1')], next_cursor: 'a', has_more: true }),
       json(200, { items: [item('r2')], next_cursor: 'a', has_more: true }),
     ]);
+    const platform = client(server);
     const done: string[] = [];
+    const openWhileHeld: number[] = [];
     const error = await failure(
       (async () => {
-        for await (const page of client(server).paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true })) {
+        for await (const page of platform.paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true })) {
           done.push(...page.items.map((i) => i.request_id));
-          // A call for the repeated cursor, started now, would have reached the server.
-          await new Promise((resolve) => setTimeout(resolve, 50));
+          openWhileHeld.push(platform.inFlight.now);
         }
       })(),
     );
     expect(done).toEqual(['r1', 'r2']);
+    expect(openWhileHeld).toEqual([1, 0]);
     expect(error.message).toContain('next_cursor repeats an earlier cursor');
     expect(server.requests.map((r) => r.query.get('cursor'))).toEqual([null, 'a']);
+  });
+
+  it('with prefetch, a page that arrived after the caller aborted is not handed over', async () => {
+    const server = await serve([
+      json(200, { items: [item('r1')], next_cursor: 'p2', has_more: true }),
+      json(200, { items: [item('r2')], next_cursor: 'p3', has_more: true }),
+      json(200, { items: [item('r3')], next_cursor: null, has_more: false }),
+    ]);
+    const platform = client(server);
+    const caller = new AbortController();
+    const done: string[] = [];
+    const error = await failure(
+      (async () => {
+        for await (const page of platform.paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true, ctx: { signal: caller.signal } })) {
+          done.push(...page.items.map((i) => i.request_id));
+          await settled(platform); // page 2 is in hand
+          caller.abort(new Error('shutting down'));
+        }
+      })(),
+    );
+    expect(done).toEqual(['r1']);
+    expect(error).toMatchObject({ type: 'aborted', retryable: false });
+    expect(error.message).toBe('GET /v1/serverless/requests/by-endpoint: aborted by the caller');
+    expect(server.requests).toHaveLength(2);
   });
 
   it('without prefetch, the next page is asked for only when the caller asks for it', async () => {
@@ -583,13 +611,13 @@ describe('PlatformClient.paginate', () => {
       json(200, { items: [item('r1')], next_cursor: 'p2', has_more: true }),
       json(200, { items: [item('r2')], next_cursor: null, has_more: false }),
     ]);
-    const askedWhileHeld: number[] = [];
-    for await (const _ of client(server).paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage })) {
-      // A prefetched call would reach the server while the page is held.
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      askedWhileHeld.push(server.requests.length);
+    const platform = client(server);
+    const openWhileHeld: number[] = [];
+    for await (const _ of platform.paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage })) {
+      openWhileHeld.push(platform.inFlight.now);
     }
-    expect(askedWhileHeld).toEqual([1, 2]);
+    expect(openWhileHeld).toEqual([0, 0]);
+    expect(server.requests).toHaveLength(2);
   });
 
   it("with prefetch, the caller's abort cancels the prefetched call: the walk ends 'aborted by the caller'", async () => {
@@ -636,13 +664,13 @@ describe('PlatformClient.paginate', () => {
       json(200, { items: [item('r1')], next_cursor: 'p2', has_more: true }),
       json(400, { error: { type: 'invalid_request', message: 'bad cursor' } }),
     ]);
+    const platform = client(server);
     const done: string[] = [];
     const error = await failure(
       (async () => {
-        for await (const page of client(server).paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true })) {
-          await seen(server, 2);
+        for await (const page of platform.paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true })) {
           // The refusal has arrived meanwhile; this page is still finished with.
-          await new Promise((resolve) => setTimeout(resolve, 20));
+          await settled(platform);
           done.push(...page.items.map((i) => i.request_id));
         }
       })(),

@@ -12,7 +12,9 @@ import { inlineSettings, statementSettings } from '../../src/store/embedded.js';
  * - one session, so requests run one at a time, and `database=` is applied with `USE` when it changes
  *   (tests use one database per process; a `USE` sent as a query would go unnoticed);
  * - settings are inlined into the statement (inlineSettings): with the data in the body, `query=` must be a
- *   whole statement, and `INSERT ... VALUES` or `SYSTEM`/`SET`/`USE` do not take a SETTINGS clause;
+ *   whole statement, and `INSERT ... VALUES` or `SYSTEM`/`SET`/`USE` do not take a SETTINGS clause; an insert of a
+ *   line format into a table of the current database goes to chDB's raw insert instead (RAW_INSERT), settings
+ *   passed with it;
  * - no HTTP sessions (`session_id` is ignored), no `readonly` for GET, no `compress=1`/`decompress=1`;
  * - insert data must be text (JSON*, CSV, TSV...); `written_rows` counts its non-empty lines.
  */
@@ -200,9 +202,15 @@ function parseRequest(url: URL, contentType: string, body: Buffer): ParsedReques
  */
 const RAW_INSERT = /^\s*INSERT\s+INTO\s+([A-Za-z_]\w*)(?:\s*\(\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*\))?\s+FORMAT\s+(JSONEachRow|JSONCompactEachRow|TabSeparated|TSV)\s*$/;
 
-/** Whether `data` holds nothing but ASCII white space (an insert without rows: a no-op on the server). */
+/**
+ * Whether `data` is only white space as JavaScript's trim() knows it (an insert without rows: a no-op on the
+ * server). Rows start at once with a character that is not, so this reads one byte of a real batch.
+ */
 function blank(data: Buffer): boolean {
-  for (const byte of data) if (byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09) return false;
+  for (const byte of data) {
+    if (byte >= 0x80) return data.toString('utf8').trim() === ''; // a non-ASCII space (NBSP, BOM, ...) or text
+    if (byte !== 0x20 && (byte < 0x09 || byte > 0x0d)) return false;
+  }
   return true;
 }
 
