@@ -28,6 +28,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { getHeapStatistics } from 'node:v8';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startSim } from '../src/sim/index.js';
 import { parseConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
@@ -299,6 +300,8 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
     store: { records: 0, seconds: 0, cpuMicros: 0, machineMicros: 0 },
   };
   const modes = ['paging', 'mapping', 'store'] as const;
+  // The collector's event-loop delay per slice (p99 and max, ms): a long task holds both walks' next pages.
+  const loopDelay: Record<(typeof modes)[number], number[]> = { paging: [], mapping: [], store: [] };
   gc();
   const { rss: idleRss, anon: idleAnon } = residentMemory();
   const idleHeap = process.memoryUsage().heapUsed;
@@ -315,12 +318,16 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
       // CPU of this process: the collector's thread and chDB's (insert, merges), not the simulator's.
       const cpu0 = process.cpuUsage();
       const machine0 = machineBusyMicros();
+      const loop = monitorEventLoopDelay({ resolution: 1 });
+      loop.enable();
       const r = mode === 'store' ? await storePass([slices[i]]) : await pagingPass(mode === 'mapping', [slices[i]]);
       const cpu = process.cpuUsage(cpu0);
       totals[mode].records += r.records;
       totals[mode].seconds += r.seconds;
       totals[mode].cpuMicros += cpu.user + cpu.system;
       totals[mode].machineMicros += machineBusyMicros() - machine0;
+      loop.disable();
+      loopDelay[mode].push(loop.percentile(99) / 1e6, loop.max / 1e6);
     }
   }
   clearInterval(sampler);
@@ -371,6 +378,7 @@ async function child(spec: ChildSpec): Promise<Record<string, unknown>> {
       mapping: round3(totals.mapping.machineMicros / 1e6 / totals.mapping.seconds),
       store: round3(totals.store.machineMicros / 1e6 / totals.store.seconds),
     },
+    collector_loop_delay_ms: Object.fromEntries(modes.map((m) => [m, loopDelay[m].map(round3)])),
     store_seconds: round3(totals.store.seconds),
     store_insert_seconds: round3(insertSeconds),
     store_batches: batches,
