@@ -548,7 +548,8 @@ describe('PlatformClient.paginate', () => {
     const platform = client(server);
     const pages: string[][] = [];
     const openWhileHeld: number[] = [];
-    for await (const page of platform.paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true })) {
+    // A call context without a signal (only onRetry) is one a caller may pass.
+    for await (const page of platform.paginate(platformPaths.requestsByEndpoint, { schema: RequestsPage, prefetch: true, ctx: { onRetry: () => undefined } })) {
       pages.push(page.items.map((i) => i.request_id));
       // The next page's call is open while this page is held (a call takes its slot as it starts), and reaches the
       // platform before this page is done with; the last page (has_more false) opens none.
