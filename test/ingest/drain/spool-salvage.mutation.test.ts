@@ -431,37 +431,27 @@ suite('SQLite spool: a damaged file at open', () => {
   // so that an insert the store had taken before the crash is deduplicated. A saved batch of one record (from_seq ===
   // to_seq) and one that ends at the spool's last record must survive a salvage like any other; the record appended
   // after the reopen must not join them (that would be a new token).
-  it('a saved batch of ONE record survives a salvage: resumed with exactly that record; later records stay out', async () => {
+  it.each([
+    // A saved batch of ONE record: resumed with exactly that record.
+    { ids: ['o0', 'o1', 'o2'], limits: { maxRows: 1, maxBytes: Infinity }, saved: ['o0'], later: 'o3', rest: ['o1', 'o2', 'o3'] },
+    // A saved batch that ends at the last record: resumed with exactly its records, not the one appended after.
+    { ids: ['e0', 'e1', 'e2'], limits: ALL, saved: ['e0', 'e1', 'e2'], later: 'e3', rest: ['e3'] },
+  ])('a saved batch $saved survives a salvage and is resumed exactly; $later, appended after, stays out', async ({ ids: appended, limits, saved, later, rest }) => {
     const dir = join(tempDir(), 'spool');
     let spool = await open(dir);
-    for (const id of ['o0', 'o1', 'o2']) await spool.append(rec(id));
-    expect(ids((await spool.nextBatch({ maxRows: 1, maxBytes: Infinity }))!.records)).toEqual(['o0']);
+    for (const id of appended) await spool.append(rec(id));
+    expect(ids((await spool.nextBatch(limits))!.records)).toEqual(saved);
     await spool.close();
     overwrite(join(dir, 'spool.sqlite'), 0, 100);
     spool = await open(dir);
-    expect(await spool.append(rec('o3'))).toEqual({ status: 'appended' });
+    expect(await spool.append(rec(later))).toEqual({ status: 'appended' });
     const b = (await spool.nextBatch(ALL))!;
-    expect([b.resumed, ...ids(b.records)]).toEqual([true, 'o0']);
+    expect([b.resumed, ...ids(b.records)]).toEqual([true, ...saved]);
     await spool.commit(b);
-    const rest = (await spool.nextBatch(ALL))!;
-    expect([rest.resumed, ...ids(rest.records)]).toEqual([false, 'o1', 'o2', 'o3']);
+    const after = (await spool.nextBatch(ALL))!;
+    expect([after.resumed, ...ids(after.records)]).toEqual([false, ...rest]);
   });
 
-  it('a saved batch that ends at the last record survives a salvage: resumed with exactly its records, not the one appended after', async () => {
-    const dir = join(tempDir(), 'spool');
-    let spool = await open(dir);
-    for (const id of ['e0', 'e1', 'e2']) await spool.append(rec(id));
-    expect(ids((await spool.nextBatch(ALL))!.records)).toEqual(['e0', 'e1', 'e2']);
-    await spool.close();
-    overwrite(join(dir, 'spool.sqlite'), 0, 100);
-    spool = await open(dir);
-    expect(await spool.append(rec('e3'))).toEqual({ status: 'appended' });
-    const b = (await spool.nextBatch(ALL))!;
-    expect([b.resumed, ...ids(b.records)]).toEqual([true, 'e0', 'e1', 'e2']);
-    await spool.commit(b);
-    const rest = (await spool.nextBatch(ALL))!;
-    expect([rest.resumed, ...ids(rest.records)]).toEqual([false, 'e3']);
-  });
   it('a file that is no database at all and no salvage: the spool opens empty and works', async () => {
     const dir = join(tempDir(), 'spool');
     mkdirSync(dir);
