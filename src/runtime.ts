@@ -16,6 +16,11 @@ export interface Runtime {
   registry: Registry;
   store: Store;
   writer: BatchWriter;
+  /**
+   * The clock answers are given at ("this month", "today", the default range): the machine's, unless the caller set
+   * one (tests, CONTRIBUTING.md "Tests own their clock"). Jobs see the platform's clock (src/jobs/platform-source.ts).
+   */
+  now: () => Date;
 }
 
 /** Something started with the service and stopped before the writer is flushed (a scheduler, a pusher). */

@@ -28,6 +28,8 @@ export interface ServiceOptions {
   registry?: Registry;
   /** Registers routes and starts background work once the store is ready. */
   extensions?: Extension[];
+  /** The clock answers are given at (default: the machine's). */
+  now?: () => Date;
 }
 
 /**
@@ -73,7 +75,7 @@ async function migrateWithRetry(store: Store, logger: Logger, deadlineMs: number
 }
 
 /** Opens and migrates the store, builds the writer: what `serve` and the one-shot commands share. */
-export async function openRuntime(config: Config, opts: { logger?: Logger; registry?: Registry } = {}): Promise<Runtime> {
+export async function openRuntime(config: Config, opts: { logger?: Logger; registry?: Registry; now?: () => Date } = {}): Promise<Runtime> {
   const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
   const registry = opts.registry ?? createRegistry();
   const deadlineMs = Date.now() + config.CLICKHOUSE_CONNECT_TIMEOUT_MS;
@@ -109,7 +111,7 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
     logger: logger.child({ component: 'writer' }),
     registry,
   });
-  return { config, logger, registry, store, writer };
+  return { config, logger, registry, store, writer, now: opts.now ?? (() => new Date()) };
 }
 
 /**

@@ -60,7 +60,7 @@ export function anomalyRoutes(app: FastifyInstance, registry: RouteRegistry, rt:
     query: Query,
     csv: true,
     handler: async (q, request, reply) => {
-      const to = q.to ?? new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS + DAY_MS).toISOString().slice(0, 10);
+      const to = q.to ?? new Date(Math.floor(rt.now().getTime() / DAY_MS) * DAY_MS + DAY_MS).toISOString().slice(0, 10);
       const from = q.from ?? new Date(Date.parse(to) - 7 * DAY_MS).toISOString().slice(0, 10);
       if (to <= from) throw badParameter('to', `expected a date after from (${from}); to is exclusive`);
       checkRangeDays((Date.parse(to) - Date.parse(from)) / DAY_MS, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');

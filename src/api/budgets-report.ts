@@ -24,13 +24,13 @@ export interface BudgetsReport {
   budgets: Array<BudgetFigures & { spent_final: boolean }>;
 }
 
-/** Every configured budget's figures for `month` (default: the current one) as of `today` (default: now), in `timezone`. */
+/** Every configured budget's figures for `month` (default: the current one) as of `today` (default: the day `now` falls on), in `timezone`. */
 export async function budgetsReport(
   store: Pick<Store, 'client'>,
   budgets: Budget[],
-  q: { timezone: string; month?: string; today?: string; windowHours?: number },
+  q: { timezone: string; month?: string; today?: string; windowHours?: number; now?: Date },
 ): Promise<BudgetsReport> {
-  const today = q.today ?? DateTime.now().setZone(q.timezone).toISODate()!;
+  const today = q.today ?? DateTime.fromJSDate(q.now ?? new Date()).setZone(q.timezone).toISODate()!;
   const month = q.month ?? today.slice(0, 7);
   const from = `${month}-01`;
   const to = DateTime.fromISO(from, { zone: 'UTC' }).plus({ months: 1 }).toISODate()!;
@@ -57,7 +57,7 @@ export async function budgetsReport(
   }
   const upTo = today < to ? DateTime.fromISO(today, { zone: 'UTC' }).plus({ days: 1 }).toISODate()! : to;
   const finalOf = async (product: 'serverless' | 'model_api') =>
-    upTo <= from ? false : (await loadFinality(store, { product, timezone: q.timezone, from, to: upTo, windowHours: q.windowHours ?? 48 })).final;
+    upTo <= from ? false : (await loadFinality(store, { product, timezone: q.timezone, from, to: upTo, windowHours: q.windowHours ?? 48, now: q.now })).final;
   const final = { serverless: await finalOf('serverless'), model_api: await finalOf('model_api') };
   return {
     month,

@@ -53,7 +53,7 @@ export function budgetRoutes(app: FastifyInstance, registry: RouteRegistry, rt: 
       const timezone = q.timezone ?? rt.config.TIMEZONES[0];
       await checkTimezone(rt, timezone);
       if (q.month && q.today && q.today < `${q.month}-01`) throw badParameter('today', `expected a day on or after ${q.month}-01`);
-      const report = await budgetsReport(rt.store, configuredBudgets(rt.config), { timezone, month: q.month, today: q.today, windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
+      const report = await budgetsReport(rt.store, configuredBudgets(rt.config), { timezone, month: q.month, today: q.today, now: rt.now(), windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
       const table = {
         columns: COLUMNS,
         rows: report.budgets.map((b) => ({

@@ -72,7 +72,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const { problems, timezone, format } = monthReportOptions(values);
-  if (problems.length === 0 && DateTime.fromFormat(values.month!, 'yyyy-MM', { zone: timezone }) > DateTime.now()) {
+  if (problems.length === 0 && DateTime.fromFormat(values.month!, 'yyyy-MM', { zone: timezone }) > DateTime.now() /* before the store opens: the machine's clock */) {
     problems.push(`--month: expected a month that has started in ${timezone}; ${values.month} has not`);
   }
   if (problems.length > 0) {
@@ -84,7 +84,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
     return 2;
   }
   return withCommandRuntime(getConfig(), async (rt) => {
-    const report = await financeReport(rt.store, values.month!, timezone, new Date(), { windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
+    const report = await financeReport(rt.store, values.month!, timezone, rt.now(), { windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
     const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES });
     if (!problem && !rt.config.TIMEZONES.includes(timezone)) {
       io.err(`tallyhouse report finance: warning: ${timezone} is not in TIMEZONES, so scheduled runs do not keep its usage up to date\n`);

@@ -48,7 +48,7 @@ export async function efficiencyCommand(args: string[]): Promise<number> {
       return 1;
     }
     const { hints, window } = await loadRecommendations(rt.store, {
-      month: values.month!, timezone, marginPercent: margin ?? rt.config.RIGHTSIZING_VRAM_MARGIN_PERCENT, nowMs: Date.now(),
+      month: values.month!, timezone, marginPercent: margin ?? rt.config.RIGHTSIZING_VRAM_MARGIN_PERCENT, nowMs: rt.now().getTime(),
     });
     const text = format === 'json'
       ? `${JSON.stringify({ month: values.month, timezone, rows, hints, keep_warm_window: window }, null, 2)}\n`

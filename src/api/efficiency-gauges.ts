@@ -17,7 +17,7 @@ export const idleCostShare: BusinessGauge = {
   labelNames: ['app', 'currency', 'timezone'],
   async read(rt) {
     const timezone = rt.config.TIMEZONES[0];
-    const today = DateTime.now().setZone(timezone).startOf('day');
+    const today = DateTime.fromJSDate(rt.now()).setZone(timezone).startOf('day');
     const rows = await loadEfficiency(rt.store, { from: today.minus({ days: IDLE_DAYS - 1 }).toISODate()!, to: today.plus({ days: 1 }).toISODate()!, timezone });
     const perApp = new Map<string, { app: string; currency: string; idle: bigint; cost: bigint }>();
     for (const r of rows) {

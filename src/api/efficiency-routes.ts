@@ -209,7 +209,7 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
     csv: true,
     handler: async (q, request, reply) => {
       checkZone(rt, q.timezone);
-      const nowMs = Date.now();
+      const nowMs = rt.now().getTime();
       const month = q.month ?? DateTime.fromMillis(nowMs, { zone: q.timezone }).toFormat('yyyy-MM');
       const marginPercent = q.margin_percent ?? rt.config.RIGHTSIZING_VRAM_MARGIN_PERCENT;
       const { hints, window } = await loadRecommendations(rt.store, { month, timezone: q.timezone, marginPercent, nowMs });

@@ -161,7 +161,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
           ? await modelCostByGroups(rt.store, { timezone: q.timezone, from: q.from, to: q.to, groupBy: groupBy as ModelCostGroup[], endpoints: q.endpoint, search: q.search })
           : await costByGroups(rt.store, { timezone: q.timezone, from: q.from, to: q.to, groupBy: groupBy as CostGroup[], apps: q.app, search: q.search });
       // Whether each figure can still change (src/api/finality.ts): per day when grouped by day, else the range's.
-      const finality = await loadFinality(rt.store, { product: q.product, timezone: q.timezone, from: q.from, to: q.to, windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
+      const finality = await loadFinality(rt.store, { product: q.product, timezone: q.timezone, from: q.from, to: q.to, windowHours: rt.config.LATE_BILLING_WINDOW_HOURS, now: rt.now() });
       const finalByDay = new Map(finality.days.map((d) => [d.day, d.final]));
       const columns = [...groupBy, 'currency', ...(q.product === 'model_api' ? MODEL_MONEY_COLUMNS : MONEY_COLUMNS), 'final'];
       const table = {
@@ -200,7 +200,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
     csv: true,
     handler: async (q, request, reply) => {
       if (!IANAZone.isValidZone(q.timezone)) throw badParameter('timezone', 'expected an IANA time zone');
-      const report = await financeReport(rt.store, q.month, q.timezone, new Date(), { windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
+      const report = await financeReport(rt.store, q.month, q.timezone, rt.now(), { windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
       const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES });
       if (problem?.kind === 'future') throw badParameter('month', problem.message);
       if (problem) throw new ApiError(404, 'no_data', problem.message);

@@ -27,7 +27,7 @@ export const monthToDateCost: BusinessGauge = {
   labelNames: ['app', 'currency', 'timezone'],
   async read(rt) {
     const timezone = rt.config.TIMEZONES[0];
-    const monthStart = DateTime.now().setZone(timezone).startOf('month').toISODate()!;
+    const monthStart = DateTime.fromJSDate(rt.now()).setZone(timezone).startOf('month').toISODate()!;
     const rows = await costSinceByApp(rt.store, { timezone, from: monthStart });
     const max = rt.config.METRICS_MAX_APPS;
     const out: Array<{ labels: Record<string, string>; value: number }> = [];
@@ -51,7 +51,7 @@ export const jobSuccessAge: BusinessGauge = {
   labelNames: ['job'],
   async read(rt) {
     const rows = await lastSuccessByJob(rt.store, {});
-    const now = Date.now();
+    const now = rt.now().getTime();
     return rows.map((r) => ({ labels: { job: r.job }, value: Math.max(0, (now - r.finished_ms) / 1000) }));
   },
 };
@@ -93,7 +93,7 @@ export const anomaliesOpen: BusinessGauge = {
   help: 'Anomaly findings whose bucket started in the last 48 hours, per measure (kind): cost, volume, error_rate, p95_latency.',
   labelNames: ['kind'],
   async read(rt) {
-    const rows = await openFindingsByMeasure(rt.store, { since: toDateTime64(new Date(Date.now() - OPEN_FINDING_HOURS * 3_600_000)) });
+    const rows = await openFindingsByMeasure(rt.store, { since: toDateTime64(new Date(rt.now().getTime() - OPEN_FINDING_HOURS * 3_600_000)) });
     const byMeasure = new Map(rows.map((r) => [r.measure, r.findings]));
     return MEASURES.map((kind) => ({ labels: { kind }, value: byMeasure.get(kind) ?? 0 }));
   },
@@ -107,7 +107,7 @@ export const budgetFiguresGauge: BusinessGauge = {
   async read(rt) {
     const budgets = configuredBudgets(rt.config);
     if (budgets.length === 0) return [];
-    const report = await budgetsReport(rt.store, budgets, { timezone: rt.config.TIMEZONES[0] });
+    const report = await budgetsReport(rt.store, budgets, { timezone: rt.config.TIMEZONES[0], now: rt.now() });
     return report.budgets.flatMap((b) => {
       const labels = { scope: b.scope, name: b.name, currency: b.currency };
       const figures: Array<[string, string | null]> = [['amount', b.amount], ['spent', b.spent], ['forecast', b.forecast], ['forecast_low', b.interval.low], ['forecast_high', b.interval.high]];
@@ -126,7 +126,7 @@ export const budgetStatusGauge: BusinessGauge = {
   async read(rt) {
     const budgets = configuredBudgets(rt.config);
     if (budgets.length === 0) return [];
-    const report = await budgetsReport(rt.store, budgets, { timezone: rt.config.TIMEZONES[0] });
+    const report = await budgetsReport(rt.store, budgets, { timezone: rt.config.TIMEZONES[0], now: rt.now() });
     return report.budgets.map((b) => ({ labels: { scope: b.scope, name: b.name, currency: b.currency }, value: STATUS_VALUE[b.status] }));
   },
 };

@@ -33,6 +33,8 @@ export interface PlatformSourceOptions {
   drainSecret?: string;
   /** Demo mode: the simulated front end posts Faro payloads with this key (none: it stays quiet). */
   faroKey?: string;
+  /** Demo mode: the simulated platform's "now" at start (default: the machine's clock); tests set it. */
+  demoStart?: Date;
 }
 
 export async function openPlatformSource(config: Config, logger: Logger, opts: PlatformSourceOptions = {}): Promise<PlatformSource> {
@@ -61,7 +63,7 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
   // The demo's platform carries the shipped scenario (a price change, a runaway key, an error burst, ...), so change
   // attribution, budgets and the anomalies job have something to find on a first start.
   const scenario = readScenarioFile(fileURLToPath(new URL('../sim/scenarios/demo.json', import.meta.url)));
-  const sim = await startSim({ now: new Date(), realtime: true, host: '127.0.0.1', port: 0, drainSecret: opts.drainSecret, scenario });
+  const sim = await startSim({ now: opts.demoStart ?? new Date(), realtime: true, host: '127.0.0.1', port: 0, drainSecret: opts.drainSecret, scenario });
   logger[opts.demoNoticeLevel ?? 'warn'](
     { simulator: sim.url },
     'demo mode: no platform key configured (SVC_API_KEY / SVC_ADMIN_KEY), so Tallyhouse collects from its built-in platform simulator. To use a real account set SVC_BASE_URL, SVC_API_KEY and SVC_ADMIN_KEY (an ADMIN-scope key for usage).',

@@ -37,7 +37,8 @@ beforeAll(async () => {
       BUDGETS_FILE: file,
       APP_BUDGETS: JSON.stringify({ [app]: 1_000_000 }),
     }),
-    { logger: createLogger('silent'), registry: createRegistry({ defaultMetrics: false }), extensions: [apiExtension()] },
+    // The gauges read "this month" from the service's clock: fixed at the simulator's, so November stays this month.
+    { logger: createLogger('silent'), registry: createRegistry({ defaultMetrics: false }), extensions: [apiExtension()], now: () => new Date('2026-11-21T12:00:00Z') },
   );
   for (const job of ['usage', 'models']) {
     const run = await runJob(service, sim, job, { from: '2026-11-01', to: '2026-11-22', timezone: 'UTC' });
