@@ -51,6 +51,8 @@ interface Ordinary {
   sigma: number;
   /** The first bucket of the series (short histories). */
   firstBucket: number;
+  /** Its typical value when used (an intermittent series' planted spike on a day it was idle starts from it). */
+  typical?: number;
 }
 
 interface WorldModel {
@@ -123,19 +125,19 @@ export const WORLD_MODELS: readonly WorldModel[] = [
       const level = logUniform(rnd, 5, 2000);
       const p = 0.3 + rnd() * 0.5;
       const sigma = cvToSigma(0.3);
-      return { sigma, firstBucket: 0, value: () => (rnd() < p ? level * Math.exp(sigma * normal()) : 0) };
+      return { sigma, firstBucket: 0, typical: level, value: () => (rnd() < p ? level * Math.exp(sigma * normal()) : 0) };
     },
   },
   {
     name: 'heavy-tail',
-    description: 'CV 10% plus ordinary spikes (x1.3 to x2 on 15% of days: batch jobs)',
+    description: 'CV 10% plus ordinary spikes (x1.3 to x2 on 15% of days: batch jobs); planted sizes in multiples of 0.25',
     grain: 'day',
     kinds: ['spike', 'drop', 'level_shift', 'runaway'],
     series: 120,
     ordinary: (rnd, normal) => {
       const level = logUniform(rnd, 5, 5000);
-      const sigma = cvToSigma(0.1);
-      return { sigma, firstBucket: 0, value: () => level * Math.exp(sigma * normal()) * (rnd() < 0.15 ? 1.3 + rnd() * 0.7 : 1) };
+      // Planted sizes are multiples of the spread with the ordinary spikes (0.25 on the log scale), not of the 10% alone.
+      return { sigma: 0.25, firstBucket: 0, value: () => level * Math.exp(cvToSigma(0.1) * normal()) * (rnd() < 0.15 ? 1.3 + rnd() * 0.7 : 1) };
     },
   },
   {
@@ -269,6 +271,7 @@ export function buildWorld(name: string, seed: number): GeneratedWorld {
       const ms = START_MS + i * step;
       const factor = mine.reduce((f, p) => f * effectAt(p, i), 1);
       let v = o.value(i, ms);
+      if (v === 0 && factor > 1 && o.typical !== undefined) v = o.typical;
       // A drop or a runaway is of the series' usage: an intermittent day without usage stays 0 under a spike too.
       if (factor !== 1) v = model.grain === 'hour' && factor > 1 ? poissonDraw(rnd, normal, Math.max(v, 0.5) * factor) : v * factor;
       points.push({ startMs: ms, value: model.grain === 'hour' ? Math.round(v) : v });
