@@ -7,6 +7,7 @@ import { redactUrl, redactUrls } from '../redact.js';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Runtime } from '../runtime.js';
+import type { Registry } from 'prom-client';
 import type { World } from '../sim/index.js';
 import { formatNanos } from '../sim/money.js';
 
@@ -35,6 +36,8 @@ export interface PlatformSourceOptions {
   faroKey?: string;
   /** Demo mode: the simulated platform's "now" at start (default: the machine's clock); tests set it. */
   demoStart?: Date;
+  /** Where the platform client's metrics go (the service's registry). */
+  registry?: Registry;
 }
 
 export async function openPlatformSource(config: Config, logger: Logger, opts: PlatformSourceOptions = {}): Promise<PlatformSource> {
@@ -44,6 +47,8 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
       apiKey: config.SVC_API_KEY,
       adminKey: config.SVC_ADMIN_KEY,
       maxInFlight: config.PLATFORM_MAX_IN_FLIGHT,
+      maxResponseBytes: config.PLATFORM_MAX_RESPONSE_BYTES,
+      registry: opts.registry,
       logger: logger.child({ component: 'platform' }),
     });
     if (config.PLATFORM_CLOCK === 'wall') return { platform, now: () => new Date(), demo: false, close: () => platform.close() };
@@ -73,6 +78,8 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
     apiKey: sim.keys.api,
     adminKey: sim.keys.admin,
     maxInFlight: config.PLATFORM_MAX_IN_FLIGHT,
+    maxResponseBytes: config.PLATFORM_MAX_RESPONSE_BYTES,
+    registry: opts.registry,
     logger: logger.child({ component: 'platform' }),
   });
   const demoPricesFile = config.PRICES_FILE ? undefined : writeDemoPrices(config.DATA_DIR, sim.world);

@@ -90,6 +90,8 @@ export interface Sim {
   requestLog(): Array<{ method: string; path: string; query: Record<string, string | string[]> }>;
   /** Change the fault rate (and kinds) of the running simulator. */
   setFaults(rate: number, kinds?: FaultKind[]): void;
+  /** Answer paths matching `pattern` with a 200 whose body never ends (null: stop); a lying platform for tests. */
+  setEndless(pattern: RegExp | null): void;
   webhooks: {
     /** The key set served at /.well-known/jwks.json. */
     jwks(): { keys: Array<{ kty: 'OKP'; crv: 'Ed25519'; x: string; kid: string }> };
@@ -165,12 +167,14 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
   const truth = createTruth(model, webhooks, drain);
   const stats = { requestsServed: 0, recordsServed: 0, faultsInjected: {} as Record<string, number> };
   const requestLog = new RequestLog(opts.requestLogLimit ?? DEFAULT_REQUEST_LOG_LIMIT);
+  const lying: { endless: RegExp | null } = { endless: null };
   const { server, pendingTimers, logStreams } = createSimServer({
     model, keys, faults, webhooks, truth, stats, requestLog, selfMetrics: opts.selfMetrics ?? false,
     log: opts.logger ?? createLogger('warn'),
     slowMs: opts.slowMs ?? 30_000,
     retryAfterSeconds: opts.retryAfterSeconds ?? 1,
     configureFaults: (rate, kinds) => faults.configure(rate, kinds),
+    lying,
   });
 
   // Pushes follow the virtual clock: whatever finished between the old and the new "now" is delivered.
@@ -208,6 +212,9 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     stats: () => ({ requestsServed: stats.requestsServed, recordsServed: stats.recordsServed, faultsInjected: { ...stats.faultsInjected } }),
     requestLog: () => requestLog.entries(),
     setFaults: (rate, kinds) => faults.configure(rate, kinds),
+    setEndless: (pattern) => {
+      lying.endless = pattern;
+    },
     webhooks: {
       jwks: () => webhooks.jwks(),
       deliver: (o) => webhooks.deliver(o),

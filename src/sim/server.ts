@@ -33,6 +33,11 @@ export interface ServerDeps {
   log: Logger;
   /** Hook for /_sim/faults so tests can change the fault rate of a running sim. */
   configureFaults(rate: number, kinds?: FaultKind[]): void;
+  /**
+   * A lying platform (issue 49.2): paths matching `endless` are answered 200 with a body that never ends (written
+   * as fast as the client reads, until it hangs up). Set through Sim.setEndless or /_sim/faults {"endless": regex}.
+   */
+  lying: { endless: RegExp | null };
 }
 
 /** The path of the live log stream: answered as Server-Sent Events, outside the JSON reply path. */
@@ -135,7 +140,16 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
   }
 
   function faultsReply(body: unknown): Reply {
-    const b = (body ?? {}) as { rate?: unknown; kinds?: unknown };
+    const b = (body ?? {}) as { rate?: unknown; kinds?: unknown; endless?: unknown };
+    if (b.endless !== undefined) {
+      if (b.endless !== null && typeof b.endless !== 'string') throw bad('endless: expected a regular expression of paths, or null');
+      try {
+        deps.lying.endless = b.endless === null ? null : new RegExp(b.endless);
+      } catch {
+        throw bad('endless: not a valid regular expression');
+      }
+      if (b.rate === undefined) return json({ endless: b.endless });
+    }
     if (typeof b.rate !== 'number' || b.rate < 0 || b.rate > 1) throw bad('rate: expected a number from 0 to 1');
     deps.configureFaults(b.rate, Array.isArray(b.kinds) ? (b.kinds as FaultKind[]) : undefined);
     return json({ rate: b.rate });
@@ -197,6 +211,21 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
     res.end(body);
   }
 
+  /** 200 and a body without end, written whenever the client has read the last piece (backpressure), until it hangs up. */
+  function sendEndless(res: ServerResponse, path: string): void {
+    const stream = path === LOG_STREAM_PATH;
+    const text = path.startsWith('/metrics') || path.endsWith('/metrics');
+    res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : text ? 'text/plain; version=0.0.4' : 'application/json' });
+    // A stream's event that never ends, an exposition comment that never ends, a JSON string that never ends.
+    res.write(stream ? 'data: ' : text ? '# ' : '{"items":["');
+    const piece = Buffer.alloc(64 * 1024, 'x');
+    const pump = (): void => {
+      while (!res.destroyed && res.write(piece));
+      if (!res.destroyed) res.once('drain', pump);
+    };
+    pump();
+  }
+
   async function readBody(req: IncomingMessage): Promise<string> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -248,6 +277,10 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
         } catch {
           throw bad('body: expected JSON');
         }
+      }
+      if (deps.lying.endless?.test(path)) {
+        sendEndless(res, path);
+        return;
       }
       if (path === LOG_STREAM_PATH && !decision.kind) {
         logStreams.start(res, params, body);
