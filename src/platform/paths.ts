@@ -46,8 +46,11 @@ export function endpointTemplate(path: string): string {
   return bare;
 }
 
-/** PLATFORM_MAX_RESPONSE_BYTES' default: the largest answer read (a page of 10,000 billing events is about 4 MB). */
-export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+/**
+ * PLATFORM_MAX_RESPONSE_BYTES' default: the largest answer read (a page of 10,000 billing events is about 4 MB). At
+ * most PLATFORM_MAX_IN_FLIGHT (4) answers are read at once, so four endless answers together stay under 64 MB.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 
 /**
  * Tighter limits where the answer is small by nature (one runner's few gauges, the metadata's address list, a key

@@ -85,7 +85,7 @@ describe('bounded platform answers (issue 49.2)', () => {
     const c = client(server.baseUrl);
     expect(c.responseLimitBytes('/metrics/runners/r-1')).toBe(1024 * 1024);
     expect(c.responseLimitBytes('/v1/meta')).toBe(256 * 1024);
-    expect(c.responseLimitBytes('/v1/serverless/usage')).toBe(16 * 1024 * 1024);
+    expect(c.responseLimitBytes('/v1/serverless/usage')).toBe(8 * 1024 * 1024);
     const err = await failure(c.getText('/metrics/runners/r-1'));
     expect(err.type).toBe('response_too_large');
     expect(err.message).toContain('limit of 1048576 bytes');
