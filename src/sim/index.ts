@@ -76,6 +76,13 @@ export interface SimOptions {
   requestLogLimit?: number;
   /** Add the simulator's own memory (RSS, heap, cache sizes) to /metrics; it varies between runs (CLI: on). */
   selfMetrics?: boolean;
+  /**
+   * Serve exactly what platform-interface.md lists (issue 50.1): no notes-only endpoint (models pricing and billing
+   * events, the queue read, the logs paths, /v1/serverless/metrics answer 404), analytics `expand` refused with 422
+   * for a name outside the interface's list, success and error rates instead of counts, runner history 24 hours
+   * back. What it serves has the same ground truth.
+   */
+  strictInterface?: boolean;
   /** Bounds of the caches of generated data (default DEFAULT_CACHE_LIMITS; MINIMAL_CACHE_LIMITS keeps nothing). */
   cacheLimits?: CacheLimits;
 }
@@ -175,6 +182,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     retryAfterSeconds: opts.retryAfterSeconds ?? 1,
     configureFaults: (rate, kinds) => faults.configure(rate, kinds),
     lying,
+    strictInterface: opts.strictInterface ?? false,
   });
 
   // Pushes follow the virtual clock: whatever finished between the old and the new "now" is delivered.
