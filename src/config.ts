@@ -147,6 +147,9 @@ export const ConfigSchema = z.object({
   SVC_ADMIN_KEY: optionalString,
   // Platform calls in flight at once over every job of the process; backfill windows run concurrently up to it.
   PLATFORM_MAX_IN_FLIGHT: positiveInt.max(64, 'expected at most 64').default(4),
+  // The most bytes one platform answer may have (issue 49.2); runner metrics, meta and the key set have tighter
+  // limits of their own (src/platform/paths.ts). A longer answer is cut off and its call fails.
+  PLATFORM_MAX_RESPONSE_BYTES: positiveInt.default(8 * 1024 * 1024),
   TIMEZONES: timezoneList.default(['UTC']),
 
   // Collectors (their schedules are JOB_<NAME>_CRON, read by jobs/).

@@ -28,6 +28,8 @@ export async function openDemoPlatform(config: Config, logger: Logger, opts: Pla
     apiKey: sim.keys.api,
     adminKey: sim.keys.admin,
     maxInFlight: config.PLATFORM_MAX_IN_FLIGHT,
+    maxResponseBytes: config.PLATFORM_MAX_RESPONSE_BYTES,
+    registry: opts.registry,
     logger: logger.child({ component: 'platform' }),
   });
   const demoPricesFile = config.PRICES_FILE ? undefined : writeDemoPrices(config.DATA_DIR, sim.world);
