@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { IANAZone } from 'luxon';
 import cron from 'node-cron';
 import { closest } from './cli/suggest.js';
+import { parseRange } from './http/client-address.js';
 
 // One schema for the whole environment, parsed once (CONTRIBUTING.md rule 4).
 
@@ -192,6 +193,14 @@ export const ConfigSchema = z.object({
     .min(MIN_HMAC_SECRET_LENGTH, `expected a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters`)
     .optional(),
   LOG_DRAIN_TOKEN: token.optional(),
+  // A secret path segment of the drain URL (POST /v1/drains/logs/<token>), checked on the request line before a byte
+  // of the body is read: a request without it is answered at once and its connection closed, so it takes no read
+  // slot. Recommended wherever the drain is reachable by others (and the only thing that tells the platform from an
+  // attacker when every connection arrives from one proxy address). Logged as /v1/drains/logs/[redacted].
+  LOG_DRAIN_URL_TOKEN: z
+    .string()
+    .regex(new RegExp(`^[A-Za-z0-9._~-]{${MIN_TOKEN_LENGTH},}$`), `expected a token of at least ${MIN_TOKEN_LENGTH} characters of A-Z a-z 0-9 . _ ~ - (it is a URL path segment)`)
+    .optional(),
   LOG_DRAIN_MAX_BODY_BYTES: positiveInt.default(32 * 1024 * 1024),
   LOG_DRAIN_SPOOL_MAX_BYTES: positiveInt.default(1024 * 1024 * 1024),
   LOG_RETENTION_DAYS: positiveInt.default(30),
@@ -222,6 +231,28 @@ export const ConfigSchema = z.object({
   WEBHOOK_MAX_BODIES_PER_ADDRESS: positiveInt.default(16),
   FARO_MAX_BODIES_READING: positiveInt.default(16),
   FARO_MAX_BODIES_PER_ADDRESS: positiveInt.default(4),
+  // Proven senders (src/ingest/body-budget.ts): an address that delivered a correctly signed drain batch or webhook
+  // (or authenticated by bearer token) within PUSH_PROVEN_TTL_SECONDS reads in slots unproven senders cannot take;
+  // unproven senders share *_UNPROVEN_MAX_BODIES_READING of the endpoint's slots. While unproven bodies wait for
+  // that pool, an unproven body being read must bring PUSH_CONTENDED_MIN_BYTES_PER_SECOND on average (after a 1 s
+  // grace) and be whole within PUSH_CONTENDED_MAX_BODY_MS, else it is dropped (408), the slowest first (0 turns
+  // either off). A webhook or Faro body without a slot waits up to PUSH_SLOT_MAX_WAIT_MS for one (the contended rule
+  // frees one meanwhile) before its 503.
+  PUSH_PROVEN_TTL_SECONDS: positiveInt.default(24 * 3600),
+  LOG_DRAIN_UNPROVEN_MAX_BODIES_READING: positiveInt.default(2),
+  WEBHOOK_UNPROVEN_MAX_BODIES_READING: positiveInt.default(16),
+  PUSH_CONTENDED_MIN_BYTES_PER_SECOND: z.coerce.number().int().min(0).default(64 * 1024),
+  PUSH_CONTENDED_MAX_BODY_MS: z.coerce.number().int().min(0).default(5_000),
+  PUSH_SLOT_MAX_WAIT_MS: z.coerce.number().int().min(0).default(3_000),
+  // Reverse proxies whose X-Forwarded-For names the sender (addresses or CIDR ranges, comma-separated): the push
+  // endpoints' per-address bounds then count the address it names. From any other peer the header is ignored.
+  TRUSTED_PROXIES: csvList
+    .superRefine((entries, ctx) => {
+      entries.forEach((entry, i) => {
+        if (!parseRange(entry)) ctx.addIssue({ code: 'custom', message: `expected comma-separated IP addresses or CIDR ranges (e.g. 10.0.0.0/8,::1); the ${ordinal(i + 1)} is not one` });
+      });
+    })
+    .default([]),
 
   // Prometheus scraping and Tallyhouse's own metrics (issue 6).
   SCRAPE_TARGETS: z.string().optional(), // JSON list; parsed by src/collectors/scrape.ts

@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchWriter } from './store/writer.js';
 import { healthRoutes } from './http/health.js';
 import { installHostCheck } from './http/host-check.js';
+import { DRAIN_PATH, drainPath, redactDrainPath } from './ingest/drain/auth.js';
 import type { Component, Extension, Runtime } from './runtime.js';
 import { commandHost } from './cli/io.js';
 
@@ -168,7 +169,7 @@ function startupBanner(config: Config, rt: Runtime, url: string): Record<string,
     api: `${url}/api/v1`,
     openapi: `${url}/api/v1/openapi.json`,
     metrics: `${url}/metrics`,
-    logDrain: `POST ${url}/v1/drains/logs`,
+    logDrain: `POST ${url}${config.LOG_DRAIN_URL_TOKEN ? redactDrainPath(drainPath(config.LOG_DRAIN_URL_TOKEN)) : DRAIN_PATH}`,
     example: `curl '${url}/api/v1/cost?from=${monthStart}&to=${tomorrow}&group_by=app'`,
     dashboards: 'dashboards/ (Grafana provisioning; docker compose up runs Grafana with them)',
   };
@@ -231,7 +232,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     return payload;
   });
   app.addHook('onResponse', async (request, reply) => {
-    const fields = { method: request.method, url: request.url, statusCode: reply.statusCode, durationMs: Math.round(reply.elapsedTime), reason: reasons.get(request) };
+    const fields = { method: request.method, url: redactDrainPath(request.url), statusCode: reply.statusCode, durationMs: Math.round(reply.elapsedTime), reason: reasons.get(request) };
     // A client's mistake (4xx) is the client's to fix: info with the reason; the service's own failures warn.
     if (reply.statusCode >= 500) request.log.warn(fields, 'request failed');
     else if (reply.statusCode >= 400) request.log.info(fields, `request refused (${reply.statusCode})${fields.reason ? `: ${fields.reason}` : ''}`);

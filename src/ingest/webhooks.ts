@@ -16,7 +16,7 @@ import { MAX_REJECT_RAW_BYTES, REJECTS_TABLE, type BatchWriter } from '../store/
 import { webhookDeliveries, type WebhookDeliveryRow } from '../store/tables/webhook-deliveries.js';
 import { toDateTime64 } from '../store/values.js';
 import { boundedJson, MAX_NESTING_DEPTH, valueDepth } from './json-nesting.js';
-import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, defaultPushLimits, PushBudgets, pushBudgets, remoteAddress, type BudgetLease } from './body-budget.js';
+import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, defaultPushLimits, PushBudgets, pushBudgets, type BudgetLease } from './body-budget.js';
 
 export const WEBHOOK_PATH = '/v1/webhooks/queue';
 export const TIMESTAMP_LEEWAY_SECONDS = 300;
@@ -402,14 +402,18 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
     };
     const h = readSignedHeaders(req.headers, Math.floor(now() / 1000));
     if ('outcome' in h) return refuse(h.outcome, { error: 'Unauthorized', message: h.reason });
-    const address = remoteAddress(req.raw);
-    const slot = budgets.slots.webhooks.acquire(address);
+    const address = budgets.clientAddress(req.raw);
+    // An address that delivered a verified webhook within PUSH_PROVEN_TTL_SECONDS reads in the proven lane.
+    const proven = budgets.proven.has(address);
+    // Without a free slot it waits up to PUSH_SLOT_MAX_WAIT_MS, its bytes unread.
+    const waited = budgets.slots.webhooks.acquire(address, req.raw.socket, proven);
+    const slot = typeof waited === 'function' || 'refused' in waited ? waited : await waited;
     if (typeof slot !== 'function') {
       budgets.refused('webhooks', 'busy');
       const reason = 'refused' in slot ? slot.refused : 'no read slot';
       return refuse('busy', { error: 'Service Unavailable', message: `too many webhook bodies are being read: ${reason}; retry later` }, { 'retry-after': String(BUSY_RETRY_AFTER_SECONDS) });
     }
-    const unwatch = budgets.guard.watch(req.raw, reply.raw, 'webhooks');
+    const unwatch = budgets.guard.watch(req.raw, reply.raw, 'webhooks', { address, proven });
     const lease = budgets.unverified.lease(address, { webhook: true });
     leases.set(req.raw, lease);
     const release = () => {
@@ -477,6 +481,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         return finish('invalid_signature', { error: 'Unauthorized', message: 'X-Svc-Webhook-Signature does not verify with any key of the key set' });
       }
 
+      budgets.proven.prove(budgets.clientAddress(req.raw));
       // Verified: only now is the body joined into one buffer (the row keeps it raw).
       const raw = Buffer.concat(body.parts, body.length);
       const { row, unmapped } = deliveryRow(signed, raw, now());
