@@ -175,6 +175,19 @@ function startupBanner(config: Config, rt: Runtime, url: string): Record<string,
   };
 }
 
+/**
+ * API_TOKENS set says the operator means the query API to be private; /metrics carries the same cost per app, and
+ * without METRICS_TOKEN any process that reaches the loopback port reads it (issue 49.7: documented, not warned).
+ */
+export function warnOpenMetrics(config: Pick<Config, 'API_TOKENS' | 'METRICS_TOKEN'>, logger: Logger): void {
+  if ((config.API_TOKENS ?? []).length > 0 && !config.METRICS_TOKEN) {
+    logger.warn(
+      { variable: 'METRICS_TOKEN' },
+      'API_TOKENS is set but METRICS_TOKEN is not: GET /metrics (month-to-date cost per app, budgets) answers without a token to anyone who reaches the port; set METRICS_TOKEN',
+    );
+  }
+}
+
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   if (!config.METRICS_TOKEN && !isLoopbackHost(config.HOST)) {
     // Like the query API: cost per app is not served to anyone who can reach a public address.
@@ -197,6 +210,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   // The port first: a busy port is one line before the store, the simulator or a job has started.
   if (config.PORT !== 0) await assertPortFree(config.HOST, config.PORT);
   const rt = await openRuntime(config, opts);
+  warnOpenMetrics(config, rt.logger);
   const app = Fastify({
     loggerInstance: rt.logger.child({ component: 'http' }),
     // Routine requests (the drain pushes every few seconds) log at debug; errors and slow requests at warn.
