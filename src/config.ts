@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { readFileSync } from 'node:fs';
 import { IANAZone } from 'luxon';
 import cron from 'node-cron';
-import { closest } from './cli/suggest.js';
-import { parseRange } from './http/client-address.js';
+import { closest } from './suggest.js';
+import { parseRange } from './ip-ranges.js';
 
 // One schema for the whole environment, parsed once (CONTRIBUTING.md rule 4).
 
@@ -45,7 +45,7 @@ function ordinal(n: number): string {
   return `${n}${suffix}`;
 }
 
-/** The known zone closest to a misspelt one (same rule as the CLI's "did you mean", src/cli/suggest.ts). */
+/** The known zone closest to a misspelt one (same rule as the CLI's "did you mean", src/suggest.ts). */
 function closestZone(typed: string): string | undefined {
   const zones = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
   return closest(typed, [...zones, 'UTC']);
@@ -153,7 +153,7 @@ export const ConfigSchema = z.object({
   // Collectors (their schedules are JOB_<NAME>_CRON, read by jobs/).
   USAGE_APPS: csvList.optional(),
   USAGE_RECOLLECT_DAYS: z.coerce.number().int().min(0).max(62).default(3),
-  // Hours after a day's end during which the platform may still bill into it (src/api/finality.ts).
+  // Hours after a day's end during which the platform may still bill into it (src/insights/finality.ts).
   LATE_BILLING_WINDOW_HOURS: z.coerce.number().int().min(0).max(24 * 62).default(48),
   // Run every job once at start-up (then on its schedule); needs JOBS_ENABLED.
   STARTUP_JOBS: bool.default(true),

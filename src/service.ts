@@ -14,7 +14,7 @@ import { healthRoutes } from './http/health.js';
 import { installHostCheck } from './http/host-check.js';
 import { DRAIN_PATH, drainPath, redactDrainPath } from './ingest/drain/auth.js';
 import type { Component, Extension, Runtime } from './runtime.js';
-import { commandHost } from './cli/io.js';
+import { commandHost } from './http/command-host.js';
 
 export interface Service extends Runtime {
   app: FastifyInstance;

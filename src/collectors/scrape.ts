@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ConfigError, type Config } from '../config.js';
 import { ExpositionError, parseExposition, type Sample } from '../promtext/index.js';
 import { safeUrl } from '../store/client.js';
-import { toDateTime64 } from '../store/values.js';
+import { toDateTime64 } from '../values.js';
 import type { SampleRow, ScrapeRow, SeriesRow } from '../store/tables/metrics.js';
 
 /** Prometheus' own Accept header (2.x): OpenMetrics first, then the 0.0.4 text format; never protobuf. */

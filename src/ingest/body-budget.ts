@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { parseConfig, type Config } from '../config.js';
-import { AddressRanges, clientAddress } from '../http/client-address.js';
+import { AddressRanges, clientAddress } from '../ip-ranges.js';
 
 export type PushEndpoint = 'drain' | 'webhooks' | 'faro';
 

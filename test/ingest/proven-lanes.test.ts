@@ -4,7 +4,7 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { PROVEN_SENDERS_KEPT, ProvenSenders, provenKeyOf, ReadSlots } from '../../src/ingest/body-budget.js';
-import { AddressRanges, clientAddress, parseRange } from '../../src/http/client-address.js';
+import { AddressRanges, clientAddress, parseRange } from '../../src/ip-ranges.js';
 import { parseConfig } from '../../src/config.js';
 
 const NAMES = { max: 'MAX', perAddress: 'PER_ADDRESS', unproven: 'UNPROVEN' };

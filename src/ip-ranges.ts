@@ -1,4 +1,5 @@
-// The address a request comes from, as the push endpoints' per-address bounds see it (src/ingest/body-budget.ts).
+// Address ranges (TRUSTED_PROXIES, the platform's webhook_ip_ranges) and the address a request comes from, as the push
+// endpoints' per-address bounds see it (src/ingest/body-budget.ts). A leaf: imports only node.
 // Behind a reverse proxy every connection comes from the proxy: X-Forwarded-For then names the sender, but only a
 // proxy the operator trusts (TRUSTED_PROXIES) may say so; from anyone else the header is a claim an attacker writes.
 import { BlockList, isIP } from 'node:net';
