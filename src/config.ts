@@ -207,6 +207,12 @@ export const ConfigSchema = z.object({
 
   // Webhooks.
   WEBHOOK_JWKS_URL: url.optional(), // default: SVC_BASE_URL + /.well-known/jwks.json
+  // Refuse a webhook connection from outside the platform's webhook_ip_ranges (GET /v1/meta) before reading a byte;
+  // the list is refetched every WEBHOOK_IP_RANGES_REFRESH_SECONDS and kept in DATA_DIR across restarts, said stale
+  // (a warning, tallyhouse_webhook_ip_ranges_age_seconds) past WEBHOOK_IP_RANGES_STALE_SECONDS without a fetch.
+  WEBHOOK_IP_RANGES_CHECK: bool.default(true),
+  WEBHOOK_IP_RANGES_REFRESH_SECONDS: positiveInt.default(3600),
+  WEBHOOK_IP_RANGES_STALE_SECONDS: positiveInt.default(7 * 24 * 3600),
 
   // Bounds on push bodies (drain, webhooks, Faro; src/ingest/body-budget.ts, CONTRIBUTING.md rule 21).
   // Whole request (headers and body) within this, else 408 and the connection closed: the HTTP server's
@@ -337,6 +343,13 @@ export const ConfigSchema = z.object({
   LOG_STREAM_MAX_CLIENTS: positiveInt.default(200),
   // MCP server (POST /mcp, tallyhouse mcp): rows, lines or items one tool answer may hold; over it, a tool error.
   MCP_MAX_ROWS: positiveInt.default(1000),
+  // GET /mcp event streams held open at once, overall (503 beyond) and per token, or per remote address without
+  // API_TOKENS (429 beyond): each holds a server, a transport and a socket (~240 KB). A POST /mcp JSON-RPC batch
+  // holds at most MCP_MAX_BATCH_MESSAGES messages (400 beyond, before any tool runs): with MCP_MAX_ROWS per tool
+  // answer, that bounds the rows one request can ask for.
+  MCP_MAX_STREAMS: positiveInt.default(32),
+  MCP_MAX_STREAMS_PER_CLIENT: positiveInt.default(4),
+  MCP_MAX_BATCH_MESSAGES: positiveInt.default(8),
   LOG_STREAM_MAX_PER_CLIENT: positiveInt.default(10),
   LOG_STREAM_MAX_BUFFER_BYTES: positiveInt.default(1024 * 1024),
   API_TOKENS: csvList

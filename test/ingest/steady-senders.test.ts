@@ -152,10 +152,11 @@ describe('steady senders on every push endpoint', () => {
     expect((await post(TOKEN_PATH, first.headers, first.body, PLATFORM)).status).toBe(200);
 
     const steady = addresses(30, '127.0.0').map((address) => attacker(TOKEN_PATH, FORGED_DRAIN, address));
-    // Every steady body holds a slot or waits for one (the old code: 4 reading, 26 waiting; now 2 and 28).
+    // Every steady body holds a slot or waits for one (the old code: 4 reading, 26 waiting; now 2 and 28), or was
+    // already dropped under contention (on a loaded machine the first arrive a second before the last).
     const reading = () => metric(/^tallyhouse_push_bodies_reading\{endpoint="drain"\} (\d+)$/m);
     const waiting = () => metric(/^tallyhouse_push_bodies_waiting\{endpoint="drain"\} (\d+)$/m);
-    await until('every steady body reading or waiting', async () => (await reading()) + (await waiting()) === 30);
+    await until('every steady body reading, waiting or dropped', async () => (await reading()) + (await waiting()) + steady.filter((a) => !a.open).length === 30);
 
     const signed = batch('beside 30 steady senders');
     const res = await post(TOKEN_PATH, signed.headers, signed.body, PLATFORM);
