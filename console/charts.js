@@ -142,7 +142,7 @@ export function waterfall(total) {
     bar.style.left = `${((Math.min(s.from, s.to) - min) / span) * 100}%`;
     bar.style.width = `${Math.max(0.3, (Math.abs(s.to - s.from) / span) * 100)}%`;
     track.append(bar);
-    const value = el('span', { class: 'num money', 'data-value': s.value, 'data-key': s.key, title: `${total.currency} ${s.value}` }, s.text);
+    const value = el('span', { class: 'num money', 'data-value': s.value, 'data-currency': total.currency, 'data-key': s.key, title: `${total.currency} ${s.value}` }, s.text);
     row.append(el('span', {}, s.name), track, value);
     wrap.append(row);
   }

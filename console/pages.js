@@ -100,17 +100,19 @@ export async function overview(state, ctx) {
   const to = month === ctx.month ? addDays(ctx.today, 1) : nextMonth;
   const range = { from, to, timezone: ctx.timezone };
   const yesterday = addDays(ctx.today, -1);
-  const [sl, ma, slDays, maDays, apps, endpoints, budgets, anomalies, efficiency] = await Promise.all([
-    getJson('cost', { ...range, product: 'serverless' }),
-    getJson('cost', { ...range, product: 'model_api' }),
+  // The month's totals are drawn as soon as they arrive; the rest follows (time to first data).
+  const totals = Promise.all([getJson('cost', { ...range, product: 'serverless' }), getJson('cost', { ...range, product: 'model_api' })]);
+  const rest = Promise.all([
     getJson('cost', { ...range, product: 'serverless', group_by: 'day' }),
     getJson('cost', { ...range, product: 'model_api', group_by: 'day' }),
     getJson('cost', { ...range, product: 'serverless', group_by: 'app' }),
     getJson('cost', { ...range, product: 'model_api', group_by: 'endpoint' }),
-    getJson('budgets', { month, timezone: ctx.timezone }),
+    month === ctx.month ? ctx.budgets : getJson('budgets', { month, timezone: ctx.timezone }),
     getJson('anomalies', { from, to, limit: 10 }),
     getJson('efficiency', { from: yesterday, to: ctx.today, timezone: ctx.timezone }),
   ]);
+  rest.catch(() => undefined); // awaited below; a refusal is reported there, not as an unhandled rejection
+  const [sl, ma] = await totals;
   const out = [h('h1', {}, `Overview — ${month}`), filters(state, [{ name: 'month', label: 'Month (YYYY-MM)', value: month, size: 8 }], 'overview')];
 
   const kpis = h('div', { class: 'kpis', 'data-figures': 'month-totals' });
@@ -124,6 +126,8 @@ export async function overview(state, ctx) {
     if (answer.rows.length === 0) kpis.append(h('div', { class: 'kpi' }, h('div', { class: 'label' }, product), h('div', { class: 'muted' }, 'no usage collected')));
   }
   out.push(kpis, exportLinks('cost', { ...range, product: 'serverless' }));
+  ctx.draw([...out, h('p', { class: 'muted' }, 'Loading the rest…')]);
+  const [slDays, maDays, apps, endpoints, budgets, anomalies, efficiency] = await rest;
 
   // The daily chart: one series per product line and currency.
   const days = [];
@@ -384,10 +388,9 @@ export async function trace(state, ctx) {
     ], recent.sessions, (s) => s.session_id)));
     return out;
   }
-  const [session, logs] = await Promise.all([
-    getJson(`sessions/${encodeURIComponent(id)}`, {}, { allow404: true }),
-    getJson('logs', { request_id: id, ...window, limit: 200 }),
-  ]);
+  // A request id has log lines; only an id without any is looked up as a session (a 404 there means neither).
+  const logs = await getJson('logs', { request_id: id, ...window, limit: 200 });
+  const session = logs.lines.length === 0 ? await getJson(`sessions/${encodeURIComponent(id)}`, {}, { allow404: true }) : null;
   if (session) {
     out.push(panel(`Session ${session.session_id}`,
       h('p', { class: 'muted' }, `${session.items.length} item(s), ${session.request_ids_total} request(s)${session.truncated.items || session.truncated.requests ? ' (truncated)' : ''}.`),
