@@ -2,7 +2,7 @@
 //
 // Issue 32, acceptance 2: a 90-day world of 500 apps with ordinary variation (weekly and daily seasonality, trend,
 // noise, Poisson and binomial counting) and 12 injected anomalies of 6 kinds (bench/lib/anomaly-world.ts), judged
-// by the detection module (src/api/anomalies.ts) over its last 62 days. Prints one JSON line: recall, false findings
+// by the detection module (src/insights/anomalies.ts) over its last 62 days. Prints one JSON line: recall, false findings
 // per 1,000 series-days, and the detection's run time over the world (goal: recall >= 11/12, <= 1 false per 1,000
 // series-days, each found in the bucket of its start, under 60 s). Then (unless --module-only) the same world is
 // written into an embedded store in a temporary directory as the collectors store it (bench/lib/anomaly-store.ts),
@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { detectAll, type SeriesKey } from '../src/api/anomalies.js';
+import { detectAll, type SeriesKey } from '../src/insights/anomalies.js';
 import { parseConfig } from '../src/config.js';
 import { closeRuntime, openRuntime } from '../src/service.js';
 import { createLogger } from '../src/log.js';

@@ -14,3 +14,4 @@ export interface BrowserFacts {
 export type BrowserPlan = { action: 'none' } | { action: 'install'; steps: string[][] } | { action: 'fail' | 'skip'; message: string };
 export declare function decide(facts: BrowserFacts): BrowserPlan;
 export declare function main(env?: Record<string, string | undefined>): number;
+export declare function browserRequired(env?: Record<string, string | undefined>): boolean;

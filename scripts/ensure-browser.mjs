@@ -3,17 +3,22 @@
 // (test/console/) drive Debian's `chromium-headless-shell` with playwright-core and render with fonts-liberation.
 // When the browser or the fonts are missing it installs both packages (apt-get as root, through sudo otherwise),
 // as ensure-prometheus installs promtool. When it cannot: under CI=true that is a failure (the browser tests are
-// mandatory there); elsewhere one line says how to install them and the browser tests skip.
+// mandatory there, and under TALLYHOUSE_TEST_REQUIRE_TOOLS=1 as .ci/run sets); elsewhere one line says how to install them and the browser tests skip.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { onPath } from './ensure-prometheus.mjs';
+import { onPath, toolsRequired } from './ensure-prometheus.mjs';
 
 export const BROWSER = 'chromium-headless-shell';
 export const PACKAGES = ['chromium-headless-shell', 'fonts-liberation'];
 export const FONTS_DIR = '/usr/share/fonts/truetype/liberation';
 export const INSTALL_HINT = `install Debian's ${PACKAGES.join(' and ')} (as root: apt-get install -y ${PACKAGES.join(' ')})`;
 const PREFIX = 'ensure-browser:';
+
+/** The browser tests are mandatory under CI=true and where the test tools are (TALLYHOUSE_TEST_REQUIRE_TOOLS). */
+export function browserRequired(env = process.env) {
+  return env.CI === 'true' || env.CI === '1' || toolsRequired(env);
+}
 
 /** What is missing of the browser tests' needs, from PATH and the fonts directory. */
 export function missingParts({ browser = onPath(BROWSER), fonts = existsSync(FONTS_DIR) } = {}) {
@@ -40,7 +45,7 @@ function lastLine(text) {
 
 export function main(env = process.env) {
   const missing = missingParts();
-  const ci = env.CI === 'true' || env.CI === '1';
+  const ci = browserRequired(env);
   const plan = decide({ missing, root: process.getuid?.() === 0, sudo: onPath('sudo'), aptGet: onPath('apt-get'), ci });
   if (plan.action === 'none') return 0;
   if (plan.action !== 'install') {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { readFileSync } from 'node:fs';
 import { IANAZone } from 'luxon';
 import cron from 'node-cron';
-import { closest } from './cli/suggest.js';
+import { closest } from './suggest.js';
 
 // One schema for the whole environment, parsed once (CONTRIBUTING.md rule 4).
 
@@ -44,7 +44,7 @@ function ordinal(n: number): string {
   return `${n}${suffix}`;
 }
 
-/** The known zone closest to a misspelt one (same rule as the CLI's "did you mean", src/cli/suggest.ts). */
+/** The known zone closest to a misspelt one (same rule as the CLI's "did you mean", src/suggest.ts). */
 function closestZone(typed: string): string | undefined {
   const zones = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
   return closest(typed, [...zones, 'UTC']);
@@ -152,7 +152,7 @@ export const ConfigSchema = z.object({
   // Collectors (their schedules are JOB_<NAME>_CRON, read by jobs/).
   USAGE_APPS: csvList.optional(),
   USAGE_RECOLLECT_DAYS: z.coerce.number().int().min(0).max(62).default(3),
-  // Hours after a day's end during which the platform may still bill into it (src/api/finality.ts).
+  // Hours after a day's end during which the platform may still bill into it (src/insights/finality.ts).
   LATE_BILLING_WINDOW_HOURS: z.coerce.number().int().min(0).max(24 * 62).default(48),
   // Run every job once at start-up (then on its schedule); needs JOBS_ENABLED.
   STARTUP_JOBS: bool.default(true),
@@ -228,6 +228,9 @@ export const ConfigSchema = z.object({
   // Also scrape Tallyhouse's own /metrics into the store (job "tallyhouse"), for the pipeline-health dashboard.
   SCRAPE_SELF: bool.default(true),
   SCRAPE_SELF_INTERVAL: z.string().regex(/^\d+(ms|s|m)$/, 'expected a duration like 15s or 1m').default('30s'),
+  // Series remembered per scrape target (about 200 bytes each) so that unchanged ones are not written again; past
+  // it the least recently seen are forgotten (and written again if they come back).
+  SCRAPE_SERIES_CACHE_MAX: positiveInt.default(50_000),
   // A path on SVC_BASE_URL, never another host: the platform key goes with the request ("//host/x" is a URL).
   SVC_METRICS_PATH: z
     .string()

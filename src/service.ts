@@ -13,7 +13,7 @@ import { BatchWriter } from './store/writer.js';
 import { healthRoutes } from './http/health.js';
 import { installHostCheck } from './http/host-check.js';
 import type { Component, Extension, Runtime } from './runtime.js';
-import { commandHost } from './cli/io.js';
+import { commandHost } from './http/command-host.js';
 
 export interface Service extends Runtime {
   app: FastifyInstance;

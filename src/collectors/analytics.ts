@@ -1,5 +1,5 @@
 import type { DurationLikeObject } from 'luxon';
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import {
   ANALYTICS_METRIC_NAMES,
   AnalyticsRow,
@@ -12,7 +12,7 @@ import {
   type PlatformError,
 } from '../platform/index.js';
 import { analyticsBuckets, type AnalyticsBucketRow } from '../store/tables/analytics-buckets.js';
-import { nextVersionMs, toDateTime64 } from '../store/values.js';
+import { nextVersionMs, toDateTime64 } from '../values.js';
 import { collectorRejects, commitRows, tableWrite, describeZodIssue, type CollectorRejects } from './common.js';
 import { inShard, listEndpoints } from './endpoints.js';
 import { bucketChunks, type Timeframe } from './time.js';

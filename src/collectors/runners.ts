@@ -1,9 +1,9 @@
 import { DateTime, type DurationLikeObject } from 'luxon';
 import { z } from 'zod';
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import { appPath, isPlatformError, RunnersHistoryPoint, type PlatformError } from '../platform/index.js';
 import { runnerHistory, type RunnerHistoryRow } from '../store/tables/runner-history.js';
-import { nextVersionMs, toDateTime64 } from '../store/values.js';
+import { nextVersionMs, toDateTime64 } from '../values.js';
 import { bucketChunks, type Timeframe } from './time.js';
 import { collectorRejects, commitRows, tableWrite, describeZodIssue, mapLimit } from './common.js';
 import { type AppRef } from './endpoints.js';

@@ -14,8 +14,8 @@ import type { Logger } from '../log.js';
 import type { Extension } from '../runtime.js';
 import { MAX_REJECT_RAW_BYTES, REJECTS_TABLE, type BatchWriter } from '../store/writer.js';
 import { webhookDeliveries, type WebhookDeliveryRow } from '../store/tables/webhook-deliveries.js';
-import { toDateTime64 } from '../store/values.js';
-import { boundedJson, MAX_NESTING_DEPTH, valueDepth } from './json-nesting.js';
+import { toDateTime64 } from '../values.js';
+import { boundedJson, MAX_NESTING_DEPTH, valueDepth } from '../json-nesting.js';
 import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, defaultPushLimits, PushBudgets, pushBudgets, remoteAddress, type BudgetLease } from './body-budget.js';
 
 export const WEBHOOK_PATH = '/v1/webhooks/queue';

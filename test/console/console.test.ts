@@ -28,7 +28,7 @@ import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { runJob } from '../support/jobs.js';
 import { testConfig } from '../support/store.js';
-import { BROWSER, INSTALL_HINT, missingParts } from '../../scripts/ensure-browser.mjs';
+import { BROWSER, browserRequired, INSTALL_HINT, missingParts } from '../../scripts/ensure-browser.mjs';
 
 // Used only inside page.evaluate callbacks, which run in the browser; the project's types have no DOM library.
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -40,7 +40,7 @@ type PerformanceNavigationTiming = any;
 type PerformanceResourceTiming = any;
 
 const require = createRequire(import.meta.url);
-const CI = process.env.CI === 'true' || process.env.CI === '1';
+const CI = browserRequired();
 const missing = missingParts();
 if (missing.length > 0 && !CI) process.stderr.write(`console browser tests skipped: ${missing.join(' and ')} missing; ${INSTALL_HINT}\n`);
 const run = missing.length === 0 || CI;

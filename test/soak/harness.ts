@@ -13,7 +13,7 @@ import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { DateTime } from 'luxon';
 import { startSim, type Sim } from '../../src/sim/index.js';
 import { mulberry32 } from '../../src/sim/prng.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { allJobs } from '../../jobs/index.js';
 import { jobCronVariable } from '../../src/config.js';
 import { runCli, type Spawned } from '../support/process.js';

@@ -16,7 +16,7 @@ import { openSpool } from '../drain/spool/open-spool.js';
 import { SpoolFullError, type StagedData } from '../drain/spool/spool.js';
 import { applyTtlDays } from '../../store/retention.js';
 import { FARO_ITEM_COLUMNS, sessionRequestIds } from '../../store/tables/faro-items.js';
-import { MAX_NESTING_DEPTH, nestingDepth } from '../json-nesting.js';
+import { MAX_NESTING_DEPTH, nestingDepth } from '../../json-nesting.js';
 import { mapItems } from './map-items.js';
 import { SessionRequestIds } from './session-request-ids.js';
 import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, pushBudgets, remoteAddress } from '../body-budget.js';

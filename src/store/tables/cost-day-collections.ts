@@ -1,4 +1,4 @@
-// What each collection read of a day's cost (sql/026): the evidence a day is final (src/api/finality.ts).
+// What each collection read of a day's cost (sql/026): the evidence a day is final (src/insights/finality.ts).
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { decimalText, defineTable, namedQuery } from './table.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_DETECT_OPTIONS, detectSeries, describeFinding, findingId, robustCentre, type SeriesKey, type SeriesPoint } from '../../src/api/anomalies.js';
+import { DEFAULT_DETECT_OPTIONS, detectSeries, describeFinding, findingId, robustCentre, type SeriesKey, type SeriesPoint } from '../../src/insights/anomalies.js';
 
 // Every expected figure below is worked by hand from the module's documented rule (median and 1.4826 x MAD of the
 // same weekday/hour of the trailing 4 weeks, floored), not taken from the code's output.

@@ -1,6 +1,6 @@
 // The efficiency module (pure): hand-worked numbers only.
 import { describe, expect, it } from 'vitest';
-import { efficiencyByDay, efficiencyByHour, recommendations, splitByWeights, type AppInput, type UsageDayInput } from '../../src/api/efficiency.js';
+import { efficiencyByDay, efficiencyByHour, recommendations, splitByWeights, type AppInput, type UsageDayInput } from '../../src/insights/efficiency.js';
 
 const app: AppInput = { name: 'flux', owner: 'acme', endpoint_id: 'acme/flux', keep_alive: 300, min_concurrency: 1 };
 const other: AppInput = { name: 'sdxl', owner: 'acme', endpoint_id: 'acme/sdxl', keep_alive: 0, min_concurrency: 0 };

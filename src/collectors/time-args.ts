@@ -1,5 +1,5 @@
 import { DateTime, IANAZone } from 'luxon';
-import { HAS_ZONE, ISO_DATE as DATE } from '../store/values.js';
+import { HAS_ZONE, ISO_DATE as DATE } from '../values.js';
 
 // The one reading of the times people type (`--from`, `--to`, `--timezone`). It lives with the runtime that
 // checks options before anything is opened; collectors use it too, for the dates of the chunks they are given.

@@ -1,14 +1,15 @@
 import { parseArgs } from 'node:util';
 import { getConfig } from '../config.js';
 import { createCommandLogger } from '../log.js';
-import { commandHost, commandIO } from '../cli/io.js';
+import { commandHost, commandIO } from '../http/command-host.js';
 import { closeRuntime, openRuntime } from '../service.js';
-import type { JobArgs, JobDefinition } from './job.js';
-import { COMMON_OPTIONS, parseJobArgs, UsageError } from './options.js';
-import { openPlatformSource, runtimeFor } from './platform-source.js';
-import { describeArgsError, didYouMean } from '../cli/suggest.js';
-import { consoleProgress } from './progress.js';
-import { Scheduler } from './scheduler.js';
+import type { JobArgs, JobDefinition } from '../collectors/job.js';
+import { COMMON_OPTIONS, parseJobArgs, UsageError } from '../jobs/options.js';
+import { openDemoPlatform } from './demo-platform.js';
+import { openPlatformSource, runtimeFor } from '../jobs/platform-source.js';
+import { describeArgsError, didYouMean } from '../suggest.js';
+import { consoleProgress } from '../progress.js';
+import { Scheduler } from '../jobs/scheduler.js';
 
 /** One job's help lines: its name, what it collects, and its own options. */
 function jobUsage(job: JobDefinition): string {
@@ -114,7 +115,7 @@ async function runJobNow(allJobs: JobDefinition[], job: JobDefinition, args: Job
   const config = getConfig();
   const logger = createCommandLogger(config.CLI_LOG_LEVEL);
   const rt = await openRuntime(config, { logger });
-  const source = await openPlatformSource(config, logger, { demoNoticeLevel: 'info' });
+  const source = await openPlatformSource(config, logger, { demoNoticeLevel: 'info', openDemo: openDemoPlatform });
   try {
     const scheduler = new Scheduler({ runtime: runtimeFor(rt, source), platform: source.platform, jobs: allJobs, now: source.now });
     return await scheduler.run(job.name, 'manual', args, consoleProgress());

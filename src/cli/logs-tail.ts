@@ -7,18 +7,19 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { getConfig } from '../config.js';
-import { commandHost, commandIO, type CommandIO } from '../cli/io.js';
-import { onStdoutClosed } from '../cli/stdio.js';
+import { commandHost, commandIO, type CommandIO } from '../http/command-host.js';
+import { onStdoutClosed } from '../stdio.js';
 import { createCommandLogger } from '../log.js';
 import { withCommandRuntime } from '../service.js';
+import { openDemoPlatform } from './demo-platform.js';
 import { openPlatformSource } from '../jobs/platform-source.js';
 import { AppsResponse, LogRecord, PlatformError, platformPaths, type PlatformClient } from '../platform/index.js';
 import { LOG_LEVELS } from '../store/tables/logs.js';
-import { closest, describeArgsError, didYouMean } from '../cli/suggest.js';
+import { closest, describeArgsError, didYouMean } from '../suggest.js';
 import type { Runtime } from '../runtime.js';
 import { REJECTS_TABLE } from '../store/writer.js';
-import { collectorRejects } from './common.js';
-import { drainLineOf, LogRowBatch, recordKey } from './logs.js';
+import { collectorRejects } from '../collectors/common.js';
+import { drainLineOf, LogRowBatch, recordKey } from '../collectors/logs.js';
 
 const USAGE = 'tallyhouse logs tail [--app OWNER/APP] [--level LEVEL] [--search TEXT] [--request-id ID] [--store] [--json]\n';
 
@@ -293,7 +294,7 @@ export async function logsCommand(argv: string[]): Promise<number> {
   }
   const config = getConfig();
   const logger = createCommandLogger(config.CLI_LOG_LEVEL);
-  const source = await openPlatformSource(config, logger, { demoNoticeLevel: 'info' });
+  const source = await openPlatformSource(config, logger, { demoNoticeLevel: 'info', openDemo: openDemoPlatform });
   if (source.demo) io.err('tallyhouse logs tail: no platform key configured (SVC_API_KEY); following the built-in simulator\'s stream\n');
   const pretty = !values.json && Boolean(process.stdout.isTTY);
   const stop = new AbortController();

@@ -10,7 +10,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { getConfig, type Config } from '../config.js';
-import { MCP_PATH } from './extension.js';
+import { MCP_PATH } from '../mcp/extension.js';
 
 /** Resolves when the assistant closes stdin (or the transport closes). */
 function untilClosed(transport: StdioServerTransport): Promise<void> {
@@ -49,15 +49,15 @@ async function bridge(url: string, config: Config): Promise<number> {
 
 export async function mcpCommand(version: string): Promise<number> {
   const config = getConfig();
-  const { findService } = await import('../cli/remote.js');
+  const { findService } = await import('./remote.js');
   const target = await findService(config.DATA_DIR);
   if (target) return bridge(target.url, config);
   const [{ withCommandRuntime }, { apiExtension }, routes, { mcpOptions }, { createMcpServer }] = await Promise.all([
     import('../service.js'),
     import('../api/index.js'),
     queryRoutes(),
-    import('./host.js'),
-    import('./server.js'),
+    import('../mcp/host.js'),
+    import('../mcp/server.js'),
   ]);
   return withCommandRuntime(config, async (rt) => {
     const app = Fastify({ logger: false });

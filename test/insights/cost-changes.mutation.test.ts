@@ -1,9 +1,9 @@
-// More of src/api/cost-changes.ts on hand-worked numbers (issue 31: the mutation score of the money modules).
+// More of src/insights/cost-changes.ts on hand-worked numbers (issue 31: the mutation score of the money modules).
 // Each expected figure is worked out here from the README's formulas (volume = (q1 - q0) x p0 with p0 = s0 / q0,
 // price = (s1 - s0) - volume, discount = -(d1 - d0), new and gone groups whole, rounding half away from zero at
 // 12 decimals), never taken from the module's output.
 import { describe, expect, it } from 'vitest';
-import { attributeChanges, describeGroupChange, groupKey, type CostLine } from '../../src/api/cost-changes.js';
+import { attributeChanges, describeGroupChange, groupKey, type CostLine } from '../../src/insights/cost-changes.js';
 
 const line = (group: Record<string, string>, item: string, quantity: string, subtotal: string, discount = '0', currency = 'USD', product: CostLine['product'] = 'serverless'): CostLine =>
   ({ product, group, item, currency, quantity, subtotal, discount });

@@ -6,9 +6,9 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Runtime } from '../runtime.js';
-import type { JobArgs } from '../jobs/job.js';
+import type { JobArgs } from '../collectors/job.js';
 import { writeUserFile } from '../store/private-files.js';
-import { stdoutClosed } from './stdio.js';
+import { stdoutClosed } from '../stdio.js';
 
 export interface CommandIO {
   out(text: string): void;
@@ -37,7 +37,7 @@ export interface CommandHost {
 const hosted = new AsyncLocalStorage<CommandHost>();
 
 const processIO: CommandIO = {
-  // After the reader went away (EPIPE), the rest of the output has nowhere to go (src/cli/stdio.ts).
+  // After the reader went away (EPIPE), the rest of the output has nowhere to go (src/stdio.ts).
   out: (text) => {
     if (!stdoutClosed()) process.stdout.write(text);
   },

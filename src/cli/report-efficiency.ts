@@ -3,11 +3,11 @@ import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DateTime } from 'luxon';
 import { getConfig } from '../config.js';
-import { commandIO } from '../cli/io.js';
+import { commandIO } from '../http/command-host.js';
 import { withCommandRuntime } from '../service.js';
-import { efficiencyTable, hintTable, loadEfficiency, loadRecommendations } from './efficiency-routes.js';
-import { toCsv } from './http.js';
-import { monthReportOptions } from './report-options.js';
+import { efficiencyTable, hintTable, loadEfficiency, loadRecommendations } from '../api/efficiency-routes.js';
+import { toCsv } from '../api/http.js';
+import { monthReportOptions } from '../api/report-options.js';
 
 export const EFFICIENCY_USAGE =
   'tallyhouse report efficiency --month YYYY-MM [--timezone ZONE] [--hints] [--margin-percent N] [--out file.csv] [--format csv|json]\n';

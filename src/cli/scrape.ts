@@ -1,15 +1,16 @@
 import { parseArgs } from 'node:util';
 import { ZodError } from 'zod';
 import { getConfig, isDemoMode } from '../config.js';
-import { describeArgsError } from '../cli/suggest.js';
+import { describeArgsError } from '../suggest.js';
 import { createCommandLogger } from '../log.js';
+import { openDemoPlatform } from './demo-platform.js';
 import { openPlatformSource } from '../jobs/platform-source.js';
-import { commandIO } from '../cli/io.js';
+import { commandIO } from '../http/command-host.js';
 import { sampleToJson } from '../promtext/index.js';
 import { redactUrl, redactUrls } from '../redact.js';
 import { withCommandRuntime } from '../service.js';
-import { commandLineTarget, scrapeTarget, scrapeTargets, ScrapeError, type ScrapeTarget } from './scrape.js';
-import { Scraper } from './scraper.js';
+import { commandLineTarget, scrapeTarget, scrapeTargets, ScrapeError, type ScrapeTarget } from '../collectors/scrape.js';
+import { Scraper } from '../collectors/scraper.js';
 
 const USAGE = 'tallyhouse scrape [--target URL] [--job NAME] [--header "Name: value"]... [--dry-run]\n';
 
@@ -89,7 +90,7 @@ export function targetProblem(target: string): string | undefined {
 /** Demo mode without targets: one scrape of a simulator started for this command, as the service scrapes its own. */
 async function scrapeDemo(dryRun: boolean): Promise<number> {
   const config = getConfig();
-  const source = await openPlatformSource(config, createCommandLogger(config.CLI_LOG_LEVEL), { demoNoticeLevel: 'info' });
+  const source = await openPlatformSource(config, createCommandLogger(config.CLI_LOG_LEVEL), { demoNoticeLevel: 'info', openDemo: openDemoPlatform });
   try {
     commandIO().err('tallyhouse scrape: demo mode (no SVC_API_KEY): scraping the built-in platform simulator, as the service does\n');
     return await scrapeNow(scrapeTargets(config, { baseUrl: source.sim!.url, apiKey: source.sim!.keys.api }), dryRun);

@@ -3,15 +3,15 @@ import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DateTime, IANAZone } from 'luxon';
 import { getConfig } from '../config.js';
-import { commandIO } from '../cli/io.js';
-import { describeArgsError, didYouMean } from '../cli/suggest.js';
+import { commandIO } from '../http/command-host.js';
+import { describeArgsError, didYouMean } from '../suggest.js';
 import { withCommandRuntime } from '../service.js';
-import { financeProblem, financeReport, financeTable } from './finance.js';
-import { focusOptions, focusReport, focusTable, FocusNoDataError } from './focus.js';
-import { toCsv } from './http.js';
-import { monthReportOptions } from './report-options.js';
-import { efficiencyCommand, EFFICIENCY_USAGE } from './efficiency-cli.js';
-import { CHANGE_GROUP_NAMES, costChangesReport, costChangesTable } from './cost-changes-report.js';
+import { financeProblem, financeReport, financeTable } from '../api/finance.js';
+import { focusOptions, focusReport, focusTable, FocusNoDataError } from '../api/focus.js';
+import { toCsv } from '../api/http.js';
+import { monthReportOptions } from '../api/report-options.js';
+import { efficiencyCommand, EFFICIENCY_USAGE } from './report-efficiency.js';
+import { CHANGE_GROUP_NAMES, costChangesReport, costChangesTable } from '../api/cost-changes-report.js';
 
 const USAGE =
   'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
@@ -157,7 +157,7 @@ function nextMonth(month: string, n: number): string {
   return d.toISOString().slice(0, 7);
 }
 
-/** `tallyhouse report changes --month YYYY-MM [--baseline YYYY-MM]`: why the bill changed (src/api/cost-changes.ts). */
+/** `tallyhouse report changes --month YYYY-MM [--baseline YYYY-MM]`: why the bill changed (src/insights/cost-changes.ts). */
 async function changesCommand(args: string[]): Promise<number> {
   const io = commandIO();
   let values: { month?: string; baseline?: string; 'group-by'?: string; product?: string; timezone?: string; top?: string; out?: string; format?: string };

@@ -6,7 +6,7 @@
 // the one figure that may be rounded (half away from zero) when the item's price is not one exact decimal; price
 // is then the remainder of the subtotal's change, so per item, per group and per currency
 // volume + price + discount + new + gone = current cost - baseline cost, exactly.
-import { decimalToScaled, scaledToDecimal } from '../store/values.js';
+import { decimalToScaled, scaledToDecimal } from '../values.js';
 
 /** Decimals of every amount in and out (the store's cost columns keep 12). */
 export const COST_CHANGE_SCALE = 12;

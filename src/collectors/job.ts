@@ -3,7 +3,7 @@ import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime.js';
 import type { CallContext, KeyScope, PlatformClient } from '../platform/index.js';
 import type { Checkpoints } from '../store/tables/checkpoints.js';
-import type { Progress } from './progress.js';
+import type { Progress } from '../progress.js';
 import type { TimeRange } from './time-args.js';
 
 /** Options as typed (`--name value` without the dashes), before they are checked. */

@@ -1,7 +1,7 @@
 // One drain line -> one `logs` row (TabSeparated text) or a reason it was refused. Pure and allocation-lean:
 // this runs once per line on the request path. Rows are TabSeparated rather than JSON because the store parses
 // TSV about 1.5 times faster than JSONEachRow, and the line was already parsed here (to validate it).
-import { toDateTime64 } from '../../store/values.js';
+import { toDateTime64 } from '../values.js';
 import { MAX_NESTING_DEPTH, nestingDepth } from '../json-nesting.js';
 
 /** Reason codes, also the first word of every reason text (the simulator names its malformed lines alike). */

@@ -1,8 +1,8 @@
-// The change attribution module (src/api/cost-changes.ts) on hand-worked numbers: each expected figure below is
+// The change attribution module (src/insights/cost-changes.ts) on hand-worked numbers: each expected figure below is
 // worked out by hand from the README's formulas (volume = (q1 - q0) x p0, price = (p1 - p0) x q1,
 // discount = -(d1 - d0), new/gone groups whole), never taken from the module's output.
 import { describe, expect, it } from 'vitest';
-import { attributeChanges, describeGroupChange, type CostLine } from '../../src/api/cost-changes.js';
+import { attributeChanges, describeGroupChange, type CostLine } from '../../src/insights/cost-changes.js';
 
 const line = (group: Record<string, string>, item: string, quantity: string, subtotal: string, discount = '0', currency = 'USD', product: CostLine['product'] = 'serverless'): CostLine =>
   ({ product, group, item, currency, quantity, subtotal, discount });

@@ -1,9 +1,9 @@
-// src/api/budgets.ts on hand-worked numbers (README "Budgets"): October 2026 has 31 days; four complete days of
+// src/insights/budgets.ts on hand-worked numbers (README "Budgets"): October 2026 has 31 days; four complete days of
 // 10, 12, 8 and 10 (mean 10, sample variance (0 + 4 + 4 + 0) / 3 = 8/3), 27 days left, 40 spent:
 // forecast = 40 + 27 x 10 = 310; sd = sqrt(8/3) x sqrt(27 + 27^2 / 4) = 23.62202...; 90% interval
 // 310 -/+ 1.645 x 23.62202 = [271.14, 348.86].
 import { describe, expect, it } from 'vitest';
-import { budgetFigures } from '../../src/api/budgets.js';
+import { budgetFigures } from '../../src/insights/budgets.js';
 
 const costs = [
   { day: '2026-10-01', cost: '10' },

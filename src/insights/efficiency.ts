@@ -11,7 +11,7 @@
 // state mix apportioned to each: the history cannot tell them apart. The split is exact: in units of the store's
 // money scale (1e-12) by largest remainder, ties to busy, then idle, then draining, so the three add up to the row's
 // cost. A day the history shows no billed runner (not collected, or below its resolution) counts as idle.
-import { decimalToScaled, scaledToDecimal } from '../store/values.js';
+import { decimalToScaled, scaledToDecimal } from '../values.js';
 
 export const MONEY_SCALE = 12;
 export const QUANTITY_SCALE = 9;

@@ -8,7 +8,7 @@
 // by s^2 / d, scaled by r^2; so sd = s x sqrt(r + r^2 / d), and the interval is forecast -/+ z x sd with z = 1.645
 // (a 90% normal interval), never below spent. With fewer than 2 complete days the interval is [spent, infinity)
 // (nothing to estimate a spread from) and the forecast is spent + r x m (m = the one day, or 0).
-import { addDecimals, decimalToScaled, scaledToDecimal } from '../store/values.js';
+import { addDecimals, decimalToScaled, scaledToDecimal } from '../values.js';
 
 export type BudgetScope = 'app' | 'endpoint' | 'api_key' | 'product';
 export type BudgetStatus = 'ok' | 'at_risk' | 'over';
