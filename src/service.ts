@@ -254,15 +254,19 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     else request.log.debug(fields, 'request completed');
   });
   await app.register(healthRoutes, { store: rt.store, registry: rt.registry, metricsToken: config.METRICS_TOKEN });
-  app.get('/', async () => ({
-    service: 'tallyhouse',
-    links: { api: '/api/v1', openapi: '/api/v1/openapi.json', metrics: '/metrics', health: '/healthz', ready: '/readyz' },
-  }));
   const components: Component[] = [];
   for (const extend of opts.extensions ?? []) {
     const component = await extend({ ...rt, app });
     if (component) components.push(component);
   }
+  // With the web console (src/console/), / is its front door (a relative redirect, so it holds under a proxy's
+  // path prefix); without it, a list of what is here.
+  const hasConsole = app.hasRoute({ method: 'GET', url: '/console/' });
+  app.get('/', async (_request, reply) =>
+    hasConsole
+      ? reply.redirect('console/', 302)
+      : { service: 'tallyhouse', links: { api: '/api/v1', openapi: '/api/v1/openapi.json', metrics: '/metrics', health: '/healthz', ready: '/readyz' } },
+  );
   try {
     await app.listen({ port: config.PORT, host: config.HOST });
   } catch (err) {
@@ -273,7 +277,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
-  rt.logger.info(startupBanner(config, rt, url), `tallyhouse listening on ${url}; try: curl ${url}/api/v1`);
+  const consoleUrl = hasConsole ? `${config.PUBLIC_URL ?? url}/console/` : undefined;
+  rt.logger.info(
+    { ...(consoleUrl ? { console: consoleUrl } : {}), ...startupBanner(config, rt, url) },
+    `${consoleUrl ? `console ${consoleUrl} | ` : ''}tallyhouse listening on ${url}; try: curl ${url}/api/v1`,
+  );
 
   let closing: Promise<void> | undefined;
   const close = () => {
