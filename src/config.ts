@@ -182,6 +182,9 @@ export const ConfigSchema = z.object({
   REQUESTS_RECOLLECT_HOURS: z.coerce.number().int().min(0).max(24 * 14).default(6),
   PRICES_FILE: optionalString,
   ANALYTICS_TIMEFRAME: z.enum(['minute', 'hour', 'day']).default('hour'),
+  // Days of history the anomaly baseline of a daily series uses at most (issue 46.1; 8-12 weeks): a longer one holds
+  // more of a series' noise and seasons, a shorter one forgets a past incident sooner.
+  ANOMALY_LOOKBACK_DAYS: z.coerce.number().int().min(28).max(84).default(56),
   // Anomaly findings posted as signed JSON (issue 32.2): off when unset. The secret signs each body (HMAC-SHA256).
   NOTIFY_WEBHOOK_URL: url.optional(),
   NOTIFY_WEBHOOK_SECRET: z.string().min(MIN_HMAC_SECRET_LENGTH, `expected a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters`).optional(),

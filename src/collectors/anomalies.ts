@@ -166,7 +166,8 @@ export interface AnomalyEvaluation {
  * tombstone for a stored finding of a judged bucket that is no longer anomalous. Resolves once committed.
  */
 export async function evaluateAnomalies(ctx: JobContext, plan: { timezone: string; fromMs: number; toMs: number; nowMs: number }): Promise<AnomalyEvaluation> {
-  const options = DEFAULT_DETECT_OPTIONS;
+  const lookbackDays = ctx.runtime.config.ANOMALY_LOOKBACK_DAYS;
+  const options = { ...DEFAULT_DETECT_OPTIONS, baseline: { ...DEFAULT_DETECT_OPTIONS.baseline, lookbackDays } };
   // the calibrated baseline reads its lookback; error rate its trailing weeks
   const readFromMs = plan.fromMs - Math.max(options.weeks * WEEK_MS, options.baseline.lookbackDays * DAY_MS) - DAY_MS;
   const series = await readAnomalySeries(ctx.runtime, plan.timezone, readFromMs, plan.toMs);

@@ -223,13 +223,20 @@ export function boundedByCounting(measure: Measure, score: number, actual: numbe
 function gridStarts(points: readonly SeriesPoint[], fromMs: number, toMs: number, grain: Grain): number[] {
   const present = points.map((p) => p.startMs).filter((t) => t >= fromMs && t < toMs);
   if (grain === 'day') {
-    // Days of a zone with DST are 23 or 25 h: step from each stored day, and fill a missing day 24 h on.
+    // Days of a zone with DST are 23 or 25 h: step from each stored day, and fill a missing day 24 h after the day
+    // before it (stepping from the first day instead drifted an hour off the zone's midnights after a DST change,
+    // and judged a phantom day at 23:00 before the end).
     const set = new Set(present);
-    const anchor = points[0].startMs;
     const step = 24 * HOUR_MS;
-    let t = anchor + Math.ceil((fromMs - anchor) / step) * step;
-    for (; t < toMs; t += step) {
-      if (![t, t - HOUR_MS, t + HOUR_MS].some((x) => set.has(x))) set.add(t);
+    const stored = points.map((p) => p.startMs).sort((a, b) => a - b);
+    let prev = stored[0];
+    for (const next of [...stored.slice(1), Infinity]) {
+      for (let t = prev + step; t < Math.min(next - 12 * HOUR_MS, toMs - HOUR_MS); t += step) {
+        if (t >= fromMs) set.add(t);
+        prev = t;
+      }
+      if (next === Infinity) break;
+      prev = next;
     }
     return [...set].sort((a, b) => a - b);
   }

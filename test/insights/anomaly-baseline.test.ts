@@ -95,3 +95,39 @@ describe('calibrated baseline (pure)', () => {
     expect(flagged(latency, days([...grow, 2 * Math.exp(0.84 + 0.5)]), 42, 43)).toEqual([42]);
   });
 });
+
+describe('daily buckets of a zone: local midnights, through a DST change', () => {
+  /** The UTC instant of local midnight of `date` in `zone` (the offset read back from Intl, twice for a DST day). */
+  function localMidnight(date: string, zone: string): number {
+    const naive = Date.parse(`${date}T00:00:00Z`);
+    const offsetAt = (ms: number) => {
+      const parts = Object.fromEntries(new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' }).formatToParts(new Date(ms)).map((p) => [p.type, p.value]));
+      return Date.parse(`${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:00Z`) - ms;
+    };
+    let ms = naive - offsetAt(naive);
+    ms = naive - offsetAt(ms);
+    return ms;
+  }
+  const localDays = (zone: string, values: number[]) =>
+    values.map((value, i) => ({ startMs: localMidnight(new Date(Date.parse('2026-10-05T00:00:00Z') + i * DAY).toISOString().slice(0, 10), zone), value, requests: 1000 }));
+
+  for (const zone of ['America/Los_Angeles', 'Asia/Tokyo', 'Europe/Berlin']) {
+    it(`${zone}: weekends at half are learnt across the October/November DST change; a weekday level on a Saturday is found`, () => {
+      // 2026-10-05 (a Monday) to 2026-11-08: Berlin leaves summer time on 25 October, Los Angeles on 1 November
+      // (a 25-hour day each); Tokyo has none. Day 33 is Saturday 7 November.
+      const week = [2, 2, 2, 2, 2, 1, 1];
+      const history = [...week, ...week, ...week, ...week];
+      const key: SeriesKey = { ...latency, id: `ep-${zone}` };
+      const ordinary = localDays(zone, [...history, 2, 2, 2, 2, 2, 1]);
+      const odd = localDays(zone, [...history, 2, 2, 2, 2, 2, 2]);
+      expect(detectSeries(key, ordinary, ordinary[28].startMs, ordinary[33].startMs + DAY)).toEqual([]);
+      const found = detectSeries(key, odd, odd[28].startMs, odd[33].startMs + DAY);
+      expect(found.map((f) => f.startMs)).toEqual([odd[33].startMs]);
+      // and a cost series of the zone (absent days are 0 on the zone's grid): a day without usage is a drop
+      const costKey: SeriesKey = { ...cost, id: `app-${zone}` };
+      const usage = localDays(zone, Array(34).fill(100)).filter((_, i) => i !== 31);
+      const drops = detectSeries(costKey, usage, usage[28].startMs, usage[32].startMs + DAY, undefined, 0.1);
+      expect(drops.map((f) => [f.startMs, f.actual, f.direction])).toEqual([[localMidnight('2026-11-05', zone), 0, 'down']]);
+    });
+  }
+});
