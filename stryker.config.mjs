@@ -16,15 +16,15 @@
  * runs only its own files, and its score counts only what they kill. `npm run mutation -- --group spool` runs one.
  */
 export const MUTATION_GROUPS = [
-  { name: 'values', mutate: ['src/store/values.ts'], tests: ['test/store/values.test.ts', 'test/store/values-mutants.test.ts', 'test/store/values-dates.mutation.test.ts', 'test/collectors/requests-units.test.ts'] },
+  { name: 'values', mutate: ['src/values.ts'], tests: ['test/store/values.test.ts', 'test/store/values-mutants.test.ts', 'test/store/values-dates.mutation.test.ts', 'test/collectors/requests-units.test.ts'] },
   { name: 'finance', mutate: ['src/api/finance.ts'], tests: ['test/api/finance.mutation.test.ts'] },
   { name: 'focus', mutate: ['src/api/focus.ts'], tests: ['test/api/focus-money.test.ts', 'test/api/focus-rows.test.ts', 'test/api/focus-final.mutation.test.ts'] },
   {
     name: 'cost',
     mutate: ['src/api/*cost*.ts'],
     tests: [
-      'test/api/cost-changes.test.ts',
-      'test/api/cost-changes.mutation.test.ts',
+      'test/insights/cost-changes.test.ts',
+      'test/insights/cost-changes.mutation.test.ts',
       'test/api/cost-changes-report.mutation.test.ts',
       'test/api/cost-changes-routes.mutation.test.ts',
       'test/api/request-cost-routes.mutation.test.ts',
@@ -52,7 +52,7 @@ export const MUTATION_GROUPS = [
       'test/ingest/drain/spool-commit-thread.test.ts',
     ],
   },
-  { name: 'map-line', mutate: ['src/ingest/drain/map-line.ts'], tests: ['test/ingest/drain/map-line.test.ts', 'test/ingest/drain/map-line.mutation.test.ts'] },
+  { name: 'map-line', mutate: ['src/collectors/log-line.ts'], tests: ['test/ingest/drain/map-line.test.ts', 'test/ingest/drain/map-line.mutation.test.ts'] },
   { name: 'drain-auth', mutate: ['src/ingest/drain/auth.ts'], tests: ['test/ingest/drain/auth.mutation.test.ts'] },
   { name: 'webhooks', mutate: ['src/ingest/webhooks.ts'], tests: ['test/ingest/webhooks.mutation.test.ts', 'test/ingest/webhooks-hardening.test.ts', 'test/ingest/webhooks-future-timestamp.test.ts'] },
   // The receiver's tests take most of a minute and reach into map-items: its mutants run apart from the items'.

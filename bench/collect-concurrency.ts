@@ -20,7 +20,7 @@ import { PlatformClient } from '../src/platform/index.js';
 import { Scheduler } from '../src/jobs/scheduler.js';
 import { parseJobArgs } from '../src/jobs/options.js';
 import { usageJob } from '../jobs/usage.js';
-import { decimalToScaled } from '../src/store/values.js';
+import { decimalToScaled } from '../src/values.js';
 
 const { values } = parseArgs({
   options: {

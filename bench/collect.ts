@@ -46,7 +46,7 @@ import {
   requestPages,
   toRequestLine,
 } from '../src/collectors/requests.js';
-import type { JobContext } from '../src/jobs/job.js';
+import type { JobContext } from '../src/collectors/job.js';
 
 const HOUR = 3_600_000;
 /** Bytes per memory page (residentMemory); declared before the top-level await below runs the child. */

@@ -176,7 +176,7 @@ async function serve(): Promise<void> {
     // into a copy of `logs` (its sorting key, indexes and Map column cost the engine more than the baseline table).
     rt.app.post('/bench/logs-table', async () => {
       const store = rtRef!.store;
-      const { mapLine, LOG_ROW_COLUMNS } = await import('../src/ingest/drain/map-line.js');
+      const { mapLine, LOG_ROW_COLUMNS } = await import('../src/collectors/log-line.js');
       await store.client.command({ query: 'DROP TABLE IF EXISTS bench_drain_logs_copy' });
       await store.client.command({ query: 'CREATE TABLE bench_drain_logs_copy AS logs' });
       const ctx = { receivedAt: '2026-11-26 00:00:00.000', batchId: '6f0c1a52-9d44-4a8e-9d3b-4b2f4c1d2e3f' };

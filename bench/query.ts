@@ -31,7 +31,7 @@ import { Params } from '../src/sim/http-util.js';
 import { DEFAULT_CACHE_LIMITS } from '../src/sim/caches.js';
 import { Scheduler } from '../src/jobs/scheduler.js';
 import { allJobs } from '../jobs/index.js';
-import { consoleProgress } from '../src/jobs/progress.js';
+import { consoleProgress } from '../src/progress.js';
 import { parseJobArgs } from '../src/jobs/options.js';
 import { SimModel } from '../src/sim/model.js';
 import type { Endpoint } from '../src/sim/world.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { defineJob, type JobContext } from '../src/jobs/job.js';
+import { defineJob, type JobContext } from '../src/collectors/job.js';
 import { commaList, recollectHours } from '../src/jobs/options.js';
-import type { TimeRange } from '../src/jobs/time-args.js';
+import type { TimeRange } from '../src/collectors/time-args.js';
 import {
   analyticsTargets,
   collectAnalyticsRange,

@@ -1,4 +1,4 @@
-import { defineJob } from '../src/jobs/job.js';
+import { defineJob } from '../src/collectors/job.js';
 import { evaluateAnomalies } from '../src/collectors/anomalies.js';
 import { notifyFindings } from '../src/collectors/notify-webhook.js';
 
@@ -10,7 +10,7 @@ const MAX_CATCH_UP_DAYS = 31;
 /**
  * Anomaly detection (issue 32.2): judges the buckets of the last two days (a scheduled run; since the previous run
  * after downtime, the last 14 days on the first run) or of --from/--to (a re-evaluation) of every app, endpoint, model endpoint and API key against the same weekday and hour of the four
- * weeks before (src/api/anomalies.ts), in the first TIMEZONES zone, and stores the findings (a re-evaluation replaces
+ * weeks before (src/insights/anomalies.ts), in the first TIMEZONES zone, and stores the findings (a re-evaluation replaces
  * them); then, with NOTIFY_WEBHOOK_URL, posts each finding not yet delivered. Reads only the store: runs after the
  * collectors on the hour.
  */

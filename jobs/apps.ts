@@ -1,4 +1,4 @@
-import { defineJob } from '../src/jobs/job.js';
+import { defineJob } from '../src/collectors/job.js';
 import { collectApps } from '../src/collectors/apps.js';
 
 /**

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { defineJob, type JobContext } from '../src/jobs/job.js';
-import type { TimeRange } from '../src/jobs/time-args.js';
+import { defineJob, type JobContext } from '../src/collectors/job.js';
+import type { TimeRange } from '../src/collectors/time-args.js';
 import { commitRows, tableWrite, collectorRejects } from '../src/collectors/common.js';
 import { listApps, type AppRef } from '../src/collectors/endpoints.js';
 import { PAGE_LIMIT, readEventsOfApps, type AppEventsResult } from '../src/collectors/events.js';

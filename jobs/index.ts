@@ -1,4 +1,4 @@
-import type { JobDefinition } from '../src/jobs/job.js';
+import type { JobDefinition } from '../src/collectors/job.js';
 import { usageJob } from './usage.js';
 import { appsJob } from './apps.js';
 import { analyticsJob } from './analytics.js';

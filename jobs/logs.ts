@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import { isDemoMode } from '../src/config.js';
-import { defineJob, type JobContext } from '../src/jobs/job.js';
-import type { TimeRange } from '../src/jobs/time-args.js';
+import { defineJob, type JobContext } from '../src/collectors/job.js';
+import type { TimeRange } from '../src/collectors/time-args.js';
 import { listApps, type AppRef } from '../src/collectors/endpoints.js';
 import { fillFromHistory, HISTORY_PAGE_LIMIT, type LogWindow } from '../src/collectors/logs.js';
 import { whenServed } from '../src/collectors/optional-endpoint.js';
 import { platformPaths } from '../src/platform/index.js';
 import { drainSeconds, dropCopiesOfDrainLines } from '../src/store/tables/logs.js';
-import { toDateTime64 } from '../src/store/values.js';
+import { toDateTime64 } from '../src/values.js';
 import { runResumable } from '../src/jobs/resumable.js';
 
 const SECOND_MS = 1000;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { defineJob, type JobContext } from '../src/jobs/job.js';
+import { defineJob, type JobContext } from '../src/collectors/job.js';
 import { runResumable } from '../src/jobs/resumable.js';
-import { parseLocalDate } from '../src/jobs/time-args.js';
+import { parseLocalDate } from '../src/collectors/time-args.js';
 import { monthChunks, scheduledWindow } from '../src/collectors/usage.js';
 import { collectModelBillingEvents, collectModelCatalogue, collectModelPricesWhenServed, collectModelUsageChunk } from '../src/collectors/models.js';
 import { modelEndpointsWithUsage } from '../src/store/tables/model-usage.js';

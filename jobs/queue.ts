@@ -1,9 +1,9 @@
-import { defineJob } from '../src/jobs/job.js';
+import { defineJob } from '../src/collectors/job.js';
 import { listApps } from '../src/collectors/endpoints.js';
 import { readQueueSizes } from '../src/collectors/apps.js';
 import { commitRows, collectorRejects, tableWrite } from '../src/collectors/common.js';
 import { queueSamples, type QueueSampleRow } from '../src/store/tables/queue-samples.js';
-import { toDateTime64 } from '../src/store/values.js';
+import { toDateTime64 } from '../src/values.js';
 import { isNotServed, servedGauge } from '../src/collectors/optional-endpoint.js';
 
 /** The queue read's path is only in the platform notes (the interface: "path and payload: not shown"). */

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { DateTime } from 'luxon';
 import { z } from 'zod';
-import { defineJob, type JobContext } from '../src/jobs/job.js';
+import { defineJob, type JobContext } from '../src/collectors/job.js';
 import { commaList } from '../src/jobs/options.js';
-import type { TimeRange } from '../src/jobs/time-args.js';
+import type { TimeRange } from '../src/collectors/time-args.js';
 import { chunk } from '../src/platform/index.js';
 import { listEndpoints } from '../src/collectors/endpoints.js';
 import { PricesFileError, readPricesFile, syncUnitPrices } from '../src/collectors/prices.js';

@@ -1,4 +1,4 @@
-import { defineJob } from '../src/jobs/job.js';
+import { defineJob } from '../src/collectors/job.js';
 import { listApps } from '../src/collectors/endpoints.js';
 import { collectRevisions } from '../src/collectors/revisions.js';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineJob } from '../src/jobs/job.js';
+import { defineJob } from '../src/collectors/job.js';
 import { listApps } from '../src/collectors/endpoints.js';
 import { collectRunnerMetrics, runnersToScrape } from '../src/collectors/runner-metrics.js';
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineJob, type JobContext } from '../src/jobs/job.js';
+import { defineJob, type JobContext } from '../src/collectors/job.js';
 import { commaList } from '../src/jobs/options.js';
 import { runResumable } from '../src/jobs/resumable.js';
-import { parseLocalDate } from '../src/jobs/time-args.js';
+import { parseLocalDate } from '../src/collectors/time-args.js';
 import { collectUsageChunk, monthChunks, scheduledWindow } from '../src/collectors/usage.js';
 
 /**

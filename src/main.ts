@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, getConfig, isDemoMode, type Config } from './config.js';
 import { createLogger } from './log.js';
-import { commandHost, commandIO } from './cli/io.js';
-import { describeArgsError, didYouMean, wantsHelp } from './cli/suggest.js';
+import { commandHost, commandIO } from './http/command-host.js';
+import { describeArgsError, didYouMean, wantsHelp } from './suggest.js';
 import type { Extension } from './runtime.js';
 import type { DemoWiring, JobRunnerHandle } from './jobs/extension.js';
 
@@ -50,26 +50,26 @@ const commands: Record<string, Command> = {
     summary: 'run one collector now (backfills with --from/--to); `tallyhouse collect --help` lists them',
     usage: 'tallyhouse collect <job> [--from YYYY-MM-DD --to YYYY-MM-DD] [--timezone ZONE]',
     raw: async (argv) => {
-      const [{ collectCommand }, { allJobs }] = await Promise.all([import('./jobs/cli.js'), import('../jobs/index.js')]);
+      const [{ collectCommand }, { allJobs }] = await Promise.all([import('./cli/collect.js'), import('../jobs/index.js')]);
       return collectCommand(allJobs, argv);
     },
   },
   scrape: {
     summary: 'scrape a Prometheus exposition now (`--target URL`, `--dry-run` prints NDJSON and stores nothing)',
     usage: 'tallyhouse scrape [--target URL] [--job NAME] [--header "Name: value"]... [--dry-run]',
-    raw: async (argv) => (await import('./collectors/scrape-cli.js')).scrapeCommand(argv),
+    raw: async (argv) => (await import('./cli/scrape.js')).scrapeCommand(argv),
   },
   logs: {
     summary: 'follow the platform\'s live log stream: `logs tail [--app] [--level] [--search] [--request-id] [--store]`',
     usage: 'tallyhouse logs tail [--app OWNER/APP] [--level LEVEL] [--search TEXT] [--request-id ID] [--store] [--json]',
-    raw: async (argv) => (await import('./collectors/logs-tail.js')).logsCommand(argv),
+    raw: async (argv) => (await import('./cli/logs-tail.js')).logsCommand(argv),
   },
   report: {
     summary: 'write a report from the store: `report finance --month YYYY-MM [--timezone ZONE] [--out file.csv]`, `report focus --month YYYY-MM`, `report efficiency --month YYYY-MM`',
     usage:
       'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
       '       tallyhouse report focus --month YYYY-MM [--out file.csv]',
-    raw: async (argv) => (await import('./api/cli.js')).reportCommand(argv),
+    raw: async (argv) => (await import('./cli/report.js')).reportCommand(argv),
   },
   sim: {
     summary: 'run the platform simulator (`tallyhouse sim --help`), or print its ground truth (`sim truth`)',
@@ -79,7 +79,7 @@ const commands: Record<string, Command> = {
   mcp: {
     summary: 'the MCP server on stdio for a desktop assistant (read-only; through the running service when one holds DATA_DIR)',
     usage: 'tallyhouse mcp',
-    run: async () => (await import('./mcp/stdio.js')).mcpCommand(packageVersion()),
+    run: async () => (await import('./cli/mcp.js')).mcpCommand(packageVersion()),
   },
   help: {
     summary: 'show this help',
@@ -126,11 +126,11 @@ async function commandHelp(name: string, command: Command, rest: string[]): Prom
   const io = commandIO();
   const sub = rest[0] !== undefined && !rest[0].startsWith('-') ? rest[0] : undefined;
   if (name === 'collect') {
-    const [{ collectHelp }, { allJobs }] = await Promise.all([import('./jobs/cli.js'), import('../jobs/index.js')]);
+    const [{ collectHelp }, { allJobs }] = await Promise.all([import('./cli/collect.js'), import('../jobs/index.js')]);
     return collectHelp(allJobs, sub);
   }
-  if (name === 'report') return (await import('./api/cli.js')).reportHelp(sub);
-  if (name === 'logs') return (await import('./collectors/logs-tail.js')).logsHelp(sub);
+  if (name === 'report') return (await import('./cli/report.js')).reportHelp(sub);
+  if (name === 'logs') return (await import('./cli/logs-tail.js')).logsHelp(sub);
   if (name === 'sim') return (await import('./sim/cli.js')).simCommand(rest);
   if (name === 'help') return main(['--help']);
   io.out(`Usage: ${command.usage}\n\n${command.summary}\n`);
@@ -161,6 +161,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { idleCostShare },
     { DEFAULT_BUSINESS_GAUGES },
     { mcpExtension },
+    { consoleExtension },
   ] = await Promise.all([
     import('./jobs/extension.js'),
     import('./api/index.js'),
@@ -180,17 +181,21 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./api/efficiency-gauges.js'),
     import('./http/business-metrics.js'),
     import('./mcp/extension.js'),
+    import('./console/index.js'),
   ]);
   // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
   // the receiver fetches from the simulator.
-  const demo: DemoWiring = isDemoMode(config) ? { drainSecret: randomBytes(32).toString('hex'), faroKey: randomBytes(24).toString('hex') } : {};
+  const demo: DemoWiring = isDemoMode(config)
+    ? { drainSecret: randomBytes(32).toString('hex'), faroKey: randomBytes(24).toString('hex'), openDemo: (await import('./cli/demo-platform.js')).openDemoPlatform }
+    : {};
   const jobRunner: JobRunnerHandle = {};
   return [
     businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare]),
     apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes, anomalyRoutes]),
     mcpExtension(packageVersion()),
+    consoleExtension(),
     logDrainExtension({ demoSecret: demo.drainSecret }),
-    webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
+    webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json`, metaBaseUrl: () => demo.simUrl } : {}),
     faroExtension({ demoKey: config.FARO_APP_KEYS ? undefined : demo.faroKey }),
     collectorsExtension(allJobs, demo, jobRunner),
     adminExtension({
@@ -341,7 +346,7 @@ export type { Config };
 
 /** The process entry (bin/tallyhouse.js): runs a command and exits with its code. */
 export async function run(argv: string[]): Promise<never> {
-  const { EXIT_BROKEN_PIPE, flushStdio, stdoutClosed, watchStdio } = await import('./cli/stdio.js');
+  const { EXIT_BROKEN_PIPE, flushStdio, stdoutClosed, watchStdio } = await import('./stdio.js');
   watchStdio();
   let code: number;
   // `--debug` anywhere: stacks of unexpected errors are printed (it is no command's option).

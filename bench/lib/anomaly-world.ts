@@ -13,7 +13,7 @@
 // a latency jump (p95 x3 for 2 days), a traffic surge (x5 for 5 hours) and an outage (5% of traffic for 4 hours):
 // two of each. `affects` lists every series the anomaly moves (a surge moves the endpoint's hourly and daily volume
 // and the app's cost), so a finding there, during it, is not false.
-import type { Grain, SeriesKey, SeriesPoint } from '../../src/api/anomalies.js';
+import type { Grain, SeriesKey, SeriesPoint } from '../../src/insights/anomalies.js';
 import { mulberry32 } from '../../src/sim/prng.js';
 
 export type InjectedKind = 'runaway_key' | 'price_change' | 'error_jump' | 'latency_jump' | 'traffic_surge' | 'outage';

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { findingsInRange } from '../store/tables/anomalies.js';
-import { MEASURES, SERIES_KINDS } from './anomalies.js';
+import { MEASURES, SERIES_KINDS } from '../insights/anomalies.js';
 import { badParameter, checkRangeDays, dateParam, formatParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
 

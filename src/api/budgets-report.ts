@@ -1,11 +1,11 @@
 // Budgets as configured (BUDGETS, BUDGETS_FILE, APP_BUDGETS) with their month's daily cost read by the cost
-// queries, handed to the pure module (src/api/budgets.ts). GET /api/v1/budgets and the budget gauges call this.
+// queries, handed to the pure module (src/insights/budgets.ts). GET /api/v1/budgets and the budget gauges call this.
 import { DateTime } from 'luxon';
 import type { Config } from '../config.js';
 import type { Store } from '../store/client.js';
 import { costByGroups } from '../store/tables/usage-buckets.js';
 import { modelCostByGroups } from '../store/tables/model-usage.js';
-import { budgetFigures, type Budget, type BudgetFigures, type DailyCost } from './budgets.js';
+import { budgetFigures, type Budget, type BudgetFigures, type DailyCost } from '../insights/budgets.js';
 import { loadFinality } from './finality-report.js';
 
 export function configuredBudgets(config: Pick<Config, 'BUDGETS' | 'BUDGETS_FILE' | 'APP_BUDGETS' | 'BUDGET_CURRENCY'>): Budget[] {
@@ -20,7 +20,7 @@ export interface BudgetsReport {
   month: string;
   timezone: string;
   today: string;
-  /** spent_final: every day of the month so far is final for the budget's product (src/api/finality.ts). */
+  /** spent_final: every day of the month so far is final for the budget's product (src/insights/finality.ts). */
   budgets: Array<BudgetFigures & { spent_final: boolean }>;
 }
 

@@ -33,7 +33,7 @@ export const BudgetsResponse = z.object({
 
 const COLUMNS = ['scope', 'name', 'currency', 'amount', 'spent', 'forecast', 'forecast_low', 'forecast_high', 'status', 'days_elapsed', 'days_in_month', 'spent_final'];
 
-/** GET /budgets: each configured budget's spend, month-end forecast with interval, and status (src/api/budgets.ts). */
+/** GET /budgets: each configured budget's spend, month-end forecast with interval, and status (src/insights/budgets.ts). */
 export function budgetRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime, checkTimezone: (rt: Runtime, tz: string) => Promise<void>): void {
   registry.get(app, {
     path: '/budgets',

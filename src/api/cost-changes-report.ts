@@ -1,10 +1,10 @@
 // The change-attribution report: reads both periods' lines with the named queries and hands them to the pure
-// module (src/api/cost-changes.ts). The route GET /api/v1/cost/changes and `tallyhouse report changes` both
+// module (src/insights/cost-changes.ts). The route GET /api/v1/cost/changes and `tallyhouse report changes` both
 // call this, never a copy.
 import type { Store } from '../store/client.js';
 import { CHANGE_GROUPS, costChangeLines, type ChangeGroup } from '../store/tables/usage-buckets.js';
 import { MODEL_CHANGE_GROUPS, modelCostChangeLines, type ModelChangeGroup } from '../store/tables/model-usage.js';
-import { attributeChanges, type CostChanges, type CostLine } from './cost-changes.js';
+import { attributeChanges, type CostChanges, type CostLine } from '../insights/cost-changes.js';
 import type { Table } from './http.js';
 import { loadFinality, loadFinalityBoth } from './finality-report.js';
 
@@ -26,7 +26,7 @@ export interface CostChangesQuery {
 }
 
 export interface CostChangesReport extends CostChanges {
-  /** Whether each period's figures can still change (src/api/finality.ts); the days that can. */
+  /** Whether each period's figures can still change (src/insights/finality.ts); the days that can. */
   final: { baseline: boolean; current: boolean; provisional_days: string[] };
   timezone: string;
   from: string;

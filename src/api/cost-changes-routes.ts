@@ -83,7 +83,7 @@ const Query = z.strictObject({
   format: formatParam,
 });
 
-/** GET /cost/changes: why the bill changed between two periods (src/api/cost-changes.ts does the figures). */
+/** GET /cost/changes: why the bill changed between two periods (src/insights/cost-changes.ts does the figures). */
 export function costChangeRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime, checkTimezone: (rt: Runtime, tz: string) => Promise<void>): void {
   registry.get(app, {
     path: '/cost/changes',

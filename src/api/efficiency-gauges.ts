@@ -1,7 +1,7 @@
 import { DateTime } from 'luxon';
 import type { BusinessGauge } from '../http/business-metrics.js';
-import { decimalToScaled } from '../store/values.js';
-import { MONEY_SCALE } from './efficiency.js';
+import { decimalToScaled } from '../values.js';
+import { MONEY_SCALE } from '../insights/efficiency.js';
 import { loadEfficiency } from './efficiency-routes.js';
 
 const IDLE_DAYS = 7;

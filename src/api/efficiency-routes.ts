@@ -7,7 +7,7 @@ import { currentApps } from '../store/tables/apps.js';
 import { runnerHoursByLocalDay } from '../store/tables/runner-history.js';
 import { machineVram, runnerMetricsByDay, runnerVramPeaks } from '../store/tables/runner-metrics.js';
 import { usageDaysWithPrices } from '../store/tables/usage-buckets.js';
-import { efficiencyByDay, efficiencyByHour, recommendations, type AppInput, type EfficiencyHourRow, type EfficiencyRow, type Hint, type HistoryHourInput } from './efficiency.js';
+import { efficiencyByDay, efficiencyByHour, recommendations, type AppInput, type EfficiencyHourRow, type EfficiencyRow, type Hint, type HistoryHourInput } from '../insights/efficiency.js';
 import { badParameter, checkRangeDays, formatParam, listParam, sendTable, type Table } from './http.js';
 import type { RouteRegistry } from './routes.js';
 

@@ -2,7 +2,7 @@
 // report and the FOCUS export call.
 import type { Store } from '../store/client.js';
 import { dayCollections } from '../store/tables/cost-day-collections.js';
-import { daysFinality, summarizeFinality, type Finality } from './finality.js';
+import { daysFinality, summarizeFinality, type Finality } from '../insights/finality.js';
 
 export async function loadFinality(
   store: Pick<Store, 'client'>,

@@ -3,7 +3,7 @@ import type { Store } from '../store/client.js';
 import { monthlyCostByAppMachine } from '../store/tables/usage-buckets.js';
 import { summaryRangeOfMonth, summaryTotalsByAppMachine } from '../store/tables/usage-summaries.js';
 import { modelSummaryRangeOfMonth, modelSummaryTotals, monthlyModelCost } from '../store/tables/model-usage.js';
-import { addDecimals, decimalToScaled, scaledToDecimal } from '../store/values.js';
+import { addDecimals, decimalToScaled, scaledToDecimal } from '../values.js';
 import type { Table } from './http.js';
 import { loadFinality } from './finality-report.js';
 
@@ -43,7 +43,7 @@ export interface FinanceRow {
   quantity: string;
   /** Model rows: the API key's label (or the login) that made the calls. */
   api_key: string;
-  /** The row can no longer change: every day of the month is final for its product (src/api/finality.ts). */
+  /** The row can no longer change: every day of the month is final for its product (src/insights/finality.ts). */
   final: boolean;
 }
 

@@ -7,7 +7,7 @@ import { DateTime } from 'luxon';
 import type { Store } from '../store/client.js';
 import { focusServerlessCharges } from '../store/tables/usage-buckets.js';
 import { focusModelCharges } from '../store/tables/model-usage.js';
-import { decimalToScaled, scaledToDecimal } from '../store/values.js';
+import { decimalToScaled, scaledToDecimal } from '../values.js';
 import type { Table } from './http.js';
 import type { Config } from '../config.js';
 import { loadFinality } from './finality-report.js';
@@ -68,7 +68,7 @@ export interface FocusOptions {
   billingAccountName: string;
   /** ProviderName, PublisherName, InvoiceIssuerName. */
   providerName: string;
-  /** LATE_BILLING_WINDOW_HOURS, for x_Final (src/api/finality.ts); 48 when not given. */
+  /** LATE_BILLING_WINDOW_HOURS, for x_Final (src/insights/finality.ts); 48 when not given. */
   lateBillingWindowHours?: number;
 }
 

@@ -3,7 +3,7 @@ import { stringify } from 'csv-stringify/sync';
 import { queryLimitHit } from '../store/errors.js';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
-import { ISO_DATE } from '../store/values.js';
+import { ISO_DATE } from '../values.js';
 
 /** A client error that names the parameter and what it expects; the only kind of detail a response carries. */
 export class ApiError extends Error {

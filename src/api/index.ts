@@ -160,7 +160,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
         q.product === 'model_api'
           ? await modelCostByGroups(rt.store, { timezone: q.timezone, from: q.from, to: q.to, groupBy: groupBy as ModelCostGroup[], endpoints: q.endpoint, search: q.search })
           : await costByGroups(rt.store, { timezone: q.timezone, from: q.from, to: q.to, groupBy: groupBy as CostGroup[], apps: q.app, search: q.search });
-      // Whether each figure can still change (src/api/finality.ts): per day when grouped by day, else the range's.
+      // Whether each figure can still change (src/insights/finality.ts): per day when grouped by day, else the range's.
       const finality = await loadFinality(rt.store, { product: q.product, timezone: q.timezone, from: q.from, to: q.to, windowHours: rt.config.LATE_BILLING_WINDOW_HOURS, now: rt.now() });
       const finalByDay = new Map(finality.days.map((d) => [d.day, d.final]));
       const columns = [...groupBy, 'currency', ...(q.product === 'model_api' ? MODEL_MONEY_COLUMNS : MONEY_COLUMNS), 'final'];

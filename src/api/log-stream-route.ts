@@ -11,7 +11,7 @@ import { counter, gauge } from '../metrics.js';
 import { logFilterFields } from './logs-routes.js';
 import type { RouteRegistry } from './routes.js';
 import { FoundLogLine, LOG_LEVELS, logsStoredSince, storeNow } from '../store/tables/logs.js';
-import { toDateTime64 } from '../store/values.js';
+import { toDateTime64 } from '../values.js';
 
 const POLL_MS = 250;
 /** Lines stored up to this long before the newest one seen are read again (an insert commits after its stamp). */

@@ -5,7 +5,7 @@ import type { Runtime } from '../runtime.js';
 import { Checkpoints } from '../store/tables/checkpoints.js';
 import { requestCostByEndpoint, requestCostByEndpointDay } from '../store/tables/requests.js';
 import { dailyCostByEndpoint, dailyCostByEndpointDay } from '../store/tables/requests-daily.js';
-import { toDateTime64 } from '../store/values.js';
+import { toDateTime64 } from '../values.js';
 import { rollupReady } from '../collectors/requests-rollup.js';
 import { badParameter, checkRangeDays, dateParam, formatParam, listParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';

@@ -12,7 +12,7 @@ import { ConfigError, isLoopbackHost } from '../config.js';
 import { redactUrl, redactUrls } from '../redact.js';
 import { dataDirHolder } from '../store/client.js';
 import { writeUserFile } from '../store/private-files.js';
-import { EXIT_BROKEN_PIPE, stdoutClosed, writeStdout } from './stdio.js';
+import { EXIT_BROKEN_PIPE, stdoutClosed, writeStdout } from '../stdio.js';
 
 export interface ServiceTarget {
   url: string;

@@ -1,5 +1,5 @@
 import type { DurationLikeObject } from 'luxon';
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import {
   ANALYTICS_METRIC_NAMES,
   AnalyticsRow,
@@ -12,7 +12,8 @@ import {
   type PlatformError,
 } from '../platform/index.js';
 import { analyticsBuckets, type AnalyticsBucketRow } from '../store/tables/analytics-buckets.js';
-import { nextVersionMs, toDateTime64 } from '../store/values.js';
+import { nextVersionMs, toDateTime64 } from '../values.js';
+import { collectedRangeWrite } from './collected-range.js';
 import { collectorRejects, commitRows, tableWrite, describeZodIssue, type CollectorRejects } from './common.js';
 import { inShard, listEndpoints } from './endpoints.js';
 import { bucketChunks, type Timeframe } from './time.js';
@@ -172,7 +173,7 @@ export async function collectAnalyticsRange(
   if (extrasState.get(ctx.platform) === 'refused') ctx.note(`${EXTRAS_ENDPOINT} not served: the interface's set collected`);
   else servedGauge(ctx).set({ endpoint: EXTRAS_ENDPOINT }, 1);
   const rejected = rejects.rows.length;
-  await commitRows(ctx, [tableWrite(analyticsBuckets, rows)], rejects, { timezone: range.timezone, start: base.start, end: base.end });
+  await commitRows(ctx, [tableWrite(analyticsBuckets, rows), collectedRangeWrite('analytics', range, ctx.now())], rejects, { timezone: range.timezone, start: base.start, end: base.end });
   return { rows: rows.length, rejected };
 }
 

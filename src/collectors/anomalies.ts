@@ -1,10 +1,10 @@
 import type { Runtime } from '../runtime.js';
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import { dailyAppCostLines } from '../store/tables/usage-buckets.js';
 import { dailyModelCostLines } from '../store/tables/model-usage.js';
 import { anomalyInputsByBucket } from '../store/tables/analytics-buckets.js';
 import { anomalies, findingsInRange, type AnomalyRow } from '../store/tables/anomalies.js';
-import { nextVersionMs, toDateTime64 } from '../store/values.js';
+import { nextVersionMs, toDateTime64 } from '../values.js';
 import {
   DEFAULT_DETECT_OPTIONS,
   describeFinding,
@@ -13,8 +13,8 @@ import {
   type SeriesKey,
   type SeriesKind,
   type SeriesPoint,
-} from '../api/anomalies.js';
-import { attributeChanges, describeGroupChange, type CostLine, type CostProduct } from '../api/cost-changes.js';
+} from '../insights/anomalies.js';
+import { attributeChanges, describeGroupChange, type CostLine, type CostProduct } from '../insights/cost-changes.js';
 import { collectorRejects, commitRows, tableWrite } from './common.js';
 
 const HOUR_MS = 3_600_000;
@@ -139,7 +139,7 @@ export async function readAnomalySeries(rt: Pick<Runtime, 'store'>, timezone: st
 }
 
 /**
- * A cost finding's explanation: the change attribution (src/api/cost-changes.ts) of the finding's day against the
+ * A cost finding's explanation: the change attribution (src/insights/cost-changes.ts) of the finding's day against the
  * same weekday a week before, in words ("price effect +412 USD on svc-ai/flux: unit price ...").
  */
 export function explainCostFinding(f: Finding, lines: readonly { startMs: number; line: CostLine }[]): string {

@@ -1,8 +1,8 @@
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import { appPath, isPlatformError, QueueResponse, type PlatformError } from '../platform/index.js';
 import { appEndpoints, currentAppEndpoints, type AppEndpointRow } from '../store/tables/app-endpoints.js';
 import { apps, liveAppKeys, type AppRow } from '../store/tables/apps.js';
-import { isoToDateTime64, nextVersionMs, toDateTime64 } from '../store/values.js';
+import { isoToDateTime64, nextVersionMs, toDateTime64 } from '../values.js';
 import { collectorRejects, commitRows, tableWrite, mapLimit } from './common.js';
 import { fetchAppsListing, splitEndpointId, type AppRef, type ListedApp } from './endpoints.js';
 

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import type { TableDef } from '../store/tables/table.js';
 import { REJECTS_TABLE, type RejectRow } from '../store/writer.js';
 

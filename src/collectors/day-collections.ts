@@ -1,8 +1,8 @@
 // What a collection read of each local day of its range: one cost_day_collections row per day (sql/026), the
-// evidence a day's cost is final (src/api/finality.ts). Written by the usage and models collectors, with their rows.
+// evidence a day's cost is final (src/insights/finality.ts). Written by the usage and models collectors, with their rows.
 import { DateTime } from 'luxon';
 import { costDayCollections, dayFingerprint, type CostDayCollectionRow } from '../store/tables/cost-day-collections.js';
-import { addDecimals, toDateTime64 } from '../store/values.js';
+import { addDecimals, toDateTime64 } from '../values.js';
 import { tableWrite } from './common.js';
 
 /** A row as read: its local day, its cost_total and one text line of its identity and values. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import { App, platformPaths } from '../platform/index.js';
 import { currentAppEndpoints } from '../store/tables/app-endpoints.js';
 import { currentApps } from '../store/tables/apps.js';

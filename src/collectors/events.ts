@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import { AppEvent, appPath, isPlatformError, type PlatformError } from '../platform/index.js';
 import { storedEventIdsSince, type AppEventRow } from '../store/tables/app-events.js';
-import { nextVersionMs, toDateTime64 } from '../store/values.js';
+import { nextVersionMs, toDateTime64 } from '../values.js';
 import { describeZodIssue, mapLimit, type CollectorRejects } from './common.js';
 import { type AppRef } from './endpoints.js';
 

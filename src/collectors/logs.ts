@@ -5,11 +5,11 @@
 // because two runners of one app can log the same line (no request id) in the same millisecond.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import { LogRecord, platformPaths } from '../platform/index.js';
-import { mapLineSafely, LOG_ROW_COLUMNS, unescapeTsvField } from '../ingest/drain/map-line.js';
+import { mapLineSafely, LOG_ROW_COLUMNS, unescapeTsvField } from './log-line.js';
 import { dropCopiesOfDrainLines, insertLogRows, storedLogKeys, type LogOrigin } from '../store/tables/logs.js';
-import { toDateTime64 } from '../store/values.js';
+import { toDateTime64 } from '../values.js';
 import { collectorRejects, commitRows, describeZodIssue, mapLimit, type CollectorRejects } from './common.js';
 import type { AppRef } from './endpoints.js';
 

@@ -2,8 +2,8 @@
 // and the per-call billing events. The usage part follows collectors/usage.ts: month chunks, versions and
 // tombstones, so a re-collection replaces a range exactly.
 import { DateTime } from 'luxon';
-import type { JobContext } from '../jobs/job.js';
-import { parseLocalDate } from '../jobs/time-args.js';
+import type { JobContext } from './job.js';
+import { parseLocalDate } from './time-args.js';
 import {
   chunk,
   ModelBillingEvent,
@@ -29,7 +29,7 @@ import {
   type ModelUsageBucketRow,
   type ModelUsageSummaryRow,
 } from '../store/tables/model-usage.js';
-import { addDecimals, isoToDateTime64, nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../store/values.js';
+import { addDecimals, isoToDateTime64, nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../values.js';
 import { collectorRejects, commitRows, describeZodIssue, tableWrite } from './common.js';
 import { whenServed, type OptionalResult } from './optional-endpoint.js';
 import { dayCollectionWrite } from './day-collections.js';

@@ -4,7 +4,7 @@ import { request } from 'undici';
 import type { Runtime } from '../runtime.js';
 import type { Logger } from '../log.js';
 import { anomalyNotifications, undeliveredFindings, type StoredFinding } from '../store/tables/anomalies.js';
-import { toDateTime64 } from '../store/values.js';
+import { toDateTime64 } from '../values.js';
 import { redactUrl } from '../redact.js';
 
 /** The header carrying `sha256=<hex HMAC-SHA256 of the raw body, keyed with NOTIFY_WEBHOOK_SECRET>`. */

@@ -4,7 +4,7 @@
 // failure, the job would fail forever and its staleness alert never clear, while everything else it collects is
 // stored. Here "not served" is recorded once per run (a log line, the run's job_runs note, a gauge) and the job
 // goes on with the rest.
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import { gauge } from '../metrics.js';
 import { isPlatformError, type PlatformError } from '../platform/index.js';
 

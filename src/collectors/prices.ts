@@ -3,7 +3,7 @@ import { DateTime } from 'luxon';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { storedUnitPrices, unitPrices, type UnitPriceRow } from '../store/tables/unit-prices.js';
-import { decimalToScaled, HAS_ZONE, ISO_DATE, nextVersionMs, scaledToDecimal, toDateTime64, toDecimalString } from '../store/values.js';
+import { decimalToScaled, HAS_ZONE, ISO_DATE, nextVersionMs, scaledToDecimal, toDateTime64, toDecimalString } from '../values.js';
 
 // PRICES_FILE: the price per billable unit of each endpoint, as a history.
 //

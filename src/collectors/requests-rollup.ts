@@ -1,4 +1,4 @@
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 
 // The requests job (jobs/requests.ts) keeps requests_daily up to date and saves these checkpoints (only jobs/ saves
 // checkpoints); the query API reads them here to choose between the rollup and the raw table.

@@ -1,9 +1,9 @@
 import { DateTime } from 'luxon';
 import { z } from 'zod';
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import { platformPaths } from '../platform/index.js';
 import { BILLABLE_UNITS_SCALE, requests, requestVersion, type RequestRow } from '../store/tables/requests.js';
-import { isoToDateTime64, nextVersionMs, toDateTime64, toDecimalScale } from '../store/values.js';
+import { isoToDateTime64, nextVersionMs, toDateTime64, toDecimalScale } from '../values.js';
 import type { BatchWriter, RejectRow, WriteResult } from '../store/writer.js';
 
 // Requests and their billable units: GET /v1/serverless/requests/by-endpoint?expand=billing, at most 50

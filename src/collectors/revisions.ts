@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import { appPath, isPlatformError, Revision, type PlatformError } from '../platform/index.js';
 import { appRevisions, type AppRevisionRow } from '../store/tables/app-revisions.js';
-import { nextVersionMs, toDateTime64 } from '../store/values.js';
+import { nextVersionMs, toDateTime64 } from '../values.js';
 import { collectorRejects, commitRows, tableWrite, describeZodIssue, mapLimit } from './common.js';
 import { type AppRef } from './endpoints.js';
 

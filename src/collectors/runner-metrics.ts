@@ -1,8 +1,8 @@
-import type { JobContext } from '../jobs/job.js';
+import type { JobContext } from './job.js';
 import { isPlatformError } from '../platform/index.js';
 import { ExpositionError, parseExposition, type Sample } from '../promtext/index.js';
 import { runnerIdsToScrape, runnerMetrics, type RunnerMetricRow } from '../store/tables/runner-metrics.js';
-import { toDateTime64 } from '../store/values.js';
+import { toDateTime64 } from '../values.js';
 import { collectorRejects, commitRows, mapLimit, tableWrite } from './common.js';
 
 /** Reads of one runner's exposition before a body cut short is given up (stored in ingest_rejects). */

@@ -1,11 +1,11 @@
 import { DateTime } from 'luxon';
 import type { z } from 'zod';
-import type { JobContext } from '../jobs/job.js';
-import { parseLocalDate } from '../jobs/time-args.js';
+import type { JobContext } from './job.js';
+import { parseLocalDate } from './time-args.js';
 import { chunk, platformPaths, SeriesPage, UsageRow } from '../platform/index.js';
 import { liveUsageBucketKeys, USAGE_SCALES, usageBuckets, type UsageBucketRow } from '../store/tables/usage-buckets.js';
 import { liveUsageSummaryKeys, usageSummaries, type UsageSummaryRow } from '../store/tables/usage-summaries.js';
-import { nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../store/values.js';
+import { nextVersionMs, toDateTime64, toDecimalOrNull, toDecimalScale } from '../values.js';
 import { dayCollectionWrite } from './day-collections.js';
 import { collectorRejects, commitRows, tableWrite, describeZodIssue, type CollectorRejects } from './common.js';
 
@@ -138,7 +138,7 @@ export async function collectUsageChunk(ctx: JobContext, range: UsageRange): Pro
     }));
 
   const malformed = rejects.rows.length;
-  // What this collection read of each day, when it read every row (the evidence a day is final: src/api/finality.ts).
+  // What this collection read of each day, when it read every row (the evidence a day is final: src/insights/finality.ts).
   // Stryker disable next-line ConditionalExpression: a bucket is marked only beside a reject row (readSeriesAndSummary), so malformed === 0 already implies it
   const readWhole = malformed === 0 && bucketsWithRejects.size === 0 && !unreadableBucket;
   const dayRows = buckets.map((r) => ({ day: r.bucket_date, costTotal: r.cost_total, line: [r.app, r.environment, r.machine_type, r.is_surge, r.currency, r.quantity, r.cost_total].join('|') }));

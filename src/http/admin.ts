@@ -10,7 +10,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { runHosted, type CommandHost, type HostedJobRunner } from '../cli/io.js';
+import { runHosted, type CommandHost, type HostedJobRunner } from './command-host.js';
 import type { Extension } from '../runtime.js';
 import { preparePrivateDataDir, writePrivateFile } from '../store/private-files.js';
 

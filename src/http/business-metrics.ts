@@ -5,8 +5,8 @@ import { lastSuccessByJob } from '../store/tables/job-runs.js';
 import { costSinceByApp } from '../store/tables/usage-buckets.js';
 import { latestQueueSizes } from '../store/tables/queue-samples.js';
 import { openFindingsByMeasure } from '../store/tables/anomalies.js';
-import { MEASURES } from '../api/anomalies.js';
-import { toDateTime64 } from '../store/values.js';
+import { MEASURES } from '../insights/anomalies.js';
+import { toDateTime64 } from '../values.js';
 import { budgetsReport, configuredBudgets } from '../api/budgets-report.js';
 
 const CACHE_MS = 60_000;
@@ -99,7 +99,7 @@ export const anomaliesOpen: BusinessGauge = {
   },
 };
 
-/** Each budget's figures (src/api/budgets.ts), for the budget alerts: amount, spent, forecast and its interval. */
+/** Each budget's figures (src/insights/budgets.ts), for the budget alerts: amount, spent, forecast and its interval. */
 export const budgetFiguresGauge: BusinessGauge = {
   name: 'tallyhouse_budget',
   help: 'Budgets (BUDGETS, BUDGETS_FILE, APP_BUDGETS) this month in the first TIMEZONES zone: figure = amount | spent | forecast | forecast_low | forecast_high, in the currency of the label.',

@@ -1,7 +1,7 @@
 import type { Extension } from '../runtime.js';
-import type { HostedJobRunner } from '../cli/io.js';
-import type { JobDefinition } from './job.js';
-import { openPlatformSource, runtimeFor } from './platform-source.js';
+import type { HostedJobRunner } from '../http/command-host.js';
+import type { JobDefinition } from '../collectors/job.js';
+import { openPlatformSource, runtimeFor, type DemoPlatformOpener } from './platform-source.js';
 import { Scheduler } from './scheduler.js';
 import { Scraper } from '../collectors/scraper.js';
 import { applyMetricsRetention } from '../store/tables/metrics.js';
@@ -15,6 +15,8 @@ export interface DemoWiring {
   faroKey?: string;
   /** Set once the simulator runs: where its key set is. */
   simUrl?: string;
+  /** Opens the built-in simulator as the platform (the composition root hands it over in demo mode). */
+  openDemo?: DemoPlatformOpener;
 }
 
 /** Set once the scheduler exists: runs a job for a CLI beside the service (src/http/admin.ts). */
@@ -30,7 +32,7 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
   return async (rt) => {
     // Checked before the platform source opens: a bad SCRAPE_TARGETS stops start-up before a simulator starts.
     scrapeTargets(rt.config, { baseUrl: rt.config.SVC_BASE_URL, apiKey: rt.config.SVC_API_KEY });
-    const source = await openPlatformSource(rt.config, rt.logger, { drainSecret: demo.drainSecret, faroKey: demo.faroKey, registry: rt.registry });
+    const source = await openPlatformSource(rt.config, rt.logger, { drainSecret: demo.drainSecret, faroKey: demo.faroKey, registry: rt.registry, openDemo: demo.openDemo });
     const targets = scrapeTargets(rt.config, { baseUrl: rt.config.SVC_BASE_URL, apiKey: rt.config.SVC_API_KEY, client: source.platform });
     if (source.sim) {
       demo.simUrl = source.sim.url;

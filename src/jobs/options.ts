@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { JobArgs, JobDefinition, RawJobArgs } from './job.js';
-import { isDateArg, isTimeZone, parseTimeArg, timeRange } from './time-args.js';
+import type { JobArgs, JobDefinition, RawJobArgs } from '../collectors/job.js';
+import { isDateArg, isTimeZone, parseTimeArg, timeRange } from '../collectors/time-args.js';
 
 /** The options every job accepts, besides its own. */
 export const COMMON_OPTIONS = ['from', 'to', 'timezone'] as const;

@@ -1,15 +1,10 @@
-import { fileURLToPath } from 'node:url';
 import type { Config } from '../config.js';
-import { isDemoMode } from '../config.js';
+import { ConfigError, isDemoMode } from '../config.js';
 import type { Logger } from '../log.js';
 import { PlatformClient } from '../platform/index.js';
 import { redactUrl, redactUrls } from '../redact.js';
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Runtime } from '../runtime.js';
 import type { Registry } from 'prom-client';
-import type { World } from '../sim/index.js';
-import { formatNanos } from '../sim/money.js';
 
 /** Where the collectors read from: the configured platform, or the built-in simulator in demo mode. */
 export interface PlatformSource {
@@ -36,9 +31,16 @@ export interface PlatformSourceOptions {
   faroKey?: string;
   /** Demo mode: the simulated platform's "now" at start (default: the machine's clock); tests set it. */
   demoStart?: Date;
+  /**
+   * Opens the built-in simulator as the platform in demo mode. Only the composition root and the CLI hand it over
+   * (src/cli/demo-platform.ts): the simulator is not a dependency of scheduling (ARCHITECTURE.md, "Layers").
+   */
+  openDemo?: DemoPlatformOpener;
   /** Where the platform client's metrics go (the service's registry). */
   registry?: Registry;
 }
+
+export type DemoPlatformOpener = (config: Config, logger: Logger, opts: PlatformSourceOptions) => Promise<PlatformSource>;
 
 export async function openPlatformSource(config: Config, logger: Logger, opts: PlatformSourceOptions = {}): Promise<PlatformSource> {
   if (!isDemoMode(config)) {
@@ -63,45 +65,10 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
       },
     };
   }
-  // Demo mode: a simulated platform in this process, its clock following real time.
-  const [{ startSim }, { readScenarioFile }] = await Promise.all([import('../sim/index.js'), import('../sim/scenario.js')]);
-  // The demo's platform carries the shipped scenario (a price change, a runaway key, an error burst, ...), so change
-  // attribution, budgets and the anomalies job have something to find on a first start.
-  const scenario = readScenarioFile(fileURLToPath(new URL('../sim/scenarios/demo.json', import.meta.url)));
-  const sim = await startSim({ now: opts.demoStart ?? new Date(), realtime: true, host: '127.0.0.1', port: 0, drainSecret: opts.drainSecret, scenario });
-  logger[opts.demoNoticeLevel ?? 'warn'](
-    { simulator: sim.url },
-    'demo mode: no platform key configured (SVC_API_KEY / SVC_ADMIN_KEY), so Tallyhouse collects from its built-in platform simulator. To use a real account set SVC_BASE_URL, SVC_API_KEY and SVC_ADMIN_KEY (an ADMIN-scope key for usage).',
-  );
-  const platform = new PlatformClient({
-    baseUrl: sim.url,
-    apiKey: sim.keys.api,
-    adminKey: sim.keys.admin,
-    maxInFlight: config.PLATFORM_MAX_IN_FLIGHT,
-    maxResponseBytes: config.PLATFORM_MAX_RESPONSE_BYTES,
-    registry: opts.registry,
-    logger: logger.child({ component: 'platform' }),
-  });
-  const demoPricesFile = config.PRICES_FILE ? undefined : writeDemoPrices(config.DATA_DIR, sim.world);
-  return {
-    platform,
-    now: () => sim.clock.now(),
-    demo: true,
-    demoPricesFile,
-    sim: {
-      url: sim.url,
-      keys: sim.keys,
-      pushTo(serviceUrl) {
-        sim.drain.setUrl(`${serviceUrl}/v1/drains/logs`);
-        sim.webhooks.setUrl(`${serviceUrl}/v1/webhooks/queue`);
-        if (opts.faroKey) sim.frontEnd.setTarget({ url: `${serviceUrl}/v1/faro/collect`, key: opts.faroKey });
-      },
-    },
-    async close() {
-      await platform.close();
-      await sim.close();
-    },
-  };
+  if (!opts.openDemo) {
+    throw new ConfigError([{ variable: 'SVC_API_KEY / SVC_ADMIN_KEY', expected: 'a platform key (this runs on a platform, never on the built-in simulator)' }]);
+  }
+  return opts.openDemo(config, logger, opts);
 }
 
 /** How often a simulator's virtual clock is read (PLATFORM_CLOCK=simulator). */
@@ -137,32 +104,6 @@ async function simulatorClock(platform: PlatformClient, baseUrl: string, logger:
   }, SIM_CLOCK_POLL_MS);
   timer.unref();
   return { now: () => new Date(latest), stop: () => clearInterval(timer) };
-}
-
-/**
- * The demo's price list (issue 30.10: every request cost was null, having no price): for each serverless endpoint
- * of the caller's apps, the price of a machine-second of its app's first machine type at its owner's rate, which is
- * what one billable unit is in the simulator (a billed second of the request), in USD, in effect from 2000-01-01.
- * Derived from the world alone, so a restart writes the same list and the requests job finds nothing changed.
- */
-export function demoPrices(world: World): Array<{ endpoint_id: string; unit_price: string; currency: string; effective_from: string }> {
-  return world.endpoints
-    .filter((ep) => !ep.isModel && world.apps[ep.appIndex]?.ownedByCaller)
-    .map((ep) => {
-      const app = world.apps[ep.appIndex];
-      return { endpoint_id: ep.id, unit_price: formatNanos(world.price(app.owner, app.machineTypes[0]).unitPriceNanos), currency: 'USD', effective_from: DEMO_PRICES_FROM };
-    });
-}
-
-export const DEMO_PRICES_FROM = '2000-01-01';
-export const DEMO_PRICES_FILE = 'demo-prices.json';
-
-function writeDemoPrices(dataDir: string, world: World): string {
-  const file = join(dataDir, DEMO_PRICES_FILE);
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  writeFileSync(`${file}.tmp`, `${JSON.stringify(demoPrices(world), null, 1)}\n`, { mode: 0o600 });
-  renameSync(`${file}.tmp`, file);
-  return file;
 }
 
 /** The runtime a job runs with: in demo mode without PRICES_FILE, its configuration names the demo's price list. */

@@ -1,4 +1,4 @@
-import type { JobContext } from './job.js';
+import type { JobContext } from '../collectors/job.js';
 
 /** Checkpoint value of a backfill that went through every chunk. */
 export const BACKFILL_DONE = 'done';

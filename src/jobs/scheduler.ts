@@ -6,10 +6,10 @@ import type { Runtime } from '../runtime.js';
 import { authFailureMessage, PlatformError, type PlatformClient } from '../platform/index.js';
 import { Checkpoints } from '../store/tables/checkpoints.js';
 import { jobRuns, type JobRunRow } from '../store/tables/job-runs.js';
-import { toDateTime64 } from '../store/values.js';
-import type { JobArgs, JobDefinition } from './job.js';
+import { toDateTime64 } from '../values.js';
+import type { JobArgs, JobDefinition } from '../collectors/job.js';
 import { parseJobArgs } from './options.js';
-import { silentProgress, type Progress } from './progress.js';
+import { silentProgress, type Progress } from '../progress.js';
 
 export type Trigger = 'schedule' | 'startup' | 'manual';
 

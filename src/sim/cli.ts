@@ -1,7 +1,7 @@
 // `tallyhouse sim [options]` serves the simulator until SIGINT/SIGTERM; `tallyhouse sim truth ...` prints the
 // ground truth as JSON and exits. Wired into src/main.ts by its owner.
 import { parseArgs } from 'node:util';
-import { describeArgsError, didYouMean } from '../cli/suggest.js';
+import { describeArgsError, didYouMean } from '../suggest.js';
 import { startSim, DEFAULT_NOW } from './index.js';
 import { SimModel } from './model.js';
 import { Webhooks } from './webhooks.js';
@@ -72,7 +72,7 @@ export async function simCommand(argv: string[]): Promise<number> {
       return 2;
     }
     if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      // An unknown option or a misspelt `truth` gets "did you mean" (src/cli/suggest.ts).
+      // An unknown option or a misspelt `truth` gets "did you mean" (src/suggest.ts).
       const options = [...new Set([...SERVE_USAGE.matchAll(/--([a-z-]+)/g)].map((m) => m[1]))];
       const stray = /^Unexpected argument '([^']+)'/.exec((err as Error).message)?.[1];
       const message = stray !== undefined ? `unknown subcommand ${JSON.stringify(stray)}${didYouMean(stray, ['truth'])}` : describeArgsError(err, options);

@@ -7,7 +7,7 @@ import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { testConfig } from '../support/store.js';
 import { anomaliesOpen } from '../../src/http/business-metrics.js';
-import { toDateTime64 } from '../../src/store/values.js';
+import { toDateTime64 } from '../../src/values.js';
 
 let service: Service;
 

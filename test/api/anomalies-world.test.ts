@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { detectAll } from '../../src/api/anomalies.js';
+import { detectAll } from '../../src/insights/anomalies.js';
 import { buildAnomalyWorld, scoreFindings } from '../../bench/lib/anomaly-world.js';
 
 // Issue 32, acceptance 2, on a smaller world than the bench's (120 apps instead of 500, the same 90 days, the same

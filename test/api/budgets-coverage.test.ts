@@ -1,15 +1,15 @@
 // Budgets, acceptance 3 of issue 32: across the simulated apps, the month-end forecast interval made on day 10
 // (ten complete days) contains the actual month-end cost for at least 80% of apps (the coverage is printed), and
 // `over` is never shown before spend passes the budget. Daily costs and month-ends come from the simulator's
-// truth; the forecast is src/api/budgets.ts, the module the API and gauges use.
+// truth; the forecast is src/insights/budgets.ts, the module the API and gauges use.
 import { describe, expect, it } from 'vitest';
 import { DateTime } from 'luxon';
-import { budgetFigures } from '../../src/api/budgets.js';
+import { budgetFigures } from '../../src/insights/budgets.js';
 import { SimModel } from '../../src/sim/model.js';
 import { createTruth } from '../../src/sim/truth.js';
 import { Webhooks } from '../../src/sim/webhooks.js';
 import { Drain } from '../../src/sim/drain.js';
-import { decimalToScaled, scaledToDecimal } from '../../src/store/values.js';
+import { decimalToScaled, scaledToDecimal } from '../../src/values.js';
 
 describe('budget forecasts over the simulated apps (issue 32, acceptance 3)', () => {
   it('the day-10 interval holds the month-end for at least 80% of apps, and over never shows before spend passes the budget', () => {

@@ -13,7 +13,7 @@ import { apiExtension } from '../../src/api/index.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { budgetStatusGauge, registerBusinessMetrics } from '../../src/http/business-metrics.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { runJob } from '../support/jobs.js';
 import { testConfig } from '../support/store.js';
 

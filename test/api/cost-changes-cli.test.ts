@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { startSim, type Sim } from '../../src/sim/index.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { runCli } from '../support/process.js';
 
 let sim: Sim | undefined;

@@ -12,7 +12,7 @@ import { startService, type Service } from '../../src/service.js';
 import { apiExtension } from '../../src/api/index.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { runJob } from '../support/jobs.js';
 import { testConfig } from '../support/store.js';
 import { nonZero } from '../support/truth.js';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { startSim } from '../../src/sim/index.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { runCli } from '../support/process.js';
 import { closeRuntime, openTestRuntime, testConfig } from '../support/store.js';
 import { runJob } from '../support/jobs.js';

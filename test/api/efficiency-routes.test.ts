@@ -9,7 +9,7 @@ import { apiExtension } from '../../src/api/index.js';
 import { efficiencyRoutes } from '../../src/api/efficiency-routes.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { runJob } from '../support/jobs.js';
 import { testConfig } from '../support/store.js';
 

@@ -4,7 +4,7 @@
 // its clock past the window, collects again, and reads the flags from /cost, the finance report and FOCUS.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseCsv } from 'csv-parse/sync';
-import { daysFinality } from '../../src/api/finality.js';
+import { daysFinality } from '../../src/insights/finality.js';
 import { startSim, type Sim } from '../../src/sim/index.js';
 import { startService, type Service } from '../../src/service.js';
 import { apiExtension } from '../../src/api/index.js';

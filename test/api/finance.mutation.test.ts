@@ -47,7 +47,7 @@ const daily = (app: string, machine_type: string, currency: string, s: string, s
 const modelDaily = (endpoint_id: string, unit: string, currency: string, api_key_label: string, quantity: string, subtotal: string, discount: string, total: string) => ({
   endpoint_id, unit, currency, api_key_label, quantity, subtotal, discount, total,
 });
-/** Both collections of a day after its 48-hour window, agreeing: the day is final (src/api/finality.ts). */
+/** Both collections of a day after its 48-hour window, agreeing: the day is final (src/insights/finality.ts). */
 const agreed = (day: string) => [
   { local_day: day, collected_text: '2026-04-10 00:00:00.000', fingerprint: 'f' },
   { local_day: day, collected_text: '2026-04-11 00:00:00.000', fingerprint: 'f' },

@@ -1,6 +1,6 @@
 // x_Final of the FOCUS export (src/api/focus.ts) with no store (issue 31: the mutation score of the money
 // modules): a row is final when its UTC day is final for its product, i.e. a collection made after the day's
-// late-billing window (LATE_BILLING_WINDOW_HOURS, 48 by default) agreed with the one before (src/api/finality.ts).
+// late-billing window (LATE_BILLING_WINDOW_HOURS, 48 by default) agreed with the one before (src/insights/finality.ts).
 // The stand-in client answers the two charge queries and the day-collection query; expected values by hand.
 import { describe, expect, it } from 'vitest';
 import { focusReport } from '../../src/api/focus.js';

@@ -11,7 +11,7 @@ import { toCsv } from '../../src/api/http.js';
 import type { Runtime } from '../../src/runtime.js';
 import { usageBuckets } from '../../src/store/tables/usage-buckets.js';
 import { modelUsageBuckets, type ModelUsageBucketRow } from '../../src/store/tables/model-usage.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { closeRuntime, openTestRuntime } from '../support/store.js';
 import { usageDayRow } from '../support/rows.js';
 import { checkFocusCsv } from '../support/focus/check.js';

@@ -14,7 +14,7 @@ import { apiExtension } from '../../src/api/index.js';
 import { requestCostRoutes } from '../../src/api/request-cost-routes.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { runJob } from '../support/jobs.js';
 import { queryRows, testConfig } from '../support/store.js';
 

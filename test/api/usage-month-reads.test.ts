@@ -11,7 +11,7 @@ import { startService, type Service } from '../../src/service.js';
 import { apiExtension } from '../../src/api/index.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { runJob } from '../support/jobs.js';
 import { queryRows, testConfig } from '../support/store.js';
 

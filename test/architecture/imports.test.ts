@@ -1,6 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { importCycles, importGraph, sourceFiles } from '../support/import-graph.js';
+import { floorOf, FLOORS, importsRunningUp } from '../support/layers.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -43,5 +46,40 @@ describe('import graph (ARCHITECTURE.md, "Layers")', () => {
       }
     }
     expect(bad).toEqual([]);
+  });
+
+  it('every file of src/, jobs/ and dashboards/ stands on a floor (or in the simulator)', () => {
+    expect(files.filter((f) => floorOf(f) === undefined && !f.startsWith('src/sim/'))).toEqual([]);
+  });
+
+  it('no import runs back up a floor; only the root and the CLI import the simulator', () => {
+    expect(importsRunningUp(graph)).toEqual([]);
+  });
+
+  it('src/insights/ is pure: it imports leaves only, and no I/O module', () => {
+    const leaves = FLOORS.findIndex((f) => f.floor === 'leaves');
+    const insights = files.filter((f) => f.startsWith('src/insights/'));
+    expect(insights.length).toBeGreaterThanOrEqual(5);
+    const bad = insights.flatMap((f) => graph.get(f)!.filter((t) => !t.startsWith('src/insights/') && floorOf(t) !== leaves).map((t) => `${f} -> ${t}`));
+    expect(bad).toEqual([]);
+    const io = /from ['"](node:(fs|net|http|https|child_process|worker_threads)|@clickhouse\/client|undici|fastify|better-sqlite3)['"]/;
+    expect(insights.filter((f) => io.test(readFileSync(join(root, f), 'utf8')))).toEqual([]);
+  });
+
+  it('finds an import running up and one into the simulator (the check is not vacuous)', () => {
+    const g = new Map([
+      ['src/store/tables/x.ts', ['src/collectors/usage.ts', 'src/values.ts']],
+      ['src/jobs/a.ts', ['src/sim/index.ts', 'src/collectors/usage.ts']],
+      ['src/cli/b.ts', ['src/sim/index.ts', 'src/service.ts']],
+    ]);
+    expect(importsRunningUp(g)).toEqual([
+      'src/jobs/a.ts -> src/sim/index.ts (the simulator)',
+      'src/store/tables/x.ts -> src/collectors/usage.ts (store, platform -> collectors)',
+    ]);
+  });
+
+  it('no module outside src/cli/ (and the entry) reads process.argv', () => {
+    const readers = files.filter((f) => !f.startsWith('src/cli/') && f !== 'src/main.ts' && !f.startsWith('src/sim/') && /process\.argv/.test(readFileSync(join(root, f), 'utf8')));
+    expect(readers).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@
 // line and printed a forged ERROR. Pretty output shows C0 and C1 controls (tab and newline excepted) as \xNN; the
 // NDJSON form escapes the C1 ones JSON.stringify leaves raw. Expected strings are written out by hand.
 import { describe, expect, it } from 'vitest';
-import { jsonLine, prettyLine } from '../../src/collectors/logs-tail.js';
+import { jsonLine, prettyLine } from '../../src/cli/logs-tail.js';
 import type { LogRecord } from '../../src/platform/index.js';
 
 const hostile: LogRecord = {

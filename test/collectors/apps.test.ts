@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type Sim } from '../../src/sim/index.js';
 import type { Runtime } from '../../src/runtime.js';
-import type { JobDefinition } from '../../src/jobs/job.js';
+import type { JobDefinition } from '../../src/collectors/job.js';
 import { listApps, listEndpoints, type AppRef } from '../../src/collectors/endpoints.js';
 import { appsJob } from '../../jobs/apps.js';
 import { currentApps } from '../../src/store/tables/apps.js';
 import { currentAppEndpoints } from '../../src/store/tables/app-endpoints.js';
-import { toDateTime64 } from '../../src/store/values.js';
+import { toDateTime64 } from '../../src/values.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';
 import { runJob } from '../support/jobs.js';
 import { nonEmpty } from '../support/truth.js';

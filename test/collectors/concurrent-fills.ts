@@ -10,7 +10,7 @@ import type { Sim } from '../../src/sim/index.js';
 import { searchLogs, storedLogKeys } from '../../src/store/tables/logs.js';
 import { runJob } from '../support/jobs.js';
 import { queryRows } from '../support/store.js';
-import type { RawJobArgs } from '../../src/jobs/job.js';
+import type { RawJobArgs } from '../../src/collectors/job.js';
 
 export const NOW = '2026-11-21T12:00:00Z';
 

@@ -7,7 +7,7 @@ import { startSim, type Sim } from '../../src/sim/index.js';
 import type { Runtime } from '../../src/runtime.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';
 import { runJob } from '../support/jobs.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 
 const ZONE = 'America/New_York';
 let rt: Runtime;

@@ -7,7 +7,7 @@ import { startSim, type Sim } from '../../src/sim/index.js';
 import { PlatformClient } from '../../src/platform/index.js';
 import type { Runtime } from '../../src/runtime.js';
 import { scrapeTargets, scrapeTarget } from '../../src/collectors/scrape.js';
-import { followLogStream } from '../../src/collectors/logs-tail.js';
+import { followLogStream } from '../../src/cli/logs-tail.js';
 import { openTestRuntime, closeRuntime, testConfig } from '../support/store.js';
 import { runJob } from '../support/jobs.js';
 

@@ -3,7 +3,7 @@
 // from a function of (path, query); the writer records the rows each table was given; the store answers the named
 // queries from a function of (sql, params). Only what the collectors call is implemented.
 import { Readable } from 'node:stream';
-import type { JobContext } from '../../src/jobs/job.js';
+import type { JobContext } from '../../src/collectors/job.js';
 import { createRegistry } from '../../src/metrics.js';
 import type { RejectRow } from '../../src/store/writer.js';
 

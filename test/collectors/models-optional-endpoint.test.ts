@@ -10,7 +10,7 @@ import { DateTime } from 'luxon';
 import { startSim, type Sim } from '../../src/sim/index.js';
 import { PlatformClient } from '../../src/platform/index.js';
 import type { Runtime } from '../../src/runtime.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { closeRuntime, openTestRuntime, queryRows } from '../support/store.js';
 import { runJob } from '../support/jobs.js';
 

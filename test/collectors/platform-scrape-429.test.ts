@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PlatformClient } from '../../src/platform/index.js';
 import { scrapeTarget, scrapeTargets } from '../../src/collectors/scrape.js';
-import { followLogStream } from '../../src/collectors/logs-tail.js';
+import { followLogStream } from '../../src/cli/logs-tail.js';
 import { testConfig } from '../support/store.js';
 import { json, startScriptedServer, text, type ScriptedServer, type Step } from '../platform/scripted-server.js';
 

@@ -9,7 +9,7 @@ import { Scheduler } from '../../src/jobs/scheduler.js';
 import { financeReport } from '../../src/api/finance.js';
 import { allJobs } from '../../jobs/index.js';
 import type { Runtime } from '../../src/runtime.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { closeRuntime, openTestRuntime, queryRows } from '../support/store.js';
 import { jobArgs, runJob, simClient } from '../support/jobs.js';
 

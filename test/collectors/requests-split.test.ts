@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type Sim } from '../../src/sim/index.js';
 import type { Runtime } from '../../src/runtime.js';
-import { toDateTime64 } from '../../src/store/values.js';
+import { toDateTime64 } from '../../src/values.js';
 import { Checkpoints } from '../../src/store/tables/checkpoints.js';
 import { requestCostByEndpoint } from '../../src/store/tables/requests.js';
 import { openTestRuntime, closeRuntime } from '../support/store.js';

@@ -6,8 +6,8 @@ import {
   toRequestRow,
 } from '../../src/collectors/requests.js';
 import { parsePrices, PricesFileError } from '../../src/collectors/prices.js';
-import { parseTimeArg } from '../../src/jobs/time-args.js';
-import { isoToDateTime64 } from '../../src/store/values.js';
+import { parseTimeArg } from '../../src/collectors/time-args.js';
+import { isoToDateTime64 } from '../../src/values.js';
 import { BILLED_VERSION_BIT, RequestRow, requestVersion, requests } from '../../src/store/tables/requests.js';
 
 // Pure pieces of the requests collector and the prices file: no store, no simulator.

@@ -15,7 +15,7 @@ import {
   SINK_BUFFER_BYTES,
   toRequestLine,
 } from '../../src/collectors/requests.js';
-import type { JobContext } from '../../src/jobs/job.js';
+import type { JobContext } from '../../src/collectors/job.js';
 import type { BatchWriter, RejectRow, WriteResult } from '../../src/store/writer.js';
 
 const collected = { collectedAtMs: 1_790_000_000_000, collectedAt: '2026-09-21 14:13:20.000' };

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type Sim } from '../../src/sim/index.js';
 import type { Runtime } from '../../src/runtime.js';
-import { decimalToScaled, toDateTime64 } from '../../src/store/values.js';
+import { decimalToScaled, toDateTime64 } from '../../src/values.js';
 import { requestCostByEndpointDay, requestCosts } from '../../src/store/tables/requests.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';
 import { runJob } from '../support/jobs.js';

@@ -11,7 +11,7 @@ import type { Runtime } from '../../src/runtime.js';
 import { allJobs } from '../../jobs/index.js';
 import { INTERFACE_EXPAND_METRICS, EXTRA_EXPAND_METRICS, EXTRAS_ENDPOINT } from '../../src/collectors/analytics.js';
 import { requestCostByEndpointDay } from '../../src/store/tables/requests.js';
-import { toDateTime64, decimalToScaled } from '../../src/store/values.js';
+import { toDateTime64, decimalToScaled } from '../../src/values.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';
 import { runJob } from '../support/jobs.js';
 import { nonZero } from '../support/truth.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DateTime } from 'luxon';
 import { startSim, type Sim } from '../../src/sim/index.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { runCli } from '../support/process.js';
 import { closeRuntime, openTestRuntime, queryRows } from '../support/store.js';
 

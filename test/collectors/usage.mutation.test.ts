@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { collectUsageChunk, monthChunks, parseBucket, readSeriesAndSummary, scheduledWindow } from '../../src/collectors/usage.js';
 import { collectorRejects } from '../../src/collectors/common.js';
-import type { JobContext } from '../../src/jobs/job.js';
+import type { JobContext } from '../../src/collectors/job.js';
 import { UsageRow } from '../../src/platform/index.js';
 import { fakeJob } from './fake-job.js';
 

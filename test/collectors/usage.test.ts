@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DateTime } from 'luxon';
 import { startSim, type Sim } from '../../src/sim/index.js';
 import type { Runtime } from '../../src/runtime.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';
 import { runJob, simClient } from '../support/jobs.js';
-import type { JobDefinition } from '../../src/jobs/job.js';
+import type { JobDefinition } from '../../src/collectors/job.js';
 import { usageJob } from '../../jobs/usage.js';
 
 const NOW = '2026-11-21T12:00:00Z';

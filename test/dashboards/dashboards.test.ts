@@ -9,7 +9,7 @@ import { dashboardText } from '../../dashboards/lib/dashboard.js';
 import { checkModel, runDashboard, type RunReport } from './check.js';
 import { openDemoStore, type DemoStore } from './demo-store.js';
 import { parseDurationMs } from './grafana-sql.js';
-import { toDateTime64 } from '../../src/store/values.js';
+import { toDateTime64 } from '../../src/values.js';
 
 const DIR = fileURLToPath(new URL('../../dashboards/', import.meta.url));
 const built = buildDashboards();

@@ -12,7 +12,7 @@ import { Scraper } from '../../src/collectors/scraper.js';
 import { allJobs } from '../../jobs/index.js';
 import { testConfig } from '../support/store.js';
 import { anomalies } from '../../src/store/tables/anomalies.js';
-import { toDateTime64 } from '../../src/store/values.js';
+import { toDateTime64 } from '../../src/values.js';
 import { runJob, simClient } from '../support/jobs.js';
 
 const DRAIN_SECRET = 'd'.repeat(64);

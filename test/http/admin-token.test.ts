@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../../src/service.js';
 import { ADMIN_COMMANDS_PATH, ADMIN_FILE, adminExtension } from '../../src/http/admin.js';
-import { commandIO } from '../../src/cli/io.js';
+import { commandIO } from '../../src/http/command-host.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
 import { testConfig } from '../support/store.js';

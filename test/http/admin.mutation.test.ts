@@ -10,7 +10,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_COMMANDS_PATH, ADMIN_FILE, AdminFile, adminExtension, markServiceStarting, type AdminOptions } from '../../src/http/admin.js';
-import { commandHost, commandIO, type HostedJobRunner } from '../../src/cli/io.js';
+import { commandHost, commandIO, type HostedJobRunner } from '../../src/http/command-host.js';
 import type { Config } from '../../src/config.js';
 import type { Component, Runtime } from '../../src/runtime.js';
 

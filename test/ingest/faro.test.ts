@@ -16,7 +16,7 @@ import { sessionRoutes } from '../../src/api/session-routes.js';
 import { faroExtension, FARO_PATH } from '../../src/ingest/faro/extension.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { queryRows, testConfig } from '../support/store.js';
 import { runJob } from '../support/jobs.js';
 

@@ -1,7 +1,7 @@
 // Nesting helpers for the push endpoints: measured and written without recursion, at any depth. The oracle for
 // shallow values is JSON.stringify itself (a recursive implementation, written differently on purpose).
 import { describe, expect, it } from 'vitest';
-import { boundedJson, nestingDepth, valueDepth } from '../../src/ingest/json-nesting.js';
+import { boundedJson, nestingDepth, valueDepth } from '../../src/json-nesting.js';
 
 const samples: unknown[] = [
   null,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { allJobs } from '../../jobs/index.js';
-import { parseCollectArgs } from '../../src/jobs/cli.js';
+import { parseCollectArgs } from '../../src/cli/collect.js';
 import { startSim, type Sim } from '../../src/sim/index.js';
 import { runCli } from '../support/process.js';
 import { closeRuntime, openTestRuntime, queryRows } from '../support/store.js';

@@ -2,9 +2,9 @@
 // "tallyhouse collect analytics: " and nothing else); a --from/--to backfill of a job does not make the job's
 // scheduled runs skip while it lasts (a long backfill stalled the schedule for hours).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runHosted, type CommandHost } from '../../src/cli/io.js';
-import { collectCommand, EXIT_NOT_STARTED } from '../../src/jobs/cli.js';
-import { defineJob } from '../../src/jobs/job.js';
+import { runHosted, type CommandHost } from '../../src/http/command-host.js';
+import { collectCommand, EXIT_NOT_STARTED } from '../../src/cli/collect.js';
+import { defineJob } from '../../src/collectors/job.js';
 import { parseJobArgs } from '../../src/jobs/options.js';
 import { Scheduler } from '../../src/jobs/scheduler.js';
 import type { PlatformClient } from '../../src/platform/index.js';

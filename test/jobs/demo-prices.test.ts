@@ -4,9 +4,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { openPlatformSource, runtimeFor } from '../../src/jobs/platform-source.js';
+import { openDemoPlatform } from '../../src/cli/demo-platform.js';
 import { Scheduler } from '../../src/jobs/scheduler.js';
 import { requestCostByEndpoint } from '../../src/store/tables/requests.js';
-import { toDateTime64 } from '../../src/store/values.js';
+import { toDateTime64 } from '../../src/values.js';
 import { allJobs } from '../../jobs/index.js';
 import { closeRuntime, openTestRuntime } from '../support/store.js';
 import { jobArgs } from '../support/jobs.js';
@@ -21,7 +22,7 @@ describe('demo mode prices', () => {
   it('every billed request of the demo has a cost, at the simulator\'s machine-second price', async () => {
     rt = await openTestRuntime({ SVC_API_KEY: undefined, SVC_ADMIN_KEY: undefined, PRICES_FILE: undefined, ENDPOINT_IDS: 'acme/depth-v3,acme/depth-api' });
     // A fixed start: the demo world has no depth-api traffic in some 5-hour windows (e.g. before 2026-12-02 02:00).
-    const source = await openPlatformSource(rt.config, createLogger('silent'), { demoNoticeLevel: 'info', demoStart: new Date('2026-11-26T12:00:00Z') });
+    const source = await openPlatformSource(rt.config, createLogger('silent'), { demoNoticeLevel: 'info', openDemo: openDemoPlatform, demoStart: new Date('2026-11-26T12:00:00Z') });
     try {
       expect(source.demo).toBe(true);
       const now = source.now().getTime();

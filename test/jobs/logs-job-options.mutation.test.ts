@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { logsJob, spoolDrained } from '../../jobs/logs.js';
 import { fakeJob } from '../collectors/fake-job.js';
 import { captureLog } from '../support/log-capture.js';
-import { timeRange } from '../../src/jobs/time-args.js';
+import { timeRange } from '../../src/collectors/time-args.js';
 
 const DRAIN = { LOG_DRAIN_SECRET: 's'.repeat(64), SVC_API_KEY: 'k' };
 const NO_DRAIN = { SVC_API_KEY: 'k' };

@@ -8,7 +8,7 @@ import { Gauge } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { logsJob, spoolDrained } from '../../jobs/logs.js';
 import { fakeJob } from '../collectors/fake-job.js';
-import { timeRange } from '../../src/jobs/time-args.js';
+import { timeRange } from '../../src/collectors/time-args.js';
 
 const NOW = new Date('2026-11-21T12:00:00Z');
 const DRAIN = { LOG_DRAIN_SECRET: 's'.repeat(64), SVC_API_KEY: 'k' };

@@ -7,7 +7,7 @@ import { Gauge } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { spoolDrained } from '../../jobs/logs.js';
 import { createRegistry } from '../../src/metrics.js';
-import type { JobContext } from '../../src/jobs/job.js';
+import type { JobContext } from '../../src/collectors/job.js';
 
 function contextWithSpool(lines: number): { ctx: Pick<JobContext, 'runtime'>; gauge: Gauge } {
   const registry = createRegistry({ defaultMetrics: false });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineJob, type JobDefinition } from '../../src/jobs/job.js';
+import { defineJob, type JobDefinition } from '../../src/collectors/job.js';
 import { commaList, parseJobArgs, UsageError } from '../../src/jobs/options.js';
 
 const job = defineJob({

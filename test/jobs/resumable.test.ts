@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runResumable } from '../../src/jobs/resumable.js';
-import { silentProgress } from '../../src/jobs/progress.js';
-import type { JobContext } from '../../src/jobs/job.js';
+import { silentProgress } from '../../src/progress.js';
+import type { JobContext } from '../../src/collectors/job.js';
 import type { Checkpoints } from '../../src/store/tables/checkpoints.js';
 
 function fakeContext() {

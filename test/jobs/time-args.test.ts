@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseLocalDate, parseTimeArg, timeRange } from '../../src/jobs/time-args.js';
+import { parseLocalDate, parseTimeArg, timeRange } from '../../src/collectors/time-args.js';
 
 // Expected instants derived by hand from the zones' rules (offsets in the comments).
 const at = (value: string, zone: string) => new Date(parseTimeArg(value, zone, '--from')).toISOString();

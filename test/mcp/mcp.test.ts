@@ -18,7 +18,7 @@ import { adminExtension } from '../../src/http/admin.js';
 import { mcpExtension } from '../../src/mcp/extension.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { runJob } from '../support/jobs.js';
 import { processDataDir, testConfig } from '../support/store.js';
 import { BIN } from '../support/process.js';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { startSim, type Sim } from '../../src/sim/index.js';
-import { decimalToScaled } from '../../src/store/values.js';
+import { decimalToScaled } from '../../src/values.js';
 import { BIN, runCli } from '../support/process.js';
 import { tempDataDir } from '../support/store.js';
 import { nonEmpty } from '../support/truth.js';

@@ -13,7 +13,7 @@ import {
   SeriesPage,
   UsageRow,
 } from '../../src/platform/schemas.js';
-import { toDecimalString } from '../../src/store/values.js';
+import { toDecimalString } from '../../src/values.js';
 
 const usageRow = {
   app: 'acme/img',

@@ -1,7 +1,7 @@
-// isoToDateTime64 at the edges of the calendar and the clock (src/store/values.ts namesARealDay and the ...Z fast
+// isoToDateTime64 at the edges of the calendar and the clock (src/values.ts namesARealDay and the ...Z fast
 // path): every expected value is a hand-worked DateTime64(3) UTC text, or null for a day or time that does not exist.
 import { describe, expect, it } from 'vitest';
-import { isoToDateTime64 } from '../../src/store/values.js';
+import { isoToDateTime64 } from '../../src/values.js';
 
 describe('isoToDateTime64: days that exist', () => {
   it('the first and last day of the year, of each month length, and 29 February only in a leap year', () => {

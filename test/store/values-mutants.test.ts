@@ -1,10 +1,10 @@
-// Mutants of src/store/values.ts that survived the first Stryker run (issue 31.1) and are not equivalent, killed
+// Mutants of src/values.ts that survived the first Stryker run (issue 31.1) and are not equivalent, killed
 // with literals worked out by hand: an exponent form moves the point by its exponent (1.25e1 = 12.5, 1e-1 = 0.1,
 // 00.5e2 = 50), zeros that carry no value go, and a time without a zone is UTC whatever the machine's zone.
 // The survivors left are equivalent (see the commit note): anchors and checks that validation before them makes
 // redundant, and the fast path of isoToDateTime64 whose answer the Date path gives as well.
 import { describe, expect, it } from 'vitest';
-import { addDecimals, HAS_ZONE, ISO_DATE, isoToDateTime64, toDateTime64, toDecimalString } from '../../src/store/values.js';
+import { addDecimals, HAS_ZONE, ISO_DATE, isoToDateTime64, toDateTime64, toDecimalString } from '../../src/values.js';
 
 describe('toDecimalString: exponent forms, by hand', () => {
   it.each([

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decimalToScaled, isoToDateTime64, nextVersionMs, scaledToDecimal, toDecimalOrNull, toDecimalScale } from '../../src/store/values.js';
+import { decimalToScaled, isoToDateTime64, nextVersionMs, scaledToDecimal, toDecimalOrNull, toDecimalScale } from '../../src/values.js';
 
 describe('nextVersionMs', () => {
   it('never goes below the clock and strictly increases, even many times within one millisecond', () => {

@@ -1,6 +1,6 @@
 import { PlatformClient } from '../../src/platform/index.js';
 import { Scheduler, type JobRunResult } from '../../src/jobs/scheduler.js';
-import type { JobArgs, JobDefinition, RawJobArgs } from '../../src/jobs/job.js';
+import type { JobArgs, JobDefinition, RawJobArgs } from '../../src/collectors/job.js';
 import { parseJobArgs } from '../../src/jobs/options.js';
 import type { Runtime } from '../../src/runtime.js';
 import { allJobs } from '../../jobs/index.js';

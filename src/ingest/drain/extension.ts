@@ -3,11 +3,11 @@
 import { join } from 'node:path';
 import type { Extension, Runtime } from '../../runtime.js';
 import { applyLogRetention, dropCopiesOfDrainLines } from '../../store/tables/logs.js';
-import { toDateTime64 } from '../../store/values.js';
+import { toDateTime64 } from '../../values.js';
 import { resolveDrainAuth, type DrainAuth } from './auth.js';
 import { createDrainMetrics } from './metrics.js';
 import { ParserPool } from './parser-pool.js';
-import { unescapeTsvField } from './map-line.js';
+import { unescapeTsvField } from '../../collectors/log-line.js';
 import { pushBudgets } from '../body-budget.js';
 import { drainRoutes } from './receive.js';
 import { SpoolReplayer } from './replay.js';

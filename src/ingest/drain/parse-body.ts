@@ -1,7 +1,7 @@
 // A drain body's bytes -> sealed chunks of `logs` rows (TabSeparated) and `ingest_rejects` rows (JSONEachRow),
 // plus the per-line answer. No I/O: it runs on the request's thread or in a parser worker (parser-worker.ts).
 import { MAX_REJECT_RAW_BYTES, truncateUtf8 } from '../../store/writer.js';
-import { mapLineSafely, type BatchContext } from './map-line.js';
+import { mapLineSafely, type BatchContext } from '../../collectors/log-line.js';
 import { BodyFormatError, NdjsonSplitter, SniffingSplitter, type Splitter } from './split-lines.js';
 
 export const MAX_LISTED_ERRORS = 100;

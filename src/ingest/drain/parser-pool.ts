@@ -9,7 +9,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../../log.js';
 import { moduleWorker } from './module-worker.js';
-import type { BatchContext } from './map-line.js';
+import type { BatchContext } from '../../collectors/log-line.js';
 import { BatchParser, type ParseOptions, type ParseSink, type ParseSummary } from './parse-body.js';
 
 export type ToWorker =

@@ -3,11 +3,11 @@
 // goes on every row. Each item is checked in turn: depth, size, its own fields, its timestamp (strict ISO 8601
 // with a zone, within retention and not in the future), then mapped; whatever throws rejects that item alone.
 import type { EventEvent, ExceptionEvent, LogEvent, MeasurementEvent, Meta, TransportBody } from '@grafana/faro-core';
-import { toDateTime64 } from '../../store/values.js';
+import { toDateTime64 } from '../../values.js';
 import { MAX_REJECT_RAW_BYTES, truncateUtf8 } from '../../store/writer.js';
 import type { FaroItemRow } from '../../store/tables/faro-items.js';
-import { parseIsoTimestamp } from '../drain/map-line.js';
-import { boundedJson, MAX_NESTING_DEPTH, valueDepth } from '../json-nesting.js';
+import { parseIsoTimestamp } from '../../collectors/log-line.js';
+import { boundedJson, MAX_NESTING_DEPTH, valueDepth } from '../../json-nesting.js';
 
 /** A platform request id: a UUID (the queue's ids are UUIDs). */
 const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/i;

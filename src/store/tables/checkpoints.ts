@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineTable, namedQuery } from './table.js';
 import type { Store } from '../client.js';
 import type { BatchWriter } from '../writer.js';
-import { nextVersionMs, toDateTime64 } from '../values.js';
+import { nextVersionMs, toDateTime64 } from '../../values.js';
 
 export const CheckpointRow = z.object({
   job: z.string(),

@@ -6,7 +6,7 @@ import { insertEncoded } from '../insert.js';
 import { classifyStoreError, describeStoreError } from '../errors.js';
 import type { Logger } from '../../log.js';
 
-/** A `logs` row as the log drain writes it (src/ingest/drain/map-line.ts builds the JSON text directly). */
+/** A `logs` row as the log drain writes it (src/collectors/log-line.ts builds the JSON text directly). */
 export const LogRow = z.object({
   timestamp: z.string(), // DateTime64(3) text, UTC
   level: z.string(),
@@ -159,7 +159,7 @@ export const FoundLogLine = z.object({
 export type LogOrigin = 'drain' | 'history' | 'tail';
 
 /**
- * Inserts TabSeparated rows of mapLine's columns (src/ingest/drain/map-line.ts, LOG_ROW_COLUMNS) that came by
+ * Inserts TabSeparated rows of mapLine's columns (src/collectors/log-line.ts, LOG_ROW_COLUMNS) that came by
  * history or the tail. The token makes a retried insert of the same rows a no-op.
  */
 export async function insertLogRows(

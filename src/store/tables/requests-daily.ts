@@ -3,7 +3,7 @@ import { DateTime } from 'luxon';
 import type { Store } from '../client.js';
 import { defineTable, namedQuery, chNumber } from './table.js';
 import { CostRow, costAggregates, PRICED_SETTINGS, pricedRequestsFrom } from './requests.js';
-import { nextVersionMs, toDateTime64 } from '../values.js';
+import { nextVersionMs, toDateTime64 } from '../../values.js';
 
 export const RequestsDailyRow = z.object({
   timezone: z.string(),

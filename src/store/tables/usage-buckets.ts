@@ -245,7 +245,7 @@ const ChangeLineRow = z.looseObject({
 
 /**
  * Daily usage of a range of local days summed per priced item (app, machine type, surge: one unit price each)
- * within the chosen groups, per currency: the lines change attribution (src/api/cost-changes.ts) compares.
+ * within the chosen groups, per currency: the lines change attribution (src/insights/cost-changes.ts) compares.
  * discount is subtotal - cost_total, so subtotal - discount is always the billed total.
  */
 export async function costChangeLines(

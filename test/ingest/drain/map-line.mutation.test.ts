@@ -1,9 +1,9 @@
-// mapLine and its timestamp rules (src/ingest/drain/map-line.ts), at their edges (issue 31: the mutants
+// mapLine and its timestamp rules (src/collectors/log-line.ts), at their edges (issue 31: the mutants
 // map-line.test.ts left alive). Every expected row and instant is written out by hand: the TabSeparated row in the
 // column order of the `logs` insert, DateTime64(3) text worked out from the ISO text and its offset, the calendar
 // (30-day months, leap years by the Gregorian rule), and DateTime64's range 1900-01-01 .. 2299-12-31 23:59:59.999.
 import { describe, expect, it } from 'vitest';
-import { mapLine, mapLineSafely, toDateTime64Text, tsvField, unescapeTsvField } from '../../../src/ingest/drain/map-line.js';
+import { mapLine, mapLineSafely, toDateTime64Text, tsvField, unescapeTsvField } from '../../../src/collectors/log-line.js';
 
 const ctx = { receivedAt: '2026-11-21 12:00:00.000', batchId: '0b8e7a6c-1f7e-4d64-9a54-3c1b7d1f2e11' };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { toDateTime64 } from '../../../src/store/values.js';
-import { LOG_ROW_COLUMNS, mapLine, parseIsoTimestamp, toDateTime64Text } from '../../../src/ingest/drain/map-line.js';
+import { toDateTime64 } from '../../../src/values.js';
+import { LOG_ROW_COLUMNS, mapLine, parseIsoTimestamp, toDateTime64Text } from '../../../src/collectors/log-line.js';
 import { BatchParser } from '../../../src/ingest/drain/parse-body.js';
 import { BodyFormatError, JsonArraySplitter, NdjsonSplitter, SniffingSplitter, wholeCharacters, type LongLineHandler, type Splitter } from '../../../src/ingest/drain/split-lines.js';
 

@@ -6,7 +6,7 @@
 // LOG_DRAIN_SPOOL_MAX_BYTES, tested below with a small limit).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type Sim, type DrainBatch } from '../../../src/sim/index.js';
-import { toDateTime64 } from '../../../src/store/values.js';
+import { toDateTime64 } from '../../../src/values.js';
 import { startClickHouseHttp, type ClickHouseHttp } from '../../support/clickhouse-http.js';
 import { processDataDir, queryRows, tempDataDir } from '../../support/store.js';
 import { startDrainService, sentLines, storedLines, postSigned, line, SECRET, type DrainService } from './helpers.js';

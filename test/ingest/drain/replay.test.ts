@@ -12,7 +12,7 @@ import { openSpool } from '../../../src/ingest/drain/spool/open-spool.js';
 import type { Spool } from '../../../src/ingest/drain/spool/spool.js';
 import { SpoolReplayer } from '../../../src/ingest/drain/replay.js';
 import { DataStage, StagingBudget } from '../../../src/ingest/drain/stage-body.js';
-import { LOG_ROW_COLUMNS, mapLine } from '../../../src/ingest/drain/map-line.js';
+import { LOG_ROW_COLUMNS, mapLine } from '../../../src/collectors/log-line.js';
 import { processDataDir, queryRows } from '../../support/store.js';
 import { startClickHouseHttp, type ClickHouseHttp } from '../../support/clickhouse-http.js';
 

@@ -3,7 +3,7 @@
 // the malformed ones, each with a reason naming what is wrong.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type Sim } from '../../../src/sim/index.js';
-import { toDateTime64 } from '../../../src/store/values.js';
+import { toDateTime64 } from '../../../src/values.js';
 import { startDrainService, sentLines, storedLines, SECRET, type DrainService } from './helpers.js';
 import { queryRows } from '../../support/store.js';
 
