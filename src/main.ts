@@ -195,7 +195,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     mcpExtension(packageVersion()),
     consoleExtension(),
     logDrainExtension({ demoSecret: demo.drainSecret }),
-    webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
+    webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json`, metaBaseUrl: () => demo.simUrl } : {}),
     faroExtension({ demoKey: config.FARO_APP_KEYS ? undefined : demo.faroKey }),
     collectorsExtension(allJobs, demo, jobRunner),
     adminExtension({
