@@ -84,9 +84,6 @@ export async function collectCommand(allJobs: JobDefinition[], argv: string[]): 
     return 2;
   }
   const { job, args } = parsed;
-  // Said first, before anything is opened: a shell without the keys must not collect invented data unnoticed.
-  const host = commandHost();
-  if (host ? host.jobs?.demo : isDemoMode(getConfig())) io.err(demoNotice(`collect ${job.name}`));
   // A range wholly after now has nothing to collect: it ran and said "0 rows", exit 0, as if there were none.
   // Checked on the wall clock, before anything is opened; a platform on a simulator's clock (PLATFORM_CLOCK) has its own now.
   if (args.range && getConfig().PLATFORM_CLOCK === 'wall') {
@@ -99,6 +96,10 @@ export async function collectCommand(allJobs: JobDefinition[], argv: string[]): 
       return 2;
     }
   }
+  // Said first once the arguments hold, before anything is opened: a shell without the keys must not collect
+  // invented data unnoticed.
+  const host = commandHost();
+  if (host ? host.jobs?.demo : isDemoMode(getConfig())) io.err(demoNotice(`collect ${job.name}`));
   const result = await runJobNow(allJobs, job, args);
   if (result.status === 'skipped') {
     io.err(`tallyhouse collect ${job.name}: not started: ${result.error || 'the job was not run'} (exit ${EXIT_NOT_STARTED})\n`);
