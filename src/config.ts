@@ -197,6 +197,9 @@ export const ConfigSchema = z.object({
   LOG_DRAIN_TOKEN: token.optional(),
   LOG_DRAIN_MAX_BODY_BYTES: positiveInt.default(32 * 1024 * 1024),
   LOG_DRAIN_SPOOL_MAX_BYTES: positiveInt.default(1024 * 1024 * 1024),
+  // Below this much free space on DATA_DIR's disk the drain answers 503 (and /readyz not ready) until space returns
+  // and the spool's backlog is stored: the reserve the store and the replay write into (src/ingest/drain/disk-pressure.ts).
+  DISK_MIN_FREE_BYTES: z.coerce.number().int().min(0).default(256 * 1024 * 1024),
   LOG_RETENTION_DAYS: positiveInt.default(30),
 
   // Webhooks.
