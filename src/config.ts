@@ -418,6 +418,19 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
   if (result.data.NOTIFY_WEBHOOK_URL && !result.data.NOTIFY_WEBHOOK_SECRET) {
     throw new ConfigError([{ variable: 'NOTIFY_WEBHOOK_SECRET', expected: `a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters (NOTIFY_WEBHOOK_URL is set: notifications are signed)` }]);
   }
+  // A month's last day is re-collected until USAGE_RECOLLECT_DAYS days after it (src/collectors/usage.ts,
+  // scheduledWindow) and is final only after a collection made once LATE_BILLING_WINDOW_HOURS have passed after its
+  // end (src/insights/finality.ts): unless the late-billing window ends inside the re-collection window, a month's
+  // last days stay provisional for ever (issue 44.4).
+  const { USAGE_RECOLLECT_DAYS: recollectDays, LATE_BILLING_WINDOW_HOURS: windowHours } = result.data;
+  if (windowHours >= 24 * recollectDays) {
+    throw new ConfigError([
+      {
+        variable: 'USAGE_RECOLLECT_DAYS / LATE_BILLING_WINDOW_HOURS',
+        expected: `a re-collection window longer than the late-billing window (LATE_BILLING_WINDOW_HOURS ${windowHours} < 24 × USAGE_RECOLLECT_DAYS ${recollectDays}), else a month's last days are never collected after their late-billing window and stay provisional for ever: raise USAGE_RECOLLECT_DAYS to ${Math.floor(windowHours / 24) + 1} or lower LATE_BILLING_WINDOW_HOURS below ${24 * recollectDays}`,
+      },
+    ]);
+  }
   return Object.freeze(result.data);
 }
 
