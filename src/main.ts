@@ -158,7 +158,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { adminExtension },
     { allJobs },
     { efficiencyRoutes },
-    { idleCostShare },
+    { idleCostShare, unattributedCostShare },
     { DEFAULT_BUSINESS_GAUGES },
     { mcpExtension },
   ] = await Promise.all([
@@ -188,7 +188,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     : {};
   const jobRunner: JobRunnerHandle = {};
   return [
-    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare]),
+    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare, unattributedCostShare]),
     apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes, anomalyRoutes]),
     mcpExtension(packageVersion()),
     logDrainExtension({ demoSecret: demo.drainSecret }),
