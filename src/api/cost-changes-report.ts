@@ -72,13 +72,13 @@ async function linesOf(store: Pick<Store, 'client'>, q: CostChangesQuery, from: 
   return lines;
 }
 
-export async function costChangesReport(store: Pick<Store, 'client'>, q: CostChangesQuery & { windowHours: number }): Promise<CostChangesReport> {
+export async function costChangesReport(store: Pick<Store, 'client'>, q: CostChangesQuery & { windowHours: number; now: Date }): Promise<CostChangesReport> {
   const baseline = await linesOf(store, q, q.baselineFrom, q.baselineTo);
   const current = await linesOf(store, q, q.from, q.to);
   const finality = async (from: string, to: string) =>
     q.product === 'all'
-      ? loadFinalityBoth(store, { timezone: q.timezone, from, to, windowHours: q.windowHours })
-      : loadFinality(store, { product: q.product, timezone: q.timezone, from, to, windowHours: q.windowHours });
+      ? loadFinalityBoth(store, { timezone: q.timezone, from, to, windowHours: q.windowHours, now: q.now })
+      : loadFinality(store, { product: q.product, timezone: q.timezone, from, to, windowHours: q.windowHours, now: q.now });
   const [fb, fc] = [await finality(q.baselineFrom, q.baselineTo), await finality(q.from, q.to)];
   return {
     final: { baseline: fb.final, current: fc.final, provisional_days: [...new Set([...fb.provisional_days, ...fc.provisional_days])].sort() },

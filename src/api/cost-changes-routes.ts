@@ -113,6 +113,7 @@ export function costChangeRoutes(app: FastifyInstance, registry: RouteRegistry, 
         product: q.product,
         groupBy,
         windowHours: rt.config.LATE_BILLING_WINDOW_HOURS,
+        now: rt.now(),
       });
       const answer = q.limit === undefined ? report : { ...report, groups: report.groups.slice(0, q.limit) };
       return sendTable(reply, request, q.format, costChangesTable(report, q.limit), () => answer, `cost-changes-${q.from}-${q.to}.csv`);

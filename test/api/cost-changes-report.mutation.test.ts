@@ -49,7 +49,7 @@ const model: Answer = (p) =>
 // Both October days final for both products; November's not yet.
 const collections: Answer = (p) => (p.product === 'all' ? [] : [...agreed('2026-10-30'), ...agreed('2026-10-31')]);
 
-const QUERY: CostChangesQuery & { windowHours: number } = {
+const QUERY: CostChangesQuery & { windowHours: number; now: Date } = {
   timezone: 'UTC',
   from: '2026-11-01',
   to: '2026-11-03',
@@ -58,6 +58,8 @@ const QUERY: CostChangesQuery & { windowHours: number } = {
   product: 'all',
   groupBy: ['app', 'endpoint', 'surge'],
   windowHours: 48,
+  // The service clock: well past the baseline's late-billing window.
+  now: new Date('2026-11-10T00:00:00Z'),
 };
 
 describe('costChangesReport, by hand', () => {
