@@ -9,8 +9,12 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build.mjs ./scripts/
+COPY bin ./bin
+COPY sql ./sql
 COPY src ./src
 COPY jobs ./jobs
+# scripts/build.mjs: dist/ with sql/ and the demo's simulator scenario beside the compiled code.
 RUN npm run build
 
 # ---- deps: production dependencies only ---------------------------------------------------------------------
@@ -33,11 +37,8 @@ WORKDIR /app
 COPY --chown=root:root package.json ./
 COPY --chown=root:root bin ./bin
 COPY --from=deps --chown=root:root /app/node_modules ./node_modules
+# npm run build put the migrations in dist/sql/ and the demo scenario in dist/src/sim/scenarios/.
 COPY --from=build --chown=root:root /app/dist ./dist
-# src/store/migrate.ts reads ../../sql/ next to itself: from dist/src/store/ that is dist/sql/.
-COPY --chown=root:root sql ./dist/sql
-# The demo's simulator scenario (src/jobs/platform-source.ts reads it next to the compiled simulator).
-COPY --chown=root:root src/sim/scenarios ./dist/src/sim/scenarios
 # DATA_DIR holds the log drain's spool; the code stays root-owned and read-only to the service user.
 RUN mkdir -p /var/lib/tallyhouse && chown node:node /var/lib/tallyhouse
 USER node

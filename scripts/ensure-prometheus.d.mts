@@ -1,5 +1,8 @@
 // Types of scripts/ensure-prometheus.mjs, for its tests.
 export declare const NEEDED: string[];
+export declare const REQUIRE_TOOLS_ENV: string;
+export declare function toolsRequired(env?: Record<string, string | undefined>): boolean;
+export declare function skipLine(missing: string[], why: string): string;
 export declare function onPath(command: string, path?: string): boolean;
 export interface EnsureFacts {
   missing: string[];
@@ -12,7 +15,7 @@ export interface EnsureFacts {
 }
 export type EnsurePlan =
   | { action: 'none' }
-  | { action: 'fail'; message: string }
+  | { action: 'fail'; why: string; message: string }
   | { action: 'install'; steps: string[][]; stop: string[] | null };
 export declare function decide(facts: EnsureFacts): EnsurePlan;
 export declare function main(): number;

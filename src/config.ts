@@ -228,6 +228,9 @@ export const ConfigSchema = z.object({
   // Also scrape Tallyhouse's own /metrics into the store (job "tallyhouse"), for the pipeline-health dashboard.
   SCRAPE_SELF: bool.default(true),
   SCRAPE_SELF_INTERVAL: z.string().regex(/^\d+(ms|s|m)$/, 'expected a duration like 15s or 1m').default('30s'),
+  // Series remembered per scrape target (about 200 bytes each) so that unchanged ones are not written again; past
+  // it the least recently seen are forgotten (and written again if they come back).
+  SCRAPE_SERIES_CACHE_MAX: positiveInt.default(50_000),
   // A path on SVC_BASE_URL, never another host: the platform key goes with the request ("//host/x" is a URL).
   SVC_METRICS_PATH: z
     .string()

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import pino, { type Logger, type LoggerOptions } from 'pino';
 
 export type { Logger };
@@ -31,15 +32,33 @@ export const REDACT_PATHS = [
   '*.demoDrainSigningKey',
 ];
 
+/**
+ * pino-pretty's resolved path, or null where it is not installed. It is a devDependency: a production install
+ * (`npm ci --omit=dev`) has none, and pino then threw "unable to determine transport target" on a terminal, so
+ * `serve`, `sim` and `report` exited 1. Without it a terminal gets the JSON lines a pipe gets.
+ */
+export function prettyTarget(resolve: (specifier: string) => string = createRequire(import.meta.url).resolve): string | null {
+  try {
+    return resolve('pino-pretty');
+  } catch {
+    return null;
+  }
+}
+
+/** The pretty transport's target when `stream` is a terminal outside production and pino-pretty is installed. */
+function prettyOn(stream: { isTTY?: boolean }): string | null {
+  return stream.isTTY && process.env.NODE_ENV !== 'production' ? prettyTarget() : null;
+}
+
 export function createLogger(level = 'info', options: LoggerOptions = {}): Logger {
-  const pretty = process.stdout.isTTY && process.env.NODE_ENV !== 'production';
+  const pretty = prettyOn(process.stdout);
   return pino({
     level,
     base: { service: 'tallyhouse' },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     // One line a record on a terminal: with a line per field the "listening ... try: curl" line came after about
     // 75 lines (issue 30.13). JSON (not a terminal) is unchanged.
-    ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, singleLine: true, ignore: 'service' } } } : {}),
+    ...(pretty ? { transport: { target: pretty, options: { colorize: true, singleLine: true, ignore: 'service' } } } : {}),
     ...options,
   });
 }
@@ -49,13 +68,13 @@ export function createLogger(level = 'info', options: LoggerOptions = {}): Logge
  * command's data, a CSV), at CLI_LOG_LEVEL (warn by default: the command prints its own progress and summary).
  */
 export function createCommandLogger(level: string): Logger {
-  const pretty = process.stderr.isTTY && process.env.NODE_ENV !== 'production';
+  const pretty = prettyOn(process.stderr);
   return pino(
     {
       level,
       base: { service: 'tallyhouse' },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, destination: 2 } } } : {}),
+      ...(pretty ? { transport: { target: pretty, options: { colorize: true, destination: 2 } } } : {}),
     },
     ...(pretty ? [] : [pino.destination(2)]),
   );

@@ -9,6 +9,7 @@ import { startService } from '../src/service.js';
 import { createLogger } from '../src/log.js';
 import { createRegistry } from '../src/metrics.js';
 import { openTestRuntime, closeRuntime, processDataDir, queryRows, testConfig } from './support/store.js';
+import { itNeeds } from './support/tools.js';
 
 describe('configuration', () => {
   it('names every bad variable and what it expects', () => {
@@ -74,7 +75,7 @@ describe('configuration', () => {
 });
 
 describe('the service process', () => {
-  it('is ready, serves metrics promtool accepts, and stops on SIGTERM with exit 0', async () => {
+  itNeeds(['promtool'])('is ready, serves metrics promtool accepts, and stops on SIGTERM with exit 0', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'th-serve-'));
     const p = runCli(['serve'], { PORT: '0', DATA_DIR: dataDir });
     const [, url] = await p.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)"/);

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { createHash } from 'node:crypto';
 import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
@@ -261,9 +262,23 @@ export function scrapeRow(target: ScrapeTarget, at: number, up: 0 | 1, r: Partia
   };
 }
 
-/** Remembers the series already stored, so each scrape writes only new or changed series (and refreshes hourly). */
+/**
+ * Remembers the series already stored, so each scrape writes only new or changed series (and refreshes hourly).
+ * Bounded (SCRAPE_SERIES_CACHE_MAX per target, least recently seen first out): a target whose label values change
+ * every scrape made the old Map grow without end (100,000 entries after 200 scrapes of 500 changing series). A
+ * series forgotten and seen again is written again, as a changed one is: metric_series keeps its latest row.
+ */
 export class SeriesCache {
-  private readonly seen = new Map<string, { fp: string; meta: string; writtenAt: number }>();
+  private readonly seen: LRUCache<string, { fp: string; meta: string; writtenAt: number }>;
+
+  constructor(maxSeries: number) {
+    this.seen = new LRUCache({ max: maxSeries });
+  }
+
+  /** Series remembered now. */
+  get size(): number {
+    return this.seen.size;
+  }
 
   rows(target: ScrapeTarget, result: ScrapeResult): { series: SeriesRow[]; samples: SampleRow[] } {
     const series: SeriesRow[] = [];

@@ -96,7 +96,7 @@ export class Scraper {
     try {
       const result = await scrapeTarget(target, this.controller.signal);
       let cache = this.caches.get(target.url);
-      if (!cache) this.caches.set(target.url, (cache = new SeriesCache()));
+      if (!cache) this.caches.set(target.url, (cache = new SeriesCache(this.rt.config.SCRAPE_SERIES_CACHE_MAX)));
       const { series, samples } = cache.rows(target, result);
       const stored = Promise.all([
         writer.insert(metricSeries, series),

@@ -13,6 +13,7 @@ import { runJob } from '../support/jobs.js';
 import { runCli } from '../support/process.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
 import { nonZero } from '../support/truth.js';
+import { describeNeeds } from '../support/tools.js';
 
 // A fixed "now" for the simulator and for the service's month-to-date gauge (which reads luxon's clock), so the
 // month the gauge covers has the same data on every run date.
@@ -165,7 +166,7 @@ describe('scrape collector', () => {
   });
 });
 
-describe('with a real Prometheus server', () => {
+describeNeeds(['prometheus'])('with a real Prometheus server', () => {
   let prometheus: PrometheusServer;
   afterAll(async () => {
     await prometheus?.close();

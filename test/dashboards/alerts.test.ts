@@ -8,6 +8,10 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { itNeeds } from '../support/tools.js';
+
+/** promtool's tests: skipped where it is not installed (unless mandatory, as in CI): test/support/tools.ts. */
+const itPromtool = itNeeds(['promtool']);
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RULES = 'dashboards/prometheus/alerts.yml';
@@ -18,7 +22,7 @@ async function promtool(...args: string[]): Promise<{ code: number; output: stri
     return { code: 0, output: stdout + stderr };
   } catch (err) {
     const e = err as { code?: number | string; stdout?: string; stderr?: string };
-    if (e.code === 'ENOENT') throw new Error("promtool is not installed: install Debian's `prometheus` package (.ci/run does)");
+    if (e.code === 'ENOENT') throw new Error("promtool is not installed: install Debian's `prometheus` package (apt-get install prometheus)");
     return { code: Number(e.code), output: `${e.stdout ?? ''}${e.stderr ?? ''}` };
   }
 }
@@ -31,19 +35,19 @@ function sourceFiles(dir: string): string[] {
 }
 
 describe('alert rules', () => {
-  it('promtool check rules accepts them', async () => {
+  itPromtool('promtool check rules accepts them', async () => {
     const r = await promtool('check', 'rules', RULES);
     expect(r.output).toMatch(/SUCCESS: 16 rules found/);
     expect(r.code, r.output).toBe(0);
   });
 
-  it('promtool test rules passes their unit tests', async () => {
+  itPromtool('promtool test rules passes their unit tests', async () => {
     const r = await promtool('test', 'rules', 'dashboards/prometheus/alerts.test.yml');
     expect(r.code, r.output).toBe(0);
     expect(r.output).toMatch(/SUCCESS/);
   });
 
-  it('promtool check config accepts the compose Prometheus configuration with its rule file', async () => {
+  itPromtool('promtool check config accepts the compose Prometheus configuration with its rule file', async () => {
     // As mounted in the container: the config beside its rules, and the metrics token secret as a file.
     const dir = mkdtempSync(join(tmpdir(), 'th-promcfg-'));
     const secret = join(dir, 'metrics_token');

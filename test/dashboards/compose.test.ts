@@ -202,7 +202,10 @@ describe('Dockerfile', () => {
     expect(runtime).not.toMatch(/npm (ci|install)/);
     // src/store/migrate.ts reads new URL('../../sql/', import.meta.url): from dist/src/store/ that is dist/sql/.
     expect(read('src/store/migrate.ts')).toContain("new URL('../../sql/', import.meta.url)");
-    expect(runtime).toMatch(/COPY --chown=root:root sql \.\/dist\/sql/);
+    // npm run build (scripts/build.mjs) copies sql/ into dist/: the build stage has it, the runtime takes dist/ whole.
+    expect(read('package.json')).toContain('"build": "node scripts/build.mjs"');
+    const build = dockerfile.slice(0, dockerfile.indexOf('\nFROM ', dockerfile.indexOf('AS build')));
+    for (const copy of ['COPY sql ./sql', 'COPY scripts/build.mjs ./scripts/', 'COPY bin ./bin']) expect(build).toContain(copy);
     // bin/tallyhouse.js runs dist/src/main.js when it exists.
     expect(read('bin/tallyhouse.js')).toContain("'../dist/src/main.js'");
     const user = /^USER\s+(\S+)$/m.exec(runtime)?.[1];

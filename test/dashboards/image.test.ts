@@ -1,6 +1,6 @@
 // wall-clock-file: a deadline for a container to be ready, not an expectation
-// The production image's layout without Docker: the service compiled by `npm run build`'s tsconfig into dist/,
-// the migrations in dist/sql/, bin/tallyhouse.js, and no embedded engine (the Dockerfile removes chdb's native
+// The production image's layout without Docker: the service compiled by `npm run build` (scripts/build.mjs) into
+// dist/, with the migrations in dist/sql/, bin/tallyhouse.js, and no embedded engine (the Dockerfile removes chdb's native
 // library; here a module hook makes `chdb` unresolvable). It must migrate and serve against a ClickHouse server.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -30,9 +30,7 @@ export async function resolve(specifier, context, next) {
 /** The image's /app: dist/ (compiled), dist/sql/, the demo scenario, bin/, package.json, node_modules (linked). */
 async function imageLayout(): Promise<string> {
   const app = mkdtempSync(join(tmpdir(), 'tallyhouse-image-'));
-  await promisify(execFile)(join(ROOT, 'node_modules/.bin/tsc'), ['-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(app, 'dist')], { cwd: ROOT });
-  cpSync(join(ROOT, 'sql'), join(app, 'dist/sql'), { recursive: true });
-  cpSync(join(ROOT, 'src/sim/scenarios'), join(app, 'dist/src/sim/scenarios'), { recursive: true }); // the Dockerfile's COPY
+  await promisify(execFile)(process.execPath, [join(ROOT, 'scripts/build.mjs'), '--outDir', join(app, 'dist')], { cwd: ROOT });
   cpSync(join(ROOT, 'bin'), join(app, 'bin'), { recursive: true });
   cpSync(join(ROOT, 'package.json'), join(app, 'package.json'));
   symlinkSync(join(ROOT, 'node_modules'), join(app, 'node_modules'), 'dir');

@@ -52,8 +52,11 @@ function bed(opts: { tools?: boolean; installed?: boolean; aptGet?: boolean; apt
   return { bin, log: () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : []) };
 }
 
-function run(b: Bed) {
-  const r = spawnSync(process.execPath, [SCRIPT], { env: { PATH: b.bin, HOME: tmpdir() }, encoding: 'utf8' });
+/** Runs the script on the bed's PATH; `required` sets TALLYHOUSE_TEST_REQUIRE_TOOLS=1 as .ci/run does. */
+function run(b: Bed, required = true) {
+  const env: Record<string, string> = { PATH: b.bin, HOME: tmpdir() };
+  if (required) env.TALLYHOUSE_TEST_REQUIRE_TOOLS = '1';
+  const r = spawnSync(process.execPath, [SCRIPT], { env, encoding: 'utf8' });
   return { code: r.status, stderr: r.stderr };
 }
 
@@ -120,6 +123,38 @@ describe('scripts/ensure-prometheus.mjs (npm pretest)', () => {
     ]);
   });
 
+  // Issue 43.2: on a machine without apt-get `npm test` exited 1 here and ran no test at all, even a pure one.
+  it('no apt-get and the tools not mandatory: exit 0 and one line saying which tests are skipped and how to install them', () => {
+    const b = bed({ aptGet: false });
+    const r = run(b, false);
+    expect(r.code).toBe(0);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([
+      "ensure-prometheus: no promtool and prometheus and no apt-get to install them; the tests that need promtool and prometheus are skipped: to run them, install Prometheus (Debian: 'apt-get install prometheus') so that promtool and prometheus are on PATH (TALLYHOUSE_TEST_REQUIRE_TOOLS=1, as CI sets, makes them mandatory)",
+    ]);
+  });
+
+  it('apt-get failing and the tools not mandatory: the install is tried, then one skip line with the reason, exit 0', () => {
+    const b = bed({ aptFails: true });
+    const r = run(b, false);
+    expect(r.code).toBe(0);
+    const lines = r.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatch(/^ensure-prometheus: '.*apt-get install -y -qq prometheus' failed \(exit 100: E: Unable to locate package prometheus\); the tests that need promtool and prometheus are skipped: /);
+  });
+
+  it('the tests that need a tool skip only where it is missing and it is not mandatory', () => {
+    const b = bed({ aptGet: false });
+    const script = `import { skipWithout } from ${JSON.stringify(resolve('test/support/tools.ts'))};
+      console.log(JSON.stringify([skipWithout(['promtool'], {}), skipWithout(['promtool'], { TALLYHOUSE_TEST_REQUIRE_TOOLS: '1' }), skipWithout(['sh'], {})]));`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { PATH: `${b.bin}:/bin:/usr/bin`, HOME: tmpdir() }, encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toEqual([true, false, false]);
+  });
+
+  it('CI makes the tools mandatory (.ci/run exports TALLYHOUSE_TEST_REQUIRE_TOOLS=1 before npm test)', () => {
+    expect(readFileSync('.ci/run', 'utf8')).toMatch(/^export TALLYHOUSE_TEST_REQUIRE_TOOLS=1$/m);
+  });
+
   describe('decide()', () => {
     const base: EnsureFacts = { missing: ['promtool'], root: false, sudo: true, aptGet: true, packageInstalled: false, systemd: true, service: true };
     it('not root: apt-get through sudo, the service stopped through systemd where it runs, else service', () => {
@@ -144,6 +179,7 @@ describe('scripts/ensure-prometheus.mjs (npm pretest)', () => {
     it('neither root nor sudo: one line', () => {
       expect(decide({ ...base, sudo: false })).toEqual({
         action: 'fail',
+        why: 'no promtool, and not root and no sudo to install them',
         message: "ensure-prometheus: the tests need promtool: not root and no sudo to install Debian's prometheus package; run 'apt-get install prometheus' as root once",
       });
     });

@@ -6,6 +6,7 @@
 // The ids a session named are remembered per process (most recently used sessions, a bounded number of ids in all);
 // a session not in memory (new, evicted, or after a restart) starts from what the store holds for it. Bound: the cap
 // per session, plus what concurrent instances (or items still in a spool) add before they see each other's.
+import { LRUCache } from 'lru-cache';
 import type { FaroItemRow } from '../../store/tables/faro-items.js';
 
 export interface SessionRequestIdsOptions {
@@ -21,15 +22,16 @@ export interface SessionRequestIdsOptions {
 }
 
 export class SessionRequestIds {
-  private readonly sessions = new Map<string, Set<string>>();
+  /** Sized by the ids each session holds (an empty one counts 1): lru-cache, as every cache here. */
+  private readonly sessions: LRUCache<string, Set<string>>;
   private readonly loading = new Map<string, Promise<Set<string>>>();
-  private tracked = 0;
-  private readonly maxTrackedIds: number;
-  private readonly maxTrackedSessions: number;
 
   constructor(private readonly opts: SessionRequestIdsOptions) {
-    this.maxTrackedIds = opts.maxTrackedIds ?? 100_000;
-    this.maxTrackedSessions = opts.maxTrackedSessions ?? 10_000;
+    this.sessions = new LRUCache<string, Set<string>>({
+      max: opts.maxTrackedSessions ?? 10_000,
+      maxSize: opts.maxTrackedIds ?? 100_000,
+      sizeCalculation: (ids) => Math.max(1, ids.size),
+    });
   }
 
   /** Rows whose session already names `maxPerSession` other ids lose their request id. Returns how many did. */
@@ -46,20 +48,18 @@ export class SessionRequestIds {
         continue;
       }
       ids.add(row.request_id);
-      this.tracked++;
+      // Set again to be measured (lru-cache sizes an entry when set, and keeps the size when set to the same
+      // object): the least recently used sessions go once the ids are over the bound.
+      this.sessions.delete(row.session_id);
+      this.sessions.set(row.session_id, ids);
     }
-    this.evict();
     return over;
   }
 
   private async idsOf(sessionId: string): Promise<Set<string>> {
+    // get() makes it the most recently used.
     const known = this.sessions.get(sessionId);
-    if (known) {
-      // Most recently used last: eviction takes the first.
-      this.sessions.delete(sessionId);
-      this.sessions.set(sessionId, known);
-      return known;
-    }
+    if (known) return known;
     // One load per session, however many payloads of it arrive meanwhile (they then share one set).
     let pending = this.loading.get(sessionId);
     if (!pending) {
@@ -84,15 +84,6 @@ export class SessionRequestIds {
     }
     const set = new Set(ids);
     this.sessions.set(sessionId, set);
-    this.tracked += set.size;
     return set;
-  }
-
-  private evict(): void {
-    for (const [sessionId, ids] of this.sessions) {
-      if (this.tracked <= this.maxTrackedIds && this.sessions.size <= this.maxTrackedSessions) return;
-      this.sessions.delete(sessionId);
-      this.tracked -= ids.size;
-    }
   }
 }
