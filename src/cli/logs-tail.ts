@@ -20,6 +20,7 @@ import type { Runtime } from '../runtime.js';
 import { REJECTS_TABLE } from '../store/writer.js';
 import { collectorRejects } from '../collectors/common.js';
 import { drainLineOf, LogRowBatch, recordKey } from '../collectors/logs.js';
+import { retryDelayMs } from '../retry.js';
 
 const USAGE = 'tallyhouse logs tail [--app OWNER/APP] [--level LEVEL] [--search TEXT] [--request-id ID] [--store] [--json]\n';
 
@@ -111,7 +112,8 @@ export async function followLogStream(platform: PlatformClient, o: FollowOptions
     }
     if (o.signal.aborted) return;
     attempt++;
-    const retryInMs = Math.min(max, base * 2 ** (attempt - 1));
+    // Exponential, no jitter: a person reads the wait ("reconnecting in 2.0 s").
+    const retryInMs = retryDelayMs({ baseMs: base, maxMs: max, growth: 'exponential', jitter: 'none' }, attempt);
     o.onState?.({ kind: 'dropped', reason, retryInMs, attempt });
     try {
       await sleep(retryInMs, undefined, { signal: o.signal });
