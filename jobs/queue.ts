@@ -30,7 +30,10 @@ export const queueJob = defineJob({
     });
     if (failures.length > 0) {
       const first = failures[0];
-      ctx.log.warn({ failed: failures.length, apps: apps.length, status: first.status }, `the queue read failed for ${failures.length} app(s); no sample for them this time (${first.message})`);
+      const said = `the queue read failed for ${failures.length} app(s); no sample for them this time (${first.message})`;
+      ctx.log.warn({ failed: failures.length, apps: apps.length, status: first.status }, said);
+      // Kept in the run's job_runs row too: a run that sampled no app says why there, not only in the log.
+      ctx.note(said);
     }
     await commitRows(ctx, [tableWrite(queueSamples, rows)], collectorRejects('queue'), { apps: apps.length });
   },

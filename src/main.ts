@@ -161,6 +161,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { idleCostShare },
     { DEFAULT_BUSINESS_GAUGES },
     { mcpExtension },
+    { consoleExtension },
   ] = await Promise.all([
     import('./jobs/extension.js'),
     import('./api/index.js'),
@@ -180,6 +181,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./api/efficiency-gauges.js'),
     import('./http/business-metrics.js'),
     import('./mcp/extension.js'),
+    import('./console/index.js'),
   ]);
   // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
   // the receiver fetches from the simulator.
@@ -191,8 +193,9 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare]),
     apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes, anomalyRoutes]),
     mcpExtension(packageVersion()),
+    consoleExtension(),
     logDrainExtension({ demoSecret: demo.drainSecret }),
-    webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
+    webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json`, metaBaseUrl: () => demo.simUrl } : {}),
     faroExtension({ demoKey: config.FARO_APP_KEYS ? undefined : demo.faroKey }),
     collectorsExtension(allJobs, demo, jobRunner),
     adminExtension({

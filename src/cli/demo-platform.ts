@@ -28,6 +28,8 @@ export async function openDemoPlatform(config: Config, logger: Logger, opts: Pla
     apiKey: sim.keys.api,
     adminKey: sim.keys.admin,
     maxInFlight: config.PLATFORM_MAX_IN_FLIGHT,
+    maxResponseBytes: config.PLATFORM_MAX_RESPONSE_BYTES,
+    registry: opts.registry,
     logger: logger.child({ component: 'platform' }),
   });
   const demoPricesFile = config.PRICES_FILE ? undefined : writeDemoPrices(config.DATA_DIR, sim.world);
@@ -40,7 +42,8 @@ export async function openDemoPlatform(config: Config, logger: Logger, opts: Pla
       url: sim.url,
       keys: sim.keys,
       pushTo(serviceUrl) {
-        sim.drain.setUrl(`${serviceUrl}/v1/drains/logs`);
+        // With LOG_DRAIN_URL_TOKEN the drain URL carries it (src/ingest/drain/auth.ts, drainPath).
+        sim.drain.setUrl(`${serviceUrl}/v1/drains/logs${config.LOG_DRAIN_URL_TOKEN ? `/${config.LOG_DRAIN_URL_TOKEN}` : ''}`);
         sim.webhooks.setUrl(`${serviceUrl}/v1/webhooks/queue`);
         if (opts.faroKey) sim.frontEnd.setTarget({ url: `${serviceUrl}/v1/faro/collect`, key: opts.faroKey });
       },

@@ -59,15 +59,21 @@ export async function followLogStream(platform: PlatformClient, o: FollowOptions
     search: o.filters.search,
     request_id: o.filters.requestId,
   };
+  // An event that never ends (no newline, ever) would grow the parser's buffer without bound: past the limit of one
+  // answer (PLATFORM_MAX_RESPONSE_BYTES) without a complete event, the stream is dropped and opened again.
+  const eventLimitBytes = platform.responseLimitBytes(platformPaths.logsStream);
   while (!o.signal.aborted) {
     let reason = 'the stream ended';
+    let retryAfterMs: number | null = null;
     try {
       const body = await platform.openEventStream(platformPaths.logsStream, { query: { ...query, start: resumeFrom ?? undefined }, signal: o.signal });
       o.onState?.({ kind: 'connected', resumedFrom: resumeFrom });
       const pending: LogRecord[] = [];
       let ended: string | null = null;
+      let bytesSinceEvent = 0;
       const parser = createParser({
         onEvent(event: EventSourceMessage) {
+          bytesSinceEvent = 0;
           if (event.event === 'error') {
             ended = `the platform ended the stream: ${event.data || 'no reason given'}`;
             return;
@@ -84,7 +90,12 @@ export async function followLogStream(platform: PlatformClient, o: FollowOptions
         },
       });
       for await (const chunk of body) {
+        bytesSinceEvent += chunk.length;
         parser.feed(chunk.toString('utf8'));
+        if (bytesSinceEvent > eventLimitBytes) {
+          ended = `an event longer than ${eventLimitBytes} bytes (PLATFORM_MAX_RESPONSE_BYTES): dropped`;
+          break;
+        }
         for (const item of pending.splice(0)) {
           const ms = Date.parse(item.timestamp);
           if (ms < resumeMs) continue;
@@ -109,11 +120,13 @@ export async function followLogStream(platform: PlatformClient, o: FollowOptions
       // reconnected forever, printing the same 404 with a growing wait.
       if (err instanceof PlatformError && !err.retryable) throw new TailRefusedError(err);
       reason = err instanceof Error ? err.message : String(err);
+      // A 429's wait (Retry-After, x-ratelimit-reset) is the platform's: never reconnect before it (issue 50.5).
+      if (err instanceof PlatformError) retryAfterMs = err.retryAfterMs;
     }
     if (o.signal.aborted) return;
     attempt++;
-    // Exponential, no jitter: a person reads the wait ("reconnecting in 2.0 s").
-    const retryInMs = retryDelayMs({ baseMs: base, maxMs: max, growth: 'exponential', jitter: 'none' }, attempt);
+    // Exponential, no jitter: a person reads the wait ("reconnecting in 2.0 s"); never shorter than the server's.
+    const retryInMs = Math.max(retryDelayMs({ baseMs: base, maxMs: max, growth: 'exponential', jitter: 'none' }, attempt), retryAfterMs ?? 0);
     o.onState?.({ kind: 'dropped', reason, retryInMs, attempt });
     try {
       await sleep(retryInMs, undefined, { signal: o.signal });

@@ -61,6 +61,8 @@ export async function scrapeCommand(argv: string[]): Promise<number> {
     // Demo mode: the service scrapes its built-in simulator's exposition, and so does this command (it said to set
     // SVC_API_KEY, a key the demo does not need).
     if (targets.length === 0 && isDemoMode(config)) return scrapeDemo(values['dry-run'] ?? false);
+    // The platform's own exposition goes through the platform client, as in the service (issue 50.5).
+    if (!config.SCRAPE_TARGETS && targets.length > 0) return scrapePlatform(values['dry-run'] ?? false);
   }
   if (targets.length === 0) {
     io.err('tallyhouse scrape: no target: give --target URL, or set SCRAPE_TARGETS (or SVC_API_KEY for the platform\'s own exposition)\n');
@@ -93,7 +95,17 @@ async function scrapeDemo(dryRun: boolean): Promise<number> {
   const source = await openPlatformSource(config, createCommandLogger(config.CLI_LOG_LEVEL), { demoNoticeLevel: 'info', openDemo: openDemoPlatform });
   try {
     commandIO().err('tallyhouse scrape: demo mode (no SVC_API_KEY): scraping the built-in platform simulator, as the service does\n');
-    return await scrapeNow(scrapeTargets(config, { baseUrl: source.sim!.url, apiKey: source.sim!.keys.api }), dryRun);
+    return await scrapeNow(scrapeTargets(config, { baseUrl: source.sim!.url, apiKey: source.sim!.keys.api, client: source.platform }), dryRun);
+  } finally {
+    await source.close();
+  }
+}
+
+async function scrapePlatform(dryRun: boolean): Promise<number> {
+  const config = getConfig();
+  const source = await openPlatformSource(config, createCommandLogger(config.CLI_LOG_LEVEL), { demoNoticeLevel: 'info' });
+  try {
+    return await scrapeNow(scrapeTargets(config, { baseUrl: config.SVC_BASE_URL, apiKey: config.SVC_API_KEY, client: source.platform }), dryRun);
   } finally {
     await source.close();
   }

@@ -13,6 +13,7 @@ import {
 } from '../platform/index.js';
 import { analyticsBuckets, type AnalyticsBucketRow } from '../store/tables/analytics-buckets.js';
 import { nextVersionMs, toDateTime64 } from '../values.js';
+import { collectedRangeWrite } from './collected-range.js';
 import { collectorRejects, commitRows, tableWrite, describeZodIssue, type CollectorRejects } from './common.js';
 import { inShard, listEndpoints } from './endpoints.js';
 import { bucketChunks, type Timeframe } from './time.js';
@@ -148,7 +149,7 @@ export async function collectAnalyticsRange(
   }
 
   const rejected = rejects.rows.length;
-  await commitRows(ctx, [tableWrite(analyticsBuckets, rows)], rejects, { timezone: range.timezone, start: base.start, end: base.end });
+  await commitRows(ctx, [tableWrite(analyticsBuckets, rows), collectedRangeWrite('analytics', range, ctx.now())], rejects, { timezone: range.timezone, start: base.start, end: base.end });
   return { rows: rows.length, rejected };
 }
 

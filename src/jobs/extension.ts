@@ -30,8 +30,10 @@ export interface JobRunnerHandle {
  */
 export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}, handle: JobRunnerHandle = {}): Extension {
   return async (rt) => {
-    const targets = scrapeTargets(rt.config, { baseUrl: rt.config.SVC_BASE_URL, apiKey: rt.config.SVC_API_KEY });
-    const source = await openPlatformSource(rt.config, rt.logger, { drainSecret: demo.drainSecret, faroKey: demo.faroKey, openDemo: demo.openDemo });
+    // Checked before the platform source opens: a bad SCRAPE_TARGETS stops start-up before a simulator starts.
+    scrapeTargets(rt.config, { baseUrl: rt.config.SVC_BASE_URL, apiKey: rt.config.SVC_API_KEY });
+    const source = await openPlatformSource(rt.config, rt.logger, { drainSecret: demo.drainSecret, faroKey: demo.faroKey, registry: rt.registry, openDemo: demo.openDemo });
+    const targets = scrapeTargets(rt.config, { baseUrl: rt.config.SVC_BASE_URL, apiKey: rt.config.SVC_API_KEY, client: source.platform });
     if (source.sim) {
       demo.simUrl = source.sim.url;
       const sim = source.sim;
@@ -45,7 +47,7 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
     handle.runner = { run: (job, args, progress) => scheduler.run(job, 'manual', args, progress) };
     const scraper = new Scraper(
       rt,
-      source.sim && !rt.config.SCRAPE_TARGETS ? scrapeTargets(rt.config, { baseUrl: source.sim.url, apiKey: source.sim.keys.api }) : targets,
+      source.sim && !rt.config.SCRAPE_TARGETS ? scrapeTargets(rt.config, { baseUrl: source.sim.url, apiKey: source.sim.keys.api, client: source.platform }) : targets,
     );
     await applyMetricsRetention(rt.store, rt.config.METRICS_RETENTION_DAYS, rt.logger);
     if (rt.config.JOBS_ENABLED) {

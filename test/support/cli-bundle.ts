@@ -3,6 +3,7 @@
 // and load every TypeScript module in every child (a `serve` reached "listening" in about two thirds of the time
 // here). It is src/main.ts's `run` exactly as bin/tallyhouse.js calls it; bin/tallyhouse.js itself keeps its own
 // tests (test/dashboards/image.test.ts starts it as the image does).
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -10,7 +11,8 @@ import { build } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 // Inside node_modules so the bundle's bare imports (fastify, chdb, ...) resolve from the repository's node_modules.
-const DIR = `${ROOT}node_modules/.cache/tallyhouse-test`;
+// One per checkout: worktrees sharing one node_modules (a link) each ran the bundle the last run of any of them built.
+const DIR = `${ROOT}node_modules/.cache/tallyhouse-test-${createHash('sha256').update(ROOT).digest('hex').slice(0, 12)}`;
 export const CLI_BUNDLE = `${DIR}/cli.mjs`;
 /** Set for the test processes (they inherit the environment) when the bundle is built. */
 export const CLI_BUNDLE_ENV = 'TALLYHOUSE_TEST_CLI';
