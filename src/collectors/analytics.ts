@@ -117,6 +117,7 @@ export async function collectAnalyticsRange(
   targets: AnalyticsTargets,
   refused: RefusedEndpoints,
 ): Promise<AnalyticsRangeResult> {
+  const startedAt = ctx.now();
   const version = nextVersionMs();
   const collectedAt = toDateTime64(Date.now());
   const rejects = collectorRejects('analytics');
@@ -173,7 +174,10 @@ export async function collectAnalyticsRange(
   if (extrasState.get(ctx.platform) === 'refused') ctx.note(`${EXTRAS_ENDPOINT} not served: the interface's set collected`);
   else servedGauge(ctx).set({ endpoint: EXTRAS_ENDPOINT }, 1);
   const rejected = rejects.rows.length;
-  await commitRows(ctx, [tableWrite(analyticsBuckets, rows), collectedRangeWrite('analytics', range, ctx.now())], rejects, { timezone: range.timezone, start: base.start, end: base.end });
+  const stored = await commitRows(ctx, [tableWrite(analyticsBuckets, rows)], rejects, { timezone: range.timezone, start: base.start, end: base.end });
+  // The range vouches for its rows: recorded after they are stored, and only when no endpoint was left out or
+  // refused by the store, as of when the reads began (coverage must never say complete for what was not read).
+  if (stored.refused === 0 && refused.size === 0) await commitRows(ctx, [collectedRangeWrite('analytics', range, startedAt)], rejects);
   return { rows: rows.length, rejected };
 }
 
