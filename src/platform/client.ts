@@ -15,6 +15,7 @@ import {
 } from './errors.js';
 import { DEFAULT_MAX_RESPONSE_BYTES, ERROR_BODY_MAX_BYTES, SMALL_RESPONSE_BYTES, endpointTemplate, scopeForPath } from './paths.js';
 import { appendQuery, type ArrayFormat, type QueryParams } from './query.js';
+import { retryDelayMs } from '../retry.js';
 
 export type { QueryParams } from './query.js';
 
@@ -156,10 +157,12 @@ function isSuccess(status: number): boolean {
   return status >= 200 && status < 300;
 }
 
-/** Full jitter: a uniform wait in [0, min(max, base * 2^(attempt-1))). */
+/**
+ * The platform client's policy (src/retry.ts): exponential, full jitter (every collector of every instance retries
+ * the same platform), a uniform wait in [0, min(max, base * 2^(attempt-1))).
+ */
 export function backoffDelayMs(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
-  const ceilingMs = Math.min(maxMs, baseMs * 2 ** (attempt - 1));
-  return Math.floor(random() * ceilingMs);
+  return retryDelayMs({ baseMs, maxMs, growth: 'exponential', jitter: 'full' }, attempt, random);
 }
 
 function parseJsonBody(status: number, body: string, call: CallDescription): unknown {
