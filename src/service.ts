@@ -15,6 +15,7 @@ import { installHostCheck } from './http/host-check.js';
 import { DRAIN_PATH, drainPath, redactDrainPath } from './ingest/drain/auth.js';
 import type { Component, Extension, Runtime } from './runtime.js';
 import { commandHost } from './http/command-host.js';
+import { retryDelayMs, STORE_STARTUP_RETRY } from './retry.js';
 
 export interface Service extends Runtime {
   app: FastifyInstance;
@@ -68,7 +69,7 @@ async function migrateWithRetry(store: Store, logger: Logger, deadlineMs: number
         if (!transient) throw new MigrationError(`the migrations could not run on ${store.location}: ${storeErrorCode(storeError)}`, undefined, storeError);
         throw new StoreUnavailableError(store.location, new Error(`the migrations met ${storeErrorCode(storeError)} until CLICKHOUSE_CONNECT_TIMEOUT_MS ran out`));
       }
-      const delayMs = Math.min(2_000, 250 * attempt, Math.max(0, deadlineMs - Date.now()));
+      const delayMs = Math.min(retryDelayMs(STORE_STARTUP_RETRY, attempt), Math.max(0, deadlineMs - Date.now()));
       logger.warn({ store: store.location, attempt, err: storeErrorCode(storeError), retryInMs: delayMs }, 'store error while migrating; retrying');
       await sleep(delayMs);
     }
@@ -159,7 +160,7 @@ export async function assertPortFree(host: string, port: number): Promise<void> 
 
 /** What a person starting Tallyhouse needs to know, as fields of the "listening" line. */
 function startupBanner(config: Config, rt: Runtime, url: string): Record<string, unknown> {
-  const today = new Date().toISOString().slice(0, 10);
+  const today = rt.now().toISOString().slice(0, 10);
   const monthStart = `${today.slice(0, 7)}-01`;
   const tomorrow = new Date(Date.parse(today) + 86_400_000).toISOString().slice(0, 10);
   return {
@@ -254,15 +255,19 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     else request.log.debug(fields, 'request completed');
   });
   await app.register(healthRoutes, { store: rt.store, registry: rt.registry, metricsToken: config.METRICS_TOKEN });
-  app.get('/', async () => ({
-    service: 'tallyhouse',
-    links: { api: '/api/v1', openapi: '/api/v1/openapi.json', metrics: '/metrics', health: '/healthz', ready: '/readyz' },
-  }));
   const components: Component[] = [];
   for (const extend of opts.extensions ?? []) {
     const component = await extend({ ...rt, app });
     if (component) components.push(component);
   }
+  // With the web console (src/console/), / is its front door (a relative redirect, so it holds under a proxy's
+  // path prefix); without it, a list of what is here.
+  const hasConsole = app.hasRoute({ method: 'GET', url: '/console/' });
+  app.get('/', async (_request, reply) =>
+    hasConsole
+      ? reply.redirect('console/', 302)
+      : { service: 'tallyhouse', links: { api: '/api/v1', openapi: '/api/v1/openapi.json', metrics: '/metrics', health: '/healthz', ready: '/readyz' } },
+  );
   try {
     await app.listen({ port: config.PORT, host: config.HOST });
   } catch (err) {
@@ -273,7 +278,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
-  rt.logger.info(startupBanner(config, rt, url), `tallyhouse listening on ${url}; try: curl ${url}/api/v1`);
+  const consoleUrl = hasConsole ? `${config.PUBLIC_URL ?? url}/console/` : undefined;
+  rt.logger.info(
+    { ...(consoleUrl ? { console: consoleUrl } : {}), ...startupBanner(config, rt, url) },
+    `${consoleUrl ? `console ${consoleUrl} | ` : ''}tallyhouse listening on ${url}; try: curl ${url}/api/v1`,
+  );
 
   let closing: Promise<void> | undefined;
   const close = () => {

@@ -6,7 +6,7 @@ export const FLOORS: ReadonlyArray<{ floor: string; match: RegExp }> = [
   { floor: 'entry', match: /^src\/main\.ts$/ },
   { floor: 'cli', match: /^src\/cli\// },
   { floor: 'service', match: /^src\/service\.ts$/ },
-  { floor: 'routes, ingest, jobs', match: /^(src\/(http|api|mcp|ingest|jobs)\/|jobs\/|dashboards\/)/ },
+  { floor: 'routes, ingest, jobs', match: /^(src\/(http|api|console|mcp|ingest|jobs)\/|jobs\/|dashboards\/)/ },
   { floor: 'collectors', match: /^src\/collectors\// },
   { floor: 'insights', match: /^src\/insights\// },
   { floor: 'store, platform', match: /^src\/(store|platform)\/|^src\/runtime\.ts$/ },
