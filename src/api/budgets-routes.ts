@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
-import { badParameter, dateParam, formatParam, sendTable } from './http.js';
+import { badParameter, dateParam, formatParam, monthParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { budgetsReport, configuredBudgets } from './budgets-report.js';
 
@@ -43,7 +43,7 @@ export function budgetRoutes(app: FastifyInstance, registry: RouteRegistry, rt: 
     description:
       'Per budget (an app, a model endpoint, an API key or a product, in its currency): spent so far, forecast = spent + days left x the mean daily cost of the complete days, with a 90% interval from the spread of those days, and status: over once spent passes the amount, at_risk when the interval reaches it, else ok.',
     query: z.strictObject({
-      month: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM').optional().describe('default: the current month'),
+      month: monthParam('the budget month').optional().describe('default: the current month'),
       today: dateParam('the day to answer as of (default: today in timezone)').optional(),
       timezone: z.string().optional().describe('one of the collected timezones (default: the first of TIMEZONES)'),
       format: formatParam,

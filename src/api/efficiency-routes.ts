@@ -8,7 +8,7 @@ import { runnerHoursByLocalDay } from '../store/tables/runner-history.js';
 import { machineVram, runnerMetricsByDay, runnerVramPeaks } from '../store/tables/runner-metrics.js';
 import { usageDaysWithPrices } from '../store/tables/usage-buckets.js';
 import { efficiencyByDay, efficiencyByHour, recommendations, type AppInput, type EfficiencyHourRow, type EfficiencyRow, type Hint, type HistoryHourInput } from '../insights/efficiency.js';
-import { badParameter, checkRangeDays, formatParam, listParam, sendTable, type Table } from './http.js';
+import { badParameter, checkRangeDays, dateParam, formatParam, listParam, monthParam, sendTable, type Table } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { CoverageResponse, loadCoverage } from './coverage-report.js';
 import type { Coverage } from '../insights/coverage.js';
@@ -106,7 +106,6 @@ export function hintTable(hints: readonly Hint[]): Table {
   return toTable(hints, HINT_COLUMNS);
 }
 
-const dateParam = (what: string) => z.string().regex(/^\d{4}-\d{2}-\d{2}$/, `expected a date YYYY-MM-DD (${what})`);
 
 function checkZone(rt: Runtime, timezone: string): void {
   if (!IANAZone.isValidZone(timezone) || !rt.config.TIMEZONES.includes(timezone)) {
@@ -223,7 +222,7 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
       'Prices: the non-surge unit price and discount the platform reported in the owner\'s usage rows (machine-second prices are per owner and ' +
       'machine type; unit_prices holds per-endpoint output prices). Candidates: machine types whose VRAM a runner reported and that the owner\'s usage prices.',
     query: z.strictObject({
-      month: z.string().regex(/^\d{4}-\d{2}$/, 'expected a month YYYY-MM').optional().describe('default: the current month'),
+      month: monthParam('the month to right-size').optional().describe('default: the current month'),
       timezone: z.string().default('UTC').describe('timezone the usage and history were collected in'),
       margin_percent: z.coerce.number().min(0).max(1000).optional().describe('VRAM margin over the observed peak (default RIGHTSIZING_VRAM_MARGIN_PERCENT)'),
       format: formatParam,

@@ -42,6 +42,14 @@ export const dateParam = (what: string) =>
     }, `expected a real calendar date between 2000-01-01 and 2100-01-01 (${what})`)
     .describe(`a date YYYY-MM-DD (${what})`);
 
+/** A month YYYY-MM between 2000-01 and 2100-01: the one month parser of every route (a bad month is a 400 naming it). */
+export const monthParam = (what: string) =>
+  z
+    .string()
+    .regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM')
+    .refine((m) => m >= '2000-01' && m <= '2100-01', 'expected a month between 2000-01 and 2100-01')
+    .describe(`a month YYYY-MM (${what})`);
+
 export const formatParam = z.enum(['json', 'csv']).optional();
 
 /** Parses a request's query with a zod schema; the first problem becomes a 400 naming the parameter. */
@@ -177,12 +185,23 @@ export function installErrorHandler(app: FastifyInstance, rt: Pick<Runtime, 'log
       // fastify's own client errors (bad JSON, body too large, unsupported media type) carry safe messages.
       return reply.code(status).send({ error: { type: 'bad_request', message: (err as Error).message } });
     }
-    request.log.error({ err }, 'request failed');
+    // The store's message may quote the statement (and with it the parameters' values): never logged as is.
+    request.log.error({ err: { type: (err as Error).name, code: (err as { code?: unknown }).code, message: redactStatement((err as Error).message ?? '') } }, 'request failed');
     return reply.code(500).send({ error: { type: 'internal_error', message: 'the query failed; see the service log', request_id: request.id } });
   });
 }
 
+/**
+ * An error message without the SQL it may quote: ClickHouse's messages carry the failing statement ("while
+ * executing ... SELECT ..."), the embedded engine's too. Everything from the first statement keyword on is cut.
+ */
+export function redactStatement(message: string): string {
+  const cut = message.search(/\b(SELECT|WITH|INSERT|ALTER|CREATE|DELETE|OPTIMIZE|SYSTEM|DROP)\b/);
+  return (cut === -1 ? message : `${message.slice(0, cut)}[statement redacted]`).slice(0, 500);
+}
+
 /** A range longer than a route answers is a 400 naming the limit (API_MAX_RANGE_DAYS or API_LOGS_MAX_RANGE_DAYS). */
 export function checkRangeDays(days: number, maxDays: number, variable: string): void {
-  if (days > maxDays) throw badParameter('to', `expected a range of at most ${maxDays} days (${variable}); this one spans ${Math.ceil(days)}`);
+  // Written so that NaN (a date no parser should have let through) is refused too: NaN > max is false.
+  if (!(days <= maxDays)) throw badParameter('to', `expected a range of at most ${maxDays} days (${variable}); this one spans ${Math.ceil(days)}`);
 }

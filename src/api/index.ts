@@ -7,7 +7,7 @@ import { collectedTimezones, costByGroups, COST_GROUPS, type CostGroup } from '.
 import { MODEL_COST_GROUPS, modelCostByGroups, type ModelCostGroup } from '../store/tables/model-usage.js';
 import { financeProblem, financeReport, financeTable, FINANCE_COLUMNS } from './finance.js';
 import { IANAZone } from 'luxon';
-import { ApiError, badParameter, checkRangeDays, dateParam, formatParam, installErrorHandler, listParam, parseQuery, sendTable } from './http.js';
+import { ApiError, badParameter, checkRangeDays, dateParam, formatParam, installErrorHandler, listParam, monthParam, parseQuery, sendTable } from './http.js';
 import { readOnlyStore } from '../store/client.js';
 import { RouteRegistry } from './routes.js';
 import { CostResponse, FinanceResponse, FocusResponse } from './responses.js';
@@ -193,7 +193,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
     description:
       'Serverless: one row per app and machine type (machine-seconds, surge machine-seconds, subtotal, discount, total); model APIs: one row per endpoint, unit and API key (quantity, subtotal, discount, total; machine-seconds empty in CSV); `product` says which; a subtotal row per product and currency, a total row per currency, and the platform summary for the month compared with the sum of the daily buckets (flagged when they differ by more than 0.01). month_complete is false while the month is not over. A month with no usage collected in the timezone is a 404 naming the collect command; a month that has not started is a 400.',
     query: z.strictObject({
-      month: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM').refine((m) => m >= '2000-01' && m <= '2100-01', 'expected a month between 2000-01 and 2100-01'),
+      month: monthParam('the invoice month'),
       timezone: z.string().default('UTC'),
       format: formatParam,
     }),
@@ -219,7 +219,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
     description:
       'One row per UTC day, product, resource (app or model endpoint), SKU price and currency, with the FOCUS 1.2 columns (BilledCost, EffectiveCost, ListCost, ContractedCost, unit prices, quantities and units, charge and billing periods, service and provider) and Tallyhouse columns prefixed x_. Read from the usage collected in UTC; a month without any is a 404 naming the collect commands. CSV by default.',
     query: z.strictObject({
-      month: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM').refine((m) => m >= '2000-01' && m <= '2100-01', 'expected a month between 2000-01 and 2100-01'),
+      month: monthParam('the invoice month'),
       format: formatParam,
     }),
     csv: true,
