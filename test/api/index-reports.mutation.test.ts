@@ -40,7 +40,7 @@ async function api(env: Record<string, string> = {}, answer: Answer = () => [], 
   };
   const app = Fastify();
   apps.push(app);
-  const rt = { config, logger: opts.logger ?? createLogger('silent'), registry: createRegistry({ defaultMetrics: false }), store, writer: undefined, app } as unknown as Runtime & { app: FastifyInstance };
+  const rt = { config, logger: opts.logger ?? createLogger('silent'), registry: createRegistry({ defaultMetrics: false }), store, writer: undefined, now: () => new Date('2026-11-21T12:00:00Z'), app } as unknown as Runtime & { app: FastifyInstance };
   await (opts.noExtra ? apiExtension() : apiExtension([]))(rt);
   await app.ready();
   return { app, queries, rt };

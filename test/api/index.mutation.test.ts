@@ -36,7 +36,7 @@ async function api(env: Record<string, string> = {}, answer: (sql: string) => un
   };
   const app = Fastify();
   apps.push(app);
-  const rt = { config, logger: createLogger('silent'), registry: createRegistry({ defaultMetrics: false }), store, writer: undefined, app } as unknown as Runtime & { app: FastifyInstance };
+  const rt = { config, logger: createLogger('silent'), registry: createRegistry({ defaultMetrics: false }), store, writer: undefined, now: () => new Date('2026-11-21T12:00:00Z'), app } as unknown as Runtime & { app: FastifyInstance };
   await apiExtension(extra)(rt);
   await app.ready();
   return { app, queries };
