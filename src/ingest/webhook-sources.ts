@@ -110,6 +110,12 @@ export class WebhookSources {
           this.opts.logger.warn({ given: fetched.length, kept: valid.length }, 'webhook_ip_ranges holds entries that are not CIDR ranges: they are ignored');
         }
         if (fetched.length > MAX_WEBHOOK_RANGES) this.opts.logger.warn({ given: fetched.length, kept: MAX_WEBHOOK_RANGES }, 'webhook_ip_ranges is longer than Tallyhouse keeps: the rest is ignored');
+        // An empty list (or one with no valid range) says nothing about where webhooks come from: keep what is known
+        // rather than refuse every sender.
+        if (valid.length === 0) {
+          this.opts.logger.warn({ given: fetched.length }, 'webhook_ip_ranges holds no valid range: the last known list (or none) stays in use');
+          return;
+        }
         const at = this.now();
         this.use(valid, at);
         await this.save({ ranges: valid, fetched_at_ms: at });

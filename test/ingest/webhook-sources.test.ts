@@ -126,6 +126,19 @@ describe('webhook source ranges (GET /v1/meta webhook_ip_ranges)', () => {
     expect(await deliver('req-other-net', '127.0.1.3')).toBe(403);
   }, 120_000);
 
+  it('an empty or wholly invalid list does not replace the known one (it would refuse every sender)', async () => {
+    const before = metaCalls;
+    meta = { status: 200, ranges: [] };
+    await until('a refetch of the empty list', async () => metaCalls > before + 1);
+    expect(await deliver('req-empty-list', '127.0.0.3')).toBe(200);
+    meta = { status: 200, ranges: ['not-a-range'] };
+    const again = metaCalls;
+    await until('a refetch of the invalid list', async () => metaCalls > again + 1);
+    expect(await deliver('req-invalid-list', '127.0.0.3')).toBe(200);
+    expect(await deliver('req-still-other-net', '127.0.1.3')).toBe(403);
+    meta = { status: 200, ranges: ['127.0.0.0/24'] };
+  }, 120_000);
+
   it('after a restart with the platform unreachable, the kept list is in use, and said stale once older than WEBHOOK_IP_RANGES_STALE_SECONDS', async () => {
     await service!.close();
     service = undefined;
