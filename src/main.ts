@@ -158,7 +158,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { adminExtension },
     { allJobs },
     { efficiencyRoutes },
-    { idleCostShare },
+    { idleCostShare, unattributedCostShare },
     { DEFAULT_BUSINESS_GAUGES },
     { mcpExtension },
     { consoleExtension },
@@ -190,7 +190,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     : {};
   const jobRunner: JobRunnerHandle = {};
   return [
-    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare]),
+    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare, unattributedCostShare]),
     apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes, anomalyRoutes]),
     mcpExtension(packageVersion()),
     consoleExtension(),
@@ -317,6 +317,7 @@ const ONE_LINE_ERRORS = new Set([
   'EmbeddedStoreMissingError',
   'ServiceUnreachableError',
   'UnrequestedFileError',
+  'StorePlatformError',
 ]);
 
 export function reportFatal(err: unknown, write: (text: string) => void = (t) => void process.stderr.write(t)): number {

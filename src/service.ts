@@ -160,7 +160,7 @@ export async function assertPortFree(host: string, port: number): Promise<void> 
 
 /** What a person starting Tallyhouse needs to know, as fields of the "listening" line. */
 function startupBanner(config: Config, rt: Runtime, url: string): Record<string, unknown> {
-  const today = new Date().toISOString().slice(0, 10);
+  const today = rt.now().toISOString().slice(0, 10);
   const monthStart = `${today.slice(0, 7)}-01`;
   const tomorrow = new Date(Date.parse(today) + 86_400_000).toISOString().slice(0, 10);
   return {
