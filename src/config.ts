@@ -404,11 +404,30 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Variables whose old names collide with ones shells and platforms set for themselves (an exported HOST, a PaaS's
+ * PORT): read as TALLYHOUSE_<name>. The old name is still read for a release when the new one is unset, with a
+ * deprecation line (deprecatedVariables); when both are set the new one wins.
+ */
+export const RENAMED_VARIABLES = { HOST: 'TALLYHOUSE_HOST', PORT: 'TALLYHOUSE_PORT' } as const;
+
+/** One line per old name read from `env` in place of its TALLYHOUSE_ name. */
+export function deprecatedVariables(env: Record<string, string | undefined> = process.env): string[] {
+  return Object.entries(RENAMED_VARIABLES)
+    .filter(([old, now]) => (env[old] ?? '') !== '' && (env[now] ?? '') === '')
+    .map(([old, now]) => `tallyhouse: ${old} is deprecated (shells set it for themselves): set ${now} instead; ${old} is read until the next release`);
+}
+
 /** Parses an environment; throws a ConfigError naming every bad variable (never its value: it may be a secret). */
 export function parseConfig(env: Record<string, string | undefined> = process.env): Config {
   // An empty variable means "unset", as shells and compose files commonly produce them.
   const cleaned: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '') cleaned[k] = v;
+  for (const [old, now] of Object.entries(RENAMED_VARIABLES)) {
+    // The schema keeps the short key; the new name wins, the old one stands in for it until the next release.
+    if (cleaned[now] !== undefined) cleaned[old] = cleaned[now];
+    delete cleaned[now];
+  }
   const result = ConfigSchema.safeParse(cleaned);
   if (!result.success) {
     const byVariable = new Map<string, string>();
@@ -457,7 +476,10 @@ let cached: Config | undefined;
 
 /** The process configuration, parsed once on first use. */
 export function getConfig(): Config {
-  cached ??= parseConfig(process.env);
+  if (cached === undefined) {
+    cached = parseConfig(process.env);
+    for (const line of deprecatedVariables(process.env)) process.stderr.write(`${line}\n`);
+  }
   return cached;
 }
 

@@ -39,7 +39,7 @@ describe('the log on a terminal', () => {
     writeFileSync(join(dir, 'no-pretty.cjs'), NO_PRETTY);
     const command = [process.execPath, '--require', join(dir, 'no-pretty.cjs'), BIN, 'serve'].map(shellQuote).join(' ');
     const child = spawn('script', ['-qefc', command, '/dev/null'], {
-      env: { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'info', PORT: '0', HOST: '127.0.0.1', DATA_DIR: join(dir, 'data'), JOBS_ENABLED: 'false' },
+      env: { ...process.env, NODE_ENV: 'development', LOG_LEVEL: 'info', TALLYHOUSE_PORT: '0', TALLYHOUSE_HOST: '127.0.0.1', PORT: undefined, HOST: undefined, DATA_DIR: join(dir, 'data'), JOBS_ENABLED: 'false' },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let out = '';
