@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { IANAZone } from 'luxon';
 import cron from 'node-cron';
 import { closest } from './suggest.js';
+import { parseRange } from './ip-ranges.js';
 
 // One schema for the whole environment, parsed once (CONTRIBUTING.md rule 4).
 
@@ -145,8 +146,14 @@ export const ConfigSchema = z.object({
   SVC_BASE_URL: url.default('https://api.svc.example'),
   SVC_API_KEY: optionalString,
   SVC_ADMIN_KEY: optionalString,
+  // A store records the platform that filled it (sql/031); writing from another one (or the built-in simulator)
+  // into it is refused unless this is set, for a deliberate move (src/jobs/store-platform.ts).
+  ALLOW_PLATFORM_CHANGE: bool.default(false),
   // Platform calls in flight at once over every job of the process; backfill windows run concurrently up to it.
   PLATFORM_MAX_IN_FLIGHT: positiveInt.max(64, 'expected at most 64').default(4),
+  // The most bytes one platform answer may have (issue 49.2); runner metrics, meta and the key set have tighter
+  // limits of their own (src/platform/paths.ts). A longer answer is cut off and its call fails.
+  PLATFORM_MAX_RESPONSE_BYTES: positiveInt.default(8 * 1024 * 1024),
   TIMEZONES: timezoneList.default(['UTC']),
 
   // Collectors (their schedules are JOB_<NAME>_CRON, read by jobs/).
@@ -178,6 +185,9 @@ export const ConfigSchema = z.object({
   REQUESTS_RECOLLECT_HOURS: z.coerce.number().int().min(0).max(24 * 14).default(6),
   PRICES_FILE: optionalString,
   ANALYTICS_TIMEFRAME: z.enum(['minute', 'hour', 'day']).default('hour'),
+  // Days of history the anomaly baseline of a daily series uses at most (issue 46.1; 8-12 weeks): a longer one holds
+  // more of a series' noise and seasons, a shorter one forgets a past incident sooner.
+  ANOMALY_LOOKBACK_DAYS: z.coerce.number().int().min(28).max(84).default(56),
   // Anomaly findings posted as signed JSON (issue 32.2): off when unset. The secret signs each body (HMAC-SHA256).
   NOTIFY_WEBHOOK_URL: url.optional(),
   NOTIFY_WEBHOOK_SECRET: z.string().min(MIN_HMAC_SECRET_LENGTH, `expected a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters`).optional(),
@@ -192,12 +202,29 @@ export const ConfigSchema = z.object({
     .min(MIN_HMAC_SECRET_LENGTH, `expected a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters`)
     .optional(),
   LOG_DRAIN_TOKEN: token.optional(),
+  // A secret path segment of the drain URL (POST /v1/drains/logs/<token>), checked on the request line before a byte
+  // of the body is read: a request without it is answered at once and its connection closed, so it takes no read
+  // slot. Recommended wherever the drain is reachable by others (and the only thing that tells the platform from an
+  // attacker when every connection arrives from one proxy address). Logged as /v1/drains/logs/[redacted].
+  LOG_DRAIN_URL_TOKEN: z
+    .string()
+    .regex(new RegExp(`^[A-Za-z0-9._~-]{${MIN_TOKEN_LENGTH},}$`), `expected a token of at least ${MIN_TOKEN_LENGTH} characters of A-Z a-z 0-9 . _ ~ - (it is a URL path segment)`)
+    .optional(),
   LOG_DRAIN_MAX_BODY_BYTES: positiveInt.default(32 * 1024 * 1024),
   LOG_DRAIN_SPOOL_MAX_BYTES: positiveInt.default(1024 * 1024 * 1024),
+  // Below this much free space on DATA_DIR's disk the drain answers 503 (and /readyz not ready) until space returns
+  // and the spool's backlog is stored: the reserve the store and the replay write into (src/ingest/drain/disk-pressure.ts).
+  DISK_MIN_FREE_BYTES: z.coerce.number().int().min(0).default(256 * 1024 * 1024),
   LOG_RETENTION_DAYS: positiveInt.default(30),
 
   // Webhooks.
   WEBHOOK_JWKS_URL: url.optional(), // default: SVC_BASE_URL + /.well-known/jwks.json
+  // Refuse a webhook connection from outside the platform's webhook_ip_ranges (GET /v1/meta) before reading a byte;
+  // the list is refetched every WEBHOOK_IP_RANGES_REFRESH_SECONDS and kept in DATA_DIR across restarts, said stale
+  // (a warning, tallyhouse_webhook_ip_ranges_age_seconds) past WEBHOOK_IP_RANGES_STALE_SECONDS without a fetch.
+  WEBHOOK_IP_RANGES_CHECK: bool.default(true),
+  WEBHOOK_IP_RANGES_REFRESH_SECONDS: positiveInt.default(3600),
+  WEBHOOK_IP_RANGES_STALE_SECONDS: positiveInt.default(7 * 24 * 3600),
 
   // Bounds on push bodies (drain, webhooks, Faro; src/ingest/body-budget.ts, CONTRIBUTING.md rule 21).
   // Whole request (headers and body) within this, else 408 and the connection closed: the HTTP server's
@@ -222,6 +249,28 @@ export const ConfigSchema = z.object({
   WEBHOOK_MAX_BODIES_PER_ADDRESS: positiveInt.default(16),
   FARO_MAX_BODIES_READING: positiveInt.default(16),
   FARO_MAX_BODIES_PER_ADDRESS: positiveInt.default(4),
+  // Proven senders (src/ingest/body-budget.ts): an address that delivered a correctly signed drain batch or webhook
+  // (or authenticated by bearer token) within PUSH_PROVEN_TTL_SECONDS reads in slots unproven senders cannot take;
+  // unproven senders share *_UNPROVEN_MAX_BODIES_READING of the endpoint's slots. While unproven bodies wait for
+  // that pool, an unproven body being read must bring PUSH_CONTENDED_MIN_BYTES_PER_SECOND on average (after a 1 s
+  // grace) and be whole within PUSH_CONTENDED_MAX_BODY_MS, else it is dropped (408), the slowest first (0 turns
+  // either off). A webhook or Faro body without a slot waits up to PUSH_SLOT_MAX_WAIT_MS for one (the contended rule
+  // frees one meanwhile) before its 503.
+  PUSH_PROVEN_TTL_SECONDS: positiveInt.default(24 * 3600),
+  LOG_DRAIN_UNPROVEN_MAX_BODIES_READING: positiveInt.default(2),
+  WEBHOOK_UNPROVEN_MAX_BODIES_READING: positiveInt.default(16),
+  PUSH_CONTENDED_MIN_BYTES_PER_SECOND: z.coerce.number().int().min(0).default(64 * 1024),
+  PUSH_CONTENDED_MAX_BODY_MS: z.coerce.number().int().min(0).default(5_000),
+  PUSH_SLOT_MAX_WAIT_MS: z.coerce.number().int().min(0).default(3_000),
+  // Reverse proxies whose X-Forwarded-For names the sender (addresses or CIDR ranges, comma-separated): the push
+  // endpoints' per-address bounds then count the address it names. From any other peer the header is ignored.
+  TRUSTED_PROXIES: csvList
+    .superRefine((entries, ctx) => {
+      entries.forEach((entry, i) => {
+        if (!parseRange(entry)) ctx.addIssue({ code: 'custom', message: `expected comma-separated IP addresses or CIDR ranges (e.g. 10.0.0.0/8,::1); the ${ordinal(i + 1)} is not one` });
+      });
+    })
+    .default([]),
 
   // Prometheus scraping and Tallyhouse's own metrics (issue 6).
   SCRAPE_TARGETS: z.string().optional(), // JSON list; parsed by src/collectors/scrape.ts
@@ -309,6 +358,13 @@ export const ConfigSchema = z.object({
   LOG_STREAM_MAX_CLIENTS: positiveInt.default(200),
   // MCP server (POST /mcp, tallyhouse mcp): rows, lines or items one tool answer may hold; over it, a tool error.
   MCP_MAX_ROWS: positiveInt.default(1000),
+  // GET /mcp event streams held open at once, overall (503 beyond) and per token, or per remote address without
+  // API_TOKENS (429 beyond): each holds a server, a transport and a socket (~240 KB). A POST /mcp JSON-RPC batch
+  // holds at most MCP_MAX_BATCH_MESSAGES messages (400 beyond, before any tool runs): with MCP_MAX_ROWS per tool
+  // answer, that bounds the rows one request can ask for.
+  MCP_MAX_STREAMS: positiveInt.default(32),
+  MCP_MAX_STREAMS_PER_CLIENT: positiveInt.default(4),
+  MCP_MAX_BATCH_MESSAGES: positiveInt.default(8),
   LOG_STREAM_MAX_PER_CLIENT: positiveInt.default(10),
   LOG_STREAM_MAX_BUFFER_BYTES: positiveInt.default(1024 * 1024),
   API_TOKENS: csvList
@@ -364,6 +420,19 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
   }
   if (result.data.NOTIFY_WEBHOOK_URL && !result.data.NOTIFY_WEBHOOK_SECRET) {
     throw new ConfigError([{ variable: 'NOTIFY_WEBHOOK_SECRET', expected: `a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters (NOTIFY_WEBHOOK_URL is set: notifications are signed)` }]);
+  }
+  // A month's last day is re-collected until USAGE_RECOLLECT_DAYS days after it (src/collectors/usage.ts,
+  // scheduledWindow) and is final only after a collection made once LATE_BILLING_WINDOW_HOURS have passed after its
+  // end (src/insights/finality.ts): unless the late-billing window ends inside the re-collection window, a month's
+  // last days stay provisional for ever (issue 44.4).
+  const { USAGE_RECOLLECT_DAYS: recollectDays, LATE_BILLING_WINDOW_HOURS: windowHours } = result.data;
+  if (windowHours >= 24 * recollectDays) {
+    throw new ConfigError([
+      {
+        variable: 'USAGE_RECOLLECT_DAYS / LATE_BILLING_WINDOW_HOURS',
+        expected: `a re-collection window longer than the late-billing window (LATE_BILLING_WINDOW_HOURS ${windowHours} < 24 × USAGE_RECOLLECT_DAYS ${recollectDays}), else a month's last days are never collected after their late-billing window and stay provisional for ever: raise USAGE_RECOLLECT_DAYS to ${Math.floor(windowHours / 24) + 1} or lower LATE_BILLING_WINDOW_HOURS below ${24 * recollectDays}`,
+      },
+    ]);
   }
   return Object.freeze(result.data);
 }

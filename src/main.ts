@@ -158,9 +158,10 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { adminExtension },
     { allJobs },
     { efficiencyRoutes },
-    { idleCostShare },
+    { idleCostShare, unattributedCostShare },
     { DEFAULT_BUSINESS_GAUGES },
     { mcpExtension },
+    { consoleExtension },
   ] = await Promise.all([
     import('./jobs/extension.js'),
     import('./api/index.js'),
@@ -180,6 +181,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     import('./api/efficiency-gauges.js'),
     import('./http/business-metrics.js'),
     import('./mcp/extension.js'),
+    import('./console/index.js'),
   ]);
   // Demo mode: the in-process simulator pushes drain lines signed with this secret, and signs webhooks with keys
   // the receiver fetches from the simulator.
@@ -188,11 +190,12 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     : {};
   const jobRunner: JobRunnerHandle = {};
   return [
-    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare]),
+    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare, unattributedCostShare]),
     apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes, anomalyRoutes]),
     mcpExtension(packageVersion()),
+    consoleExtension(),
     logDrainExtension({ demoSecret: demo.drainSecret }),
-    webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json` } : {}),
+    webhookExtension(demo.drainSecret ? { jwksUrl: () => `${demo.simUrl}/.well-known/jwks.json`, metaBaseUrl: () => demo.simUrl } : {}),
     faroExtension({ demoKey: config.FARO_APP_KEYS ? undefined : demo.faroKey }),
     collectorsExtension(allJobs, demo, jobRunner),
     adminExtension({
@@ -314,6 +317,7 @@ const ONE_LINE_ERRORS = new Set([
   'EmbeddedStoreMissingError',
   'ServiceUnreachableError',
   'UnrequestedFileError',
+  'StorePlatformError',
 ]);
 
 export function reportFatal(err: unknown, write: (text: string) => void = (t) => void process.stderr.write(t)): number {

@@ -12,8 +12,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchWriter } from './store/writer.js';
 import { healthRoutes } from './http/health.js';
 import { installHostCheck } from './http/host-check.js';
+import { DRAIN_PATH, drainPath, redactDrainPath } from './ingest/drain/auth.js';
 import type { Component, Extension, Runtime } from './runtime.js';
 import { commandHost } from './http/command-host.js';
+import { retryDelayMs, STORE_STARTUP_RETRY } from './retry.js';
 
 export interface Service extends Runtime {
   app: FastifyInstance;
@@ -67,7 +69,7 @@ async function migrateWithRetry(store: Store, logger: Logger, deadlineMs: number
         if (!transient) throw new MigrationError(`the migrations could not run on ${store.location}: ${storeErrorCode(storeError)}`, undefined, storeError);
         throw new StoreUnavailableError(store.location, new Error(`the migrations met ${storeErrorCode(storeError)} until CLICKHOUSE_CONNECT_TIMEOUT_MS ran out`));
       }
-      const delayMs = Math.min(2_000, 250 * attempt, Math.max(0, deadlineMs - Date.now()));
+      const delayMs = Math.min(retryDelayMs(STORE_STARTUP_RETRY, attempt), Math.max(0, deadlineMs - Date.now()));
       logger.warn({ store: store.location, attempt, err: storeErrorCode(storeError), retryInMs: delayMs }, 'store error while migrating; retrying');
       await sleep(delayMs);
     }
@@ -168,10 +170,23 @@ function startupBanner(config: Config, rt: Runtime, url: string): Record<string,
     api: `${url}/api/v1`,
     openapi: `${url}/api/v1/openapi.json`,
     metrics: `${url}/metrics`,
-    logDrain: `POST ${url}/v1/drains/logs`,
+    logDrain: `POST ${url}${config.LOG_DRAIN_URL_TOKEN ? redactDrainPath(drainPath(config.LOG_DRAIN_URL_TOKEN)) : DRAIN_PATH}`,
     example: `curl '${url}/api/v1/cost?from=${monthStart}&to=${tomorrow}&group_by=app'`,
     dashboards: 'dashboards/ (Grafana provisioning; docker compose up runs Grafana with them)',
   };
+}
+
+/**
+ * API_TOKENS set says the operator means the query API to be private; /metrics carries the same cost per app, and
+ * without METRICS_TOKEN any process that reaches the loopback port reads it (issue 49.7: documented, not warned).
+ */
+export function warnOpenMetrics(config: Pick<Config, 'API_TOKENS' | 'METRICS_TOKEN'>, logger: Logger): void {
+  if ((config.API_TOKENS ?? []).length > 0 && !config.METRICS_TOKEN) {
+    logger.warn(
+      { variable: 'METRICS_TOKEN' },
+      'API_TOKENS is set but METRICS_TOKEN is not: GET /metrics (month-to-date cost per app, budgets) answers without a token to anyone who reaches the port; set METRICS_TOKEN',
+    );
+  }
 }
 
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
@@ -196,6 +211,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   // The port first: a busy port is one line before the store, the simulator or a job has started.
   if (config.PORT !== 0) await assertPortFree(config.HOST, config.PORT);
   const rt = await openRuntime(config, opts);
+  warnOpenMetrics(config, rt.logger);
   const app = Fastify({
     loggerInstance: rt.logger.child({ component: 'http' }),
     // Routine requests (the drain pushes every few seconds) log at debug; errors and slow requests at warn.
@@ -231,7 +247,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     return payload;
   });
   app.addHook('onResponse', async (request, reply) => {
-    const fields = { method: request.method, url: request.url, statusCode: reply.statusCode, durationMs: Math.round(reply.elapsedTime), reason: reasons.get(request) };
+    const fields = { method: request.method, url: redactDrainPath(request.url), statusCode: reply.statusCode, durationMs: Math.round(reply.elapsedTime), reason: reasons.get(request) };
     // A client's mistake (4xx) is the client's to fix: info with the reason; the service's own failures warn.
     if (reply.statusCode >= 500) request.log.warn(fields, 'request failed');
     else if (reply.statusCode >= 400) request.log.info(fields, `request refused (${reply.statusCode})${fields.reason ? `: ${fields.reason}` : ''}`);
@@ -239,15 +255,19 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     else request.log.debug(fields, 'request completed');
   });
   await app.register(healthRoutes, { store: rt.store, registry: rt.registry, metricsToken: config.METRICS_TOKEN });
-  app.get('/', async () => ({
-    service: 'tallyhouse',
-    links: { api: '/api/v1', openapi: '/api/v1/openapi.json', metrics: '/metrics', health: '/healthz', ready: '/readyz' },
-  }));
   const components: Component[] = [];
   for (const extend of opts.extensions ?? []) {
     const component = await extend({ ...rt, app });
     if (component) components.push(component);
   }
+  // With the web console (src/console/), / is its front door (a relative redirect, so it holds under a proxy's
+  // path prefix); without it, a list of what is here.
+  const hasConsole = app.hasRoute({ method: 'GET', url: '/console/' });
+  app.get('/', async (_request, reply) =>
+    hasConsole
+      ? reply.redirect('console/', 302)
+      : { service: 'tallyhouse', links: { api: '/api/v1', openapi: '/api/v1/openapi.json', metrics: '/metrics', health: '/healthz', ready: '/readyz' } },
+  );
   try {
     await app.listen({ port: config.PORT, host: config.HOST });
   } catch (err) {
@@ -258,7 +278,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
-  rt.logger.info(startupBanner(config, rt, url), `tallyhouse listening on ${url}; try: curl ${url}/api/v1`);
+  const consoleUrl = hasConsole ? `${config.PUBLIC_URL ?? url}/console/` : undefined;
+  rt.logger.info(
+    { ...(consoleUrl ? { console: consoleUrl } : {}), ...startupBanner(config, rt, url) },
+    `${consoleUrl ? `console ${consoleUrl} | ` : ''}tallyhouse listening on ${url}; try: curl ${url}/api/v1`,
+  );
 
   let closing: Promise<void> | undefined;
   const close = () => {

@@ -10,6 +10,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { PlatformClient } from '../platform/index.js';
 import type { PlatformSource, PlatformSourceOptions } from '../jobs/platform-source.js';
+import { DEMO_PRICES_FILE } from '../jobs/store-platform.js';
 import { startSim, type World } from '../sim/index.js';
 import { formatNanos } from '../sim/money.js';
 import { readScenarioFile } from '../sim/scenario.js';
@@ -28,6 +29,8 @@ export async function openDemoPlatform(config: Config, logger: Logger, opts: Pla
     apiKey: sim.keys.api,
     adminKey: sim.keys.admin,
     maxInFlight: config.PLATFORM_MAX_IN_FLIGHT,
+    maxResponseBytes: config.PLATFORM_MAX_RESPONSE_BYTES,
+    registry: opts.registry,
     logger: logger.child({ component: 'platform' }),
   });
   const demoPricesFile = config.PRICES_FILE ? undefined : writeDemoPrices(config.DATA_DIR, sim.world);
@@ -40,7 +43,8 @@ export async function openDemoPlatform(config: Config, logger: Logger, opts: Pla
       url: sim.url,
       keys: sim.keys,
       pushTo(serviceUrl) {
-        sim.drain.setUrl(`${serviceUrl}/v1/drains/logs`);
+        // With LOG_DRAIN_URL_TOKEN the drain URL carries it (src/ingest/drain/auth.ts, drainPath).
+        sim.drain.setUrl(`${serviceUrl}/v1/drains/logs${config.LOG_DRAIN_URL_TOKEN ? `/${config.LOG_DRAIN_URL_TOKEN}` : ''}`);
         sim.webhooks.setUrl(`${serviceUrl}/v1/webhooks/queue`);
         if (opts.faroKey) sim.frontEnd.setTarget({ url: `${serviceUrl}/v1/faro/collect`, key: opts.faroKey });
       },
@@ -68,7 +72,7 @@ export function demoPrices(world: World): Array<{ endpoint_id: string; unit_pric
 }
 
 export const DEMO_PRICES_FROM = '2000-01-01';
-export const DEMO_PRICES_FILE = 'demo-prices.json';
+export { DEMO_PRICES_FILE };
 
 function writeDemoPrices(dataDir: string, world: World): string {
   const file = join(dataDir, DEMO_PRICES_FILE);

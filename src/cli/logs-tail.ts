@@ -6,12 +6,13 @@
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { getConfig } from '../config.js';
+import { getConfig, isDemoMode } from '../config.js';
 import { commandHost, commandIO, type CommandIO } from '../http/command-host.js';
 import { onStdoutClosed } from '../stdio.js';
 import { createCommandLogger } from '../log.js';
 import { withCommandRuntime } from '../service.js';
 import { openDemoPlatform } from './demo-platform.js';
+import { claimStorePlatform, demoNotice } from '../jobs/store-platform.js';
 import { openPlatformSource } from '../jobs/platform-source.js';
 import { AppsResponse, LogRecord, PlatformError, platformPaths, type PlatformClient } from '../platform/index.js';
 import { LOG_LEVELS } from '../store/tables/logs.js';
@@ -20,6 +21,7 @@ import type { Runtime } from '../runtime.js';
 import { REJECTS_TABLE } from '../store/writer.js';
 import { collectorRejects } from '../collectors/common.js';
 import { drainLineOf, LogRowBatch, recordKey } from '../collectors/logs.js';
+import { retryDelayMs } from '../retry.js';
 
 const USAGE = 'tallyhouse logs tail [--app OWNER/APP] [--level LEVEL] [--search TEXT] [--request-id ID] [--store] [--json]\n';
 
@@ -58,15 +60,21 @@ export async function followLogStream(platform: PlatformClient, o: FollowOptions
     search: o.filters.search,
     request_id: o.filters.requestId,
   };
+  // An event that never ends (no newline, ever) would grow the parser's buffer without bound: past the limit of one
+  // answer (PLATFORM_MAX_RESPONSE_BYTES) without a complete event, the stream is dropped and opened again.
+  const eventLimitBytes = platform.responseLimitBytes(platformPaths.logsStream);
   while (!o.signal.aborted) {
     let reason = 'the stream ended';
+    let retryAfterMs: number | null = null;
     try {
       const body = await platform.openEventStream(platformPaths.logsStream, { query: { ...query, start: resumeFrom ?? undefined }, signal: o.signal });
       o.onState?.({ kind: 'connected', resumedFrom: resumeFrom });
       const pending: LogRecord[] = [];
       let ended: string | null = null;
+      let bytesSinceEvent = 0;
       const parser = createParser({
         onEvent(event: EventSourceMessage) {
+          bytesSinceEvent = 0;
           if (event.event === 'error') {
             ended = `the platform ended the stream: ${event.data || 'no reason given'}`;
             return;
@@ -83,7 +91,12 @@ export async function followLogStream(platform: PlatformClient, o: FollowOptions
         },
       });
       for await (const chunk of body) {
+        bytesSinceEvent += chunk.length;
         parser.feed(chunk.toString('utf8'));
+        if (bytesSinceEvent > eventLimitBytes) {
+          ended = `an event longer than ${eventLimitBytes} bytes (PLATFORM_MAX_RESPONSE_BYTES): dropped`;
+          break;
+        }
         for (const item of pending.splice(0)) {
           const ms = Date.parse(item.timestamp);
           if (ms < resumeMs) continue;
@@ -108,10 +121,13 @@ export async function followLogStream(platform: PlatformClient, o: FollowOptions
       // reconnected forever, printing the same 404 with a growing wait.
       if (err instanceof PlatformError && !err.retryable) throw new TailRefusedError(err);
       reason = err instanceof Error ? err.message : String(err);
+      // A 429's wait (Retry-After, x-ratelimit-reset) is the platform's: never reconnect before it (issue 50.5).
+      if (err instanceof PlatformError) retryAfterMs = err.retryAfterMs;
     }
     if (o.signal.aborted) return;
     attempt++;
-    const retryInMs = Math.min(max, base * 2 ** (attempt - 1));
+    // Exponential, no jitter: a person reads the wait ("reconnecting in 2.0 s"); never shorter than the server's.
+    const retryInMs = Math.max(retryDelayMs({ baseMs: base, maxMs: max, growth: 'exponential', jitter: 'none' }, attempt), retryAfterMs ?? 0);
     o.onState?.({ kind: 'dropped', reason, retryInMs, attempt });
     try {
       await sleep(retryInMs, undefined, { signal: o.signal });
@@ -294,8 +310,8 @@ export async function logsCommand(argv: string[]): Promise<number> {
   }
   const config = getConfig();
   const logger = createCommandLogger(config.CLI_LOG_LEVEL);
+  if (isDemoMode(config)) io.err(demoNotice('logs tail'));
   const source = await openPlatformSource(config, logger, { demoNoticeLevel: 'info', openDemo: openDemoPlatform });
-  if (source.demo) io.err('tallyhouse logs tail: no platform key configured (SVC_API_KEY); following the built-in simulator\'s stream\n');
   const pretty = !values.json && Boolean(process.stdout.isTTY);
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
@@ -325,6 +341,7 @@ export async function logsCommand(argv: string[]): Promise<number> {
   try {
     if (values.store) {
       await withCommandRuntime(config, async (rt) => {
+        await claimStorePlatform(rt, 'logs tail --store');
         const store = new TailStore(rt, io);
         try {
           await follow(store);

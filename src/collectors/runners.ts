@@ -5,6 +5,7 @@ import { appPath, isPlatformError, RunnersHistoryPoint, type PlatformError } fro
 import { runnerHistory, type RunnerHistoryRow } from '../store/tables/runner-history.js';
 import { nextVersionMs, toDateTime64 } from '../values.js';
 import { bucketChunks, type Timeframe } from './time.js';
+import { collectedRangeWrite } from './collected-range.js';
 import { collectorRejects, commitRows, tableWrite, describeZodIssue, mapLimit } from './common.js';
 import { type AppRef } from './endpoints.js';
 
@@ -103,7 +104,8 @@ export async function collectRunnerHistory(ctx: JobContext, apps: readonly AppRe
   });
   const rows = perCall.flat();
   const rejected = rejects.rows.length;
-  await commitRows(ctx, [tableWrite(runnerHistory, rows)], rejects, { timezone: range.timezone });
+  // The range is recorded with its rows (sql/030): an hour with no runner is collected, not missing.
+  await commitRows(ctx, [tableWrite(runnerHistory, rows), collectedRangeWrite('runner_history', range, ctx.now())], rejects, { timezone: range.timezone });
   return { rows: rows.length, rejected, refused };
 }
 

@@ -9,6 +9,7 @@ import { ExpositionError, parseExposition, type Sample } from '../promtext/index
 import { safeUrl } from '../store/client.js';
 import { toDateTime64 } from '../values.js';
 import type { SampleRow, ScrapeRow, SeriesRow } from '../store/tables/metrics.js';
+import { PlatformError, type PlatformClient } from '../platform/index.js';
 
 /** Prometheus' own Accept header (2.x): OpenMetrics first, then the 0.0.4 text format; never protobuf. */
 export const SCRAPE_ACCEPT =
@@ -44,6 +45,11 @@ export interface ScrapeTarget {
   headers: Record<string, string>;
   sampleLimit: number;
   bodySizeLimitBytes: number;
+  /**
+   * The platform's own exposition is read through the shared platform client (issue 50.5): its key, its byte
+   * limit, PLATFORM_MAX_IN_FLIGHT, and a 429's wait (which then pauses every platform call, as any 429 does).
+   */
+  platform?: { client: PlatformClient; path: string };
 }
 
 function toTarget(t: z.output<typeof TargetSchema>): ScrapeTarget {
@@ -69,7 +75,7 @@ export function commandLineTarget(url: string, job?: string, headers: Record<str
  * SCRAPE_TARGETS (a JSON list), or by default the platform's metrics exposition with the API key
  * (`platform` may point at the in-process simulator in demo mode).
  */
-export function scrapeTargets(config: Config, platform: { baseUrl: string; apiKey?: string }): ScrapeTarget[] {
+export function scrapeTargets(config: Config, platform: { baseUrl: string; apiKey?: string; client?: PlatformClient }): ScrapeTarget[] {
   if (config.SCRAPE_TARGETS) {
     let raw: unknown;
     try {
@@ -88,18 +94,22 @@ export function scrapeTargets(config: Config, platform: { baseUrl: string; apiKe
     return parsed.data.map(toTarget);
   }
   if (!platform.apiKey) return [];
-  return [
-    toTarget(
-      TargetSchema.parse({
-        url: new URL(config.SVC_METRICS_PATH, platform.baseUrl.endsWith('/') ? platform.baseUrl : `${platform.baseUrl}/`).href.replace(
-          /\/\/metrics$/,
-          '/metrics',
-        ),
-        job: 'platform',
-        headers: { authorization: `Key ${platform.apiKey}` },
-      }),
-    ),
-  ];
+  const target = toTarget(
+    TargetSchema.parse({
+      url: new URL(config.SVC_METRICS_PATH, platform.baseUrl.endsWith('/') ? platform.baseUrl : `${platform.baseUrl}/`).href.replace(
+        /\/\/metrics$/,
+        '/metrics',
+      ),
+      job: 'platform',
+      // The client sends the key itself; a target read without one (no client given) carries it here.
+      headers: platform.client ? {} : { authorization: `Key ${platform.apiKey}` },
+    }),
+  );
+  if (platform.client) {
+    const path = config.SVC_METRICS_PATH.startsWith('/') ? config.SVC_METRICS_PATH : `/${config.SVC_METRICS_PATH}`;
+    target.platform = { client: platform.client, path };
+  }
+  return [target];
 }
 
 function describeTargetIssue(issue: z.core.$ZodIssue): string {
@@ -145,6 +155,23 @@ export async function scrapeTarget(target: ScrapeTarget, signal?: AbortSignal): 
   const abort = signal ? AbortSignal.any([signal, timeout]) : timeout;
   let body: Buffer;
   let contentType: string | null;
+  if (target.platform) {
+    try {
+      const answer = await target.platform.client.getText(target.platform.path, {
+        accept: SCRAPE_ACCEPT,
+        headers: { 'x-prometheus-scrape-timeout-seconds': String(target.timeoutMs / 1000) },
+        ctx: { signal: abort },
+        maxBytes: target.bodySizeLimitBytes,
+      });
+      body = Buffer.from(answer.body, 'utf8');
+      contentType = answer.contentType;
+    } catch (err) {
+      if (timeout.aborted) throw new ScrapeError(`context deadline exceeded: no complete answer within ${target.timeoutMs} ms`);
+      if (err instanceof PlatformError && err.status !== null) throw new ScrapeError(`server returned HTTP status ${err.status}: ${err.message}`);
+      throw new ScrapeError((err as Error).message);
+    }
+    return parseScrape(body, contentType, target, started, scrapedAtMs);
+  }
   try {
     const res = await request(target.url, {
       method: 'GET',
@@ -172,6 +199,10 @@ export async function scrapeTarget(target: ScrapeTarget, signal?: AbortSignal): 
     const code = (err as { code?: string }).code;
     throw new ScrapeError(`${code ? `${code}: ` : ''}${(err as Error).message}`);
   }
+  return parseScrape(body, contentType, target, started, scrapedAtMs);
+}
+
+function parseScrape(body: Buffer, contentType: string | null, target: ScrapeTarget, started: number, scrapedAtMs: number): ScrapeResult {
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(body);

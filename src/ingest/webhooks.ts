@@ -16,7 +16,12 @@ import { MAX_REJECT_RAW_BYTES, REJECTS_TABLE, type BatchWriter } from '../store/
 import { webhookDeliveries, type WebhookDeliveryRow } from '../store/tables/webhook-deliveries.js';
 import { toDateTime64 } from '../values.js';
 import { boundedJson, MAX_NESTING_DEPTH, valueDepth } from '../json-nesting.js';
-import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, defaultPushLimits, PushBudgets, pushBudgets, remoteAddress, type BudgetLease } from './body-budget.js';
+import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, defaultPushLimits, PushBudgets, pushBudgets, type BudgetLease } from './body-budget.js';
+import { join } from 'node:path';
+import { PlatformClient } from '../platform/index.js';
+import { platformPaths } from '../platform/paths.js';
+import { MetaResponse } from '../platform/schemas.js';
+import { PlatformNotStarted, WEBHOOK_RANGES_FILE, WebhookSources } from './webhook-sources.js';
 
 export const WEBHOOK_PATH = '/v1/webhooks/queue';
 export const TIMESTAMP_LEEWAY_SECONDS = 300;
@@ -38,7 +43,8 @@ export type WebhookOutcome =
   | 'keys_unavailable'
   | 'store_unavailable'
   | 'too_large'
-  | 'busy';
+  | 'busy'
+  | 'forbidden_address';
 
 /** The key set's URL: WEBHOOK_JWKS_URL, else SVC_BASE_URL/.well-known/jwks.json. */
 export function jwksUrl(config: Pick<Config, 'WEBHOOK_JWKS_URL' | 'SVC_BASE_URL'>): string {
@@ -365,6 +371,8 @@ export interface WebhookRouteOptions {
   budgets?: PushBudgets;
   /** Bodies read at once (tests; default WEBHOOK_MAX_BODIES_READING). */
   maxConcurrentBodies?: number;
+  /** The platform's webhook source ranges (WEBHOOK_IP_RANGES_CHECK): a connection from outside them is refused at once. */
+  sources?: WebhookSources;
 }
 
 const STATUS: Record<WebhookOutcome, number> = {
@@ -376,6 +384,7 @@ const STATUS: Record<WebhookOutcome, number> = {
   store_unavailable: 503,
   too_large: 413,
   busy: 503,
+  forbidden_address: 403,
 };
 
 /** The webhook route, as an encapsulated plugin reading the raw body (the signature covers its bytes). */
@@ -400,16 +409,26 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
       closeWithoutReading(reply.raw);
       return reply.code(STATUS[outcome]).headers({ connection: 'close', ...headers }).send(body);
     };
+    // The source address first (the platform publishes every address that may send webhooks): a stranger costs
+    // one answer, and only admitted addresses compete for read slots.
+    const address = budgets.clientAddress(req.raw);
+    if (opts.sources?.admits(address) === 'refused') {
+      budgets.refused('webhooks', 'address');
+      return refuse('forbidden_address', { error: 'Forbidden', message: 'this address is not in the platform\'s webhook_ip_ranges (GET /v1/meta)' });
+    }
     const h = readSignedHeaders(req.headers, Math.floor(now() / 1000));
     if ('outcome' in h) return refuse(h.outcome, { error: 'Unauthorized', message: h.reason });
-    const address = remoteAddress(req.raw);
-    const slot = budgets.slots.webhooks.acquire(address);
+    // An address that delivered a verified webhook within PUSH_PROVEN_TTL_SECONDS reads in the proven lane.
+    const proven = budgets.proven.has(address);
+    // Without a free slot it waits up to PUSH_SLOT_MAX_WAIT_MS, its bytes unread.
+    const waited = budgets.slots.webhooks.acquire(address, req.raw.socket, proven);
+    const slot = typeof waited === 'function' || 'refused' in waited ? waited : await waited;
     if (typeof slot !== 'function') {
       budgets.refused('webhooks', 'busy');
       const reason = 'refused' in slot ? slot.refused : 'no read slot';
       return refuse('busy', { error: 'Service Unavailable', message: `too many webhook bodies are being read: ${reason}; retry later` }, { 'retry-after': String(BUSY_RETRY_AFTER_SECONDS) });
     }
-    const unwatch = budgets.guard.watch(req.raw, reply.raw, 'webhooks');
+    const unwatch = budgets.guard.watch(req.raw, reply.raw, 'webhooks', { address, proven });
     const lease = budgets.unverified.lease(address, { webhook: true });
     leases.set(req.raw, lease);
     const release = () => {
@@ -433,6 +452,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         response: {
           200: { type: 'object', properties: { status: { type: 'string' }, request_id: { type: 'string' } } },
           401: errorSchema,
+          403: errorSchema,
           413: errorSchema,
           503: errorSchema,
         },
@@ -477,6 +497,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         return finish('invalid_signature', { error: 'Unauthorized', message: 'X-Svc-Webhook-Signature does not verify with any key of the key set' });
       }
 
+      budgets.proven.prove(budgets.clientAddress(req.raw));
       // Verified: only now is the body joined into one buffer (the row keeps it raw).
       const raw = Buffer.concat(body.parts, body.length);
       const { row, unmapped } = deliveryRow(signed, raw, now());
@@ -515,22 +536,59 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
 export interface WebhookExtensionOptions {
   /** The key set's URL (default: jwksUrl(config)); demo mode passes the simulator's (a function: read when fetched). */
   jwksUrl?: string | (() => string);
+  /** Where GET /v1/meta is asked (default SVC_BASE_URL); demo mode passes the simulator's (undefined until it runs). */
+  metaBaseUrl?: () => string | undefined;
   minRefetchIntervalMs?: number;
   storeTimeoutMs?: number;
 }
 
-/** Serves POST /v1/webhooks/queue. The key set is fetched on the first delivery, not at start-up. */
+/** The platform's webhook_ip_ranges (GET /v1/meta), through the platform client's reading path and retry rule. */
+async function fetchWebhookRanges(baseUrl: string, apiKey: string | undefined, logger: Logger): Promise<string[]> {
+  const client = new PlatformClient({ baseUrl, apiKey, maxAttempts: 2, maxElapsedMs: 15_000, logger });
+  try {
+    return (await client.getJson(platformPaths.meta, { schema: MetaResponse })).webhook_ip_ranges;
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * Serves POST /v1/webhooks/queue. The key set is fetched on the first delivery, not at start-up; the webhook source
+ * ranges (WEBHOOK_IP_RANGES_CHECK) at start-up, in the background, and every WEBHOOK_IP_RANGES_REFRESH_SECONDS.
+ */
 export function webhookExtension(options: WebhookExtensionOptions = {}): Extension {
   return async (rt) => {
     const logger = rt.logger.child({ component: 'webhooks' });
     const keySet = new KeySet(options.jwksUrl ?? jwksUrl(rt.config), { minRefetchIntervalMs: options.minRefetchIntervalMs, logger });
+    const sources = rt.config.WEBHOOK_IP_RANGES_CHECK
+      ? await WebhookSources.open({
+          fetchRanges: async () => {
+            const base = options.metaBaseUrl ? options.metaBaseUrl() : rt.config.SVC_BASE_URL;
+            if (base === undefined) throw new PlatformNotStarted('the platform is not started yet');
+            return fetchWebhookRanges(base, rt.config.SVC_API_KEY, logger);
+          },
+          file: join(rt.config.DATA_DIR, WEBHOOK_RANGES_FILE),
+          refreshMs: rt.config.WEBHOOK_IP_RANGES_REFRESH_SECONDS * 1000,
+          staleMs: rt.config.WEBHOOK_IP_RANGES_STALE_SECONDS * 1000,
+          logger,
+          registry: rt.registry,
+          now: () => rt.now().getTime(),
+        })
+      : undefined;
     await rt.app.register(webhookRoutes, {
       keySet,
       writer: rt.writer,
       registry: rt.registry,
       storeTimeoutMs: options.storeTimeoutMs,
       budgets: pushBudgets(rt.app.server, rt.config, rt.registry),
+      sources,
     });
-    logger.info({ path: WEBHOOK_PATH }, 'webhook receiver ready');
+    logger.info({ path: WEBHOOK_PATH, sourceCheck: sources !== undefined }, 'webhook receiver ready');
+    return {
+      name: 'webhooks',
+      async stop() {
+        sources?.stop();
+      },
+    };
   };
 }

@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import { PlatformClient } from '../platform/index.js';
 import { redactUrl, redactUrls } from '../redact.js';
 import type { Runtime } from '../runtime.js';
+import type { Registry } from 'prom-client';
 
 /** Where the collectors read from: the configured platform, or the built-in simulator in demo mode. */
 export interface PlatformSource {
@@ -35,6 +36,8 @@ export interface PlatformSourceOptions {
    * (src/cli/demo-platform.ts): the simulator is not a dependency of scheduling (ARCHITECTURE.md, "Layers").
    */
   openDemo?: DemoPlatformOpener;
+  /** Where the platform client's metrics go (the service's registry). */
+  registry?: Registry;
 }
 
 export type DemoPlatformOpener = (config: Config, logger: Logger, opts: PlatformSourceOptions) => Promise<PlatformSource>;
@@ -46,6 +49,8 @@ export async function openPlatformSource(config: Config, logger: Logger, opts: P
       apiKey: config.SVC_API_KEY,
       adminKey: config.SVC_ADMIN_KEY,
       maxInFlight: config.PLATFORM_MAX_IN_FLIGHT,
+      maxResponseBytes: config.PLATFORM_MAX_RESPONSE_BYTES,
+      registry: opts.registry,
       logger: logger.child({ component: 'platform' }),
     });
     if (config.PLATFORM_CLOCK === 'wall') return { platform, now: () => new Date(), demo: false, close: () => platform.close() };

@@ -58,6 +58,47 @@ export function mcpExtension(version: string): Extension {
           return refuse(reply, 401, 'authorization_error', 'a valid "Authorization: Bearer <token>" header is required (API_TOKENS)');
         }
       });
+      // Open GET streams, overall and per client (token digest, or address without API_TOKENS).
+      let streams = 0;
+      const streamsByClient = new Map<string, number>();
+      const clientOf = (request: FastifyRequest): string => {
+        const m = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
+        return m && digests.length > 0 ? `token:${createHash('sha256').update(m[1].trim()).digest('hex')}` : `address:${request.socket.remoteAddress ?? 'unknown'}`;
+      };
+      const openStream = async (request: FastifyRequest, reply: FastifyReply) => {
+        const { MCP_MAX_STREAMS, MCP_MAX_STREAMS_PER_CLIENT } = rt.config;
+        if (streams >= MCP_MAX_STREAMS) {
+          reply.header('retry-after', '30');
+          return refuse(reply, 503, 'busy', `${MCP_MAX_STREAMS} GET /mcp streams are open already (MCP_MAX_STREAMS)`);
+        }
+        const client = clientOf(request);
+        const mine = streamsByClient.get(client) ?? 0;
+        if (mine >= MCP_MAX_STREAMS_PER_CLIENT) {
+          reply.header('retry-after', '30');
+          return refuse(reply, 429, 'too_many_streams', `${MCP_MAX_STREAMS_PER_CLIENT} GET /mcp streams are open already for this client (MCP_MAX_STREAMS_PER_CLIENT)`);
+        }
+        streams++;
+        streamsByClient.set(client, mine + 1);
+        reply.raw.once('close', () => {
+          streams--;
+          const left = (streamsByClient.get(client) ?? 1) - 1;
+          if (left > 0) streamsByClient.set(client, left);
+          else streamsByClient.delete(client);
+        });
+        return handle(request, reply);
+      };
+      const post = async (request: FastifyRequest, reply: FastifyReply) => {
+        // A batch runs each of its calls; one request asking for a hundred tool answers (14 MB, and the embedded
+        // engine busy for seconds) is refused before any runs.
+        if (Array.isArray(request.body) && request.body.length > rt.config.MCP_MAX_BATCH_MESSAGES) {
+          return reply.code(400).send({
+            jsonrpc: '2.0',
+            error: { code: -32600, message: `Invalid Request: a batch of ${request.body.length} messages exceeds MCP_MAX_BATCH_MESSAGES (${rt.config.MCP_MAX_BATCH_MESSAGES}); send fewer calls per request` },
+            id: null,
+          });
+        }
+        return handle(request, reply);
+      };
       const handle = async (request: FastifyRequest, reply: FastifyReply) => {
         const server = createMcpServer(options);
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -69,8 +110,8 @@ export function mcpExtension(version: string): Extension {
         await server.connect(transport);
         await transport.handleRequest(request.raw, reply.raw, request.body);
       };
-      app.post(MCP_PATH, { bodyLimit: 1024 * 1024 }, handle);
-      app.get(MCP_PATH, handle);
+      app.post(MCP_PATH, { bodyLimit: 1024 * 1024 }, post);
+      app.get(MCP_PATH, openStream);
       app.delete(MCP_PATH, handle);
     });
   };

@@ -2,7 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { ZodType } from 'zod';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
+import { counter, gauge } from '../metrics.js';
 import {
   PlatformError,
   errorFromException,
@@ -11,17 +13,18 @@ import {
   type HeaderBag,
   type KeyScope,
 } from './errors.js';
-import { scopeForPath } from './paths.js';
+import { DEFAULT_MAX_RESPONSE_BYTES, ERROR_BODY_MAX_BYTES, SMALL_RESPONSE_BYTES, endpointTemplate, scopeForPath } from './paths.js';
 import { appendQuery, type ArrayFormat, type QueryParams } from './query.js';
+import { retryDelayMs } from '../retry.js';
 
 export type { QueryParams } from './query.js';
 
 export interface PlatformClientOptions {
   /** SVC_BASE_URL; may carry a path prefix, which is put before every request path. */
   baseUrl: string;
-  /** SVC_API_KEY. Also the key for calls that need no key (they ignore it). */
+  /** SVC_API_KEY: every call but the admin-scope ones; without it they fail before sending (`missing_key`). */
   apiKey?: string;
-  /** SVC_ADMIN_KEY. Used for admin-scope calls, and for API-scope calls when no API key is set. */
+  /** SVC_ADMIN_KEY: admin-scope calls only (least privilege: never sent where an API-scope key will do). */
   adminKey?: string;
   /** undici timers have about one second of resolution above 1,000 ms, so these are approximate. */
   connectTimeoutMs?: number;
@@ -45,6 +48,13 @@ export interface PlatformClientOptions {
   arrayFormat?: ArrayFormat;
   /** Source of jitter in [0, 1); for tests. */
   random?: () => number;
+  /**
+   * PLATFORM_MAX_RESPONSE_BYTES: the most bytes one answer may have (SMALL_RESPONSE_BYTES are tighter where the
+   * interface's payload is small). A longer answer is cut off unread and fails the call (`response_too_large`).
+   */
+  maxResponseBytes?: number;
+  /** Where the client's metrics go (answers cut off, the platform's concurrency limit, deprecations). */
+  registry?: Registry;
 }
 
 export interface RetryInfo {
@@ -69,6 +79,8 @@ export interface CallOptions<T = unknown> {
 }
 
 export interface TextCallOptions {
+  /** A tighter byte limit than the path's (a scrape target's body_size_limit); never a looser one. */
+  maxBytes?: number;
   query?: QueryParams;
   scope?: KeyScope;
   ctx?: CallContext;
@@ -135,6 +147,8 @@ interface RequestSpec<T> {
   accept: string;
   headers?: Record<string, string>;
   ctx: CallContext | undefined;
+  /** A tighter byte limit than responseLimitBytes(path). */
+  maxBytes?: number;
   /** Turns a 2xx answer into the result; throws a PlatformError (retryable or not) when it cannot. */
   read: (status: number, headers: HeaderBag, body: string, call: CallDescription) => T;
 }
@@ -143,10 +157,12 @@ function isSuccess(status: number): boolean {
   return status >= 200 && status < 300;
 }
 
-/** Full jitter: a uniform wait in [0, min(max, base * 2^(attempt-1))). */
+/**
+ * The platform client's policy (src/retry.ts): exponential, full jitter (every collector of every instance retries
+ * the same platform), a uniform wait in [0, min(max, base * 2^(attempt-1))).
+ */
 export function backoffDelayMs(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
-  const ceilingMs = Math.min(maxMs, baseMs * 2 ** (attempt - 1));
-  return Math.floor(random() * ceilingMs);
+  return retryDelayMs({ baseMs, maxMs, growth: 'exponential', jitter: 'full' }, attempt, random);
 }
 
 function parseJsonBody(status: number, body: string, call: CallDescription): unknown {
@@ -213,6 +229,12 @@ export class PlatformClient {
   readonly #maxInFlight: number;
   #inFlight = 0;
   readonly #waiting: Array<() => void> = [];
+  readonly #maxResponseBytes: number;
+  readonly #metrics: ClientMetrics;
+  /** Endpoints (templates) whose deprecation headers were logged already: once per endpoint and process. */
+  readonly #deprecationsSeen = new Set<string>();
+  /** The last concurrency limit a 429 named, logged when it changes. */
+  #lastConcurrencyLimit: number | null = null;
   /** performance.now() before which no attempt starts: a 429's wait, shared by every caller. */
   #pausedUntil = 0;
   #closing: Promise<void> | null = null;
@@ -240,6 +262,8 @@ export class PlatformClient {
     this.#arrayFormat = opts.arrayFormat ?? DEFAULTS.arrayFormat;
     this.#random = opts.random ?? Math.random;
     this.#maxInFlight = Math.max(1, opts.maxInFlight ?? DEFAULTS.maxInFlight);
+    this.#maxResponseBytes = Math.max(1, opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
+    this.#metrics = clientMetrics(opts.registry);
     this.#agent = new Agent({
       connections: opts.connections ?? DEFAULTS.connections,
       connect: { timeout: opts.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs },
@@ -266,6 +290,7 @@ export class PlatformClient {
       accept: opts.accept ?? 'text/plain',
       headers: opts.headers,
       ctx: opts.ctx,
+      maxBytes: opts.maxBytes,
       read: (_status, headers, body) => {
         const contentType = headers['content-type'];
         return { body, contentType: (Array.isArray(contentType) ? contentType[0] : contentType) ?? null };
@@ -368,27 +393,49 @@ export class PlatformClient {
     const { url, call, authorization } = this.#prepare(spec);
     const headers: Record<string, string> = { accept: 'text/event-stream', 'user-agent': this.#userAgent, 'content-type': 'application/json' };
     if (authorization !== null) headers.authorization = authorization;
-    let response: Dispatcher.ResponseData;
+    // Opening the stream is a platform call like any other (issue 50.5): it waits out a 429 pause and takes an
+    // in-flight slot until the answer's head is in. The open stream then gives its slot back: a stream followed for
+    // hours would otherwise hold one of PLATFORM_MAX_IN_FLIGHT from every job.
     try {
-      response = await this.#agent.request({
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
-        method: 'POST',
-        headers,
-        body: JSON.stringify(spec.jsonBody),
-        signal: opts.signal,
-        bodyTimeout: opts.idleTimeoutMs ?? 60_000,
-      });
-    } catch (error) {
-      throw errorFromException(call, error, null);
+      await this.#acquire(opts.signal);
+    } catch {
+      throw this.#aborted(call, 1, opts.signal?.reason);
+    }
+    let response: Dispatcher.ResponseData;
+    let text: string | null = null;
+    try {
+      try {
+        response = await this.#agent.request({
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
+          method: 'POST',
+          headers,
+          body: JSON.stringify(spec.jsonBody),
+          signal: opts.signal,
+          bodyTimeout: opts.idleTimeoutMs ?? 60_000,
+        });
+      } catch (error) {
+        throw errorFromException(call, error, null);
+      }
+      this.#noteDeprecation(call, response.headers);
+      if (!isSuccess(response.statusCode)) text = await this.#readBody(response, call, response.statusCode).catch(() => '');
+    } finally {
+      this.#release();
     }
     const status = response.statusCode;
-    if (!isSuccess(status)) {
-      const text = await response.body.text().catch(() => '');
-      throw errorFromResponse(call, status, response.headers, text);
+    if (text !== null) {
+      if (status === 429) this.#noteConcurrencyLimit(call, text, response.headers);
+      const error = errorFromResponse(call, status, response.headers, text);
+      error.attempts = 1;
+      if (status === 429) {
+        const waitMs = error.retryAfterMs ?? backoffDelayMs(1, this.#backoffBaseMs, this.#maxBackoffMs, this.#random);
+        this.#pausedUntil = Math.max(this.#pausedUntil, performance.now() + waitMs);
+      }
+      throw error;
     }
     const type = String(response.headers['content-type'] ?? '');
     if (!type.startsWith('text/event-stream')) {
+      // dump() reads at most undici's 128 KiB, then closes the connection: bounded as every other read.
       await response.body.dump().catch(() => undefined);
       throw new PlatformError({
         message: `${call.method} ${call.path} answered ${status} with ${type || 'no content type'}, not an event stream`,
@@ -596,16 +643,105 @@ export class PlatformClient {
       throw errorFromException(call, error, null);
     }
     const status = response.statusCode;
+    this.#noteDeprecation(call, response.headers);
     let text: string;
     try {
-      text = await response.body.text();
+      text = await this.#readBody(response, call, status, spec.maxBytes);
     } catch (error) {
+      if (error instanceof PlatformError) throw error;
       // An error answer whose body was lost is still classified by its status.
       if (isSuccess(status) || signal.aborted) throw errorFromException(call, error, status);
       text = '';
     }
+    if (status === 429) this.#noteConcurrencyLimit(call, text, response.headers);
     if (!isSuccess(status)) throw errorFromResponse(call, status, response.headers, text);
     return spec.read(status, response.headers, text, call);
+  }
+
+  /** The byte limit of one answer on this path (issue 49.2). */
+  responseLimitBytes(path: string): number {
+    const small = SMALL_RESPONSE_BYTES[endpointTemplate(path)];
+    return small === undefined ? this.#maxResponseBytes : Math.min(small, this.#maxResponseBytes);
+  }
+
+  /**
+   * The one reading path of every answer: streamed, counted, and cut off past the limit so a platform that sends
+   * without end costs at most the limit (issue 49.2: `response.body.text()` took 12.3 GB in 120 s). A 2xx past its
+   * limit fails the call (`response_too_large`, not retried: the same call gets the same answer); an error answer is
+   * read only as far as its classification needs.
+   */
+  async #readBody(response: Dispatcher.ResponseData, call: CallDescription, status: number, maxBytes?: number): Promise<string> {
+    const success = isSuccess(status);
+    const pathLimit = this.responseLimitBytes(call.path);
+    const limitBytes = success ? Math.min(pathLimit, maxBytes ?? pathLimit) : ERROR_BODY_MAX_BYTES;
+    const declared = Number(headerOne(response.headers, 'content-length') ?? NaN);
+    if (success && Number.isFinite(declared) && declared > limitBytes) {
+      discard(response.body);
+      throw this.#tooLarge(call, status, limitBytes, declared, true);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      if (size + chunk.length > limitBytes) {
+        discard(response.body);
+        if (!success) {
+          chunks.push(chunk.subarray(0, limitBytes - size));
+          break;
+        }
+        throw this.#tooLarge(call, status, limitBytes, size + chunk.length, false);
+      }
+      size += chunk.length;
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  #tooLarge(call: CallDescription, status: number, limitBytes: number, bytes: number, declared: boolean): PlatformError {
+    const endpoint = endpointTemplate(call.path);
+    this.#metrics.tooLarge.inc({ endpoint });
+    const message = declared
+      ? `${call.method} ${call.path} answered ${status} with a body of ${bytes} bytes (Content-Length), over its limit of ${limitBytes} bytes; not read`
+      : `${call.method} ${call.path} answered ${status} with a body over its limit of ${limitBytes} bytes; cut off after ${bytes} bytes`;
+    this.#logger?.warn({ method: call.method, path: call.path, endpoint, status, limitBytes, bytes }, 'platform answer over its byte limit; cut off (PLATFORM_MAX_RESPONSE_BYTES)');
+    return new PlatformError({
+      message,
+      status,
+      type: 'response_too_large',
+      retryable: false,
+      scope: call.scope,
+      keyUsed: call.keyUsed,
+      method: call.method,
+      path: call.path,
+    });
+  }
+
+  /**
+   * A 429 "carries the limit value" (interface, Concurrency): it is what an operator tunes PLATFORM_MAX_IN_FLIGHT
+   * against, so it is a gauge and, when it changes, a log line.
+   */
+  #noteConcurrencyLimit(call: CallDescription, body: string, headers: HeaderBag): void {
+    const limit = concurrencyLimitOf(body, headers);
+    if (limit === null) return;
+    this.#metrics.concurrencyLimit.set(limit);
+    if (limit === this.#lastConcurrencyLimit) return;
+    this.#lastConcurrencyLimit = limit;
+    this.#logger?.warn(
+      { method: call.method, path: call.path, concurrencyLimit: limit, maxInFlight: this.#maxInFlight },
+      `the platform answered 429: its concurrency limit is ${limit}; PLATFORM_MAX_IN_FLIGHT is ${this.#maxInFlight}${limit < this.#maxInFlight ? ' (lower it to the limit, less what other clients of the account use)' : ''}`,
+    );
+  }
+
+  /** `Deprecation`, `Sunset` and `Warning` answers: logged once per endpoint, and a gauge per endpoint. */
+  #noteDeprecation(call: CallDescription, headers: HeaderBag): void {
+    const deprecation = headerOne(headers, 'deprecation');
+    const sunset = headerOne(headers, 'sunset');
+    const warning = headerOne(headers, 'warning');
+    if (deprecation === null && sunset === null && warning === null) return;
+    const endpoint = endpointTemplate(call.path);
+    this.#metrics.deprecated.set({ endpoint }, 1);
+    if (this.#deprecationsSeen.has(endpoint)) return;
+    this.#deprecationsSeen.add(endpoint);
+    this.#logger?.warn({ method: call.method, endpoint, deprecation, sunset, warning: warning?.slice(0, 300) ?? null }, `the platform marks ${call.method} ${endpoint} as deprecated${sunset ? ` (sunset ${sunset})` : ''}`);
   }
 
   /** Resolves the URL and the key before anything is sent; misuse fails here, with nothing sent. */
@@ -643,10 +779,17 @@ export class PlatformClient {
       } else if (this.#apiKey !== null) {
         key = this.#apiKey;
         keyUsed = 'api';
-      } else if (this.#adminKey !== null) {
-        // An ADMIN-scope key also carries API scope; with no API key set, use it rather than send none.
-        key = this.#adminKey;
-        keyUsed = 'admin';
+      } else {
+        // Least privilege (issue 50.6): the admin key goes only where the interface requires admin scope, never as a
+        // stand-in for a missing API key; an API-scope call without one is a configuration error, sent nowhere.
+        const call = { method: spec.method, path, scope, keyUsed: null };
+        throw new PlatformError({
+          message: `${spec.method} ${path} needs an API-scope key; SVC_API_KEY is not set (the admin key is sent only to admin-scope endpoints)`,
+          status: null,
+          type: 'missing_key',
+          retryable: false,
+          ...call,
+        });
       }
     }
     const call: CallDescription = { method: spec.method, path, scope, keyUsed };
@@ -675,4 +818,64 @@ export class PlatformClient {
       cause: reason,
     });
   }
+}
+
+interface ClientMetrics {
+  tooLarge: ReturnType<typeof counter<'endpoint'>>;
+  concurrencyLimit: ReturnType<typeof gauge<never>>;
+  deprecated: ReturnType<typeof gauge<'endpoint'>>;
+}
+
+function clientMetrics(registry: Registry | undefined): ClientMetrics {
+  return {
+    tooLarge: counter(registry, {
+      name: 'tallyhouse_platform_response_too_large_total',
+      help: 'Platform answers cut off for passing their byte limit (PLATFORM_MAX_RESPONSE_BYTES, tighter for small endpoints), by endpoint',
+      labelNames: ['endpoint'] as const,
+    }),
+    concurrencyLimit: gauge(registry, {
+      name: 'tallyhouse_platform_concurrency_limit',
+      help: "The concurrency limit the platform's last 429 answer named (compare with PLATFORM_MAX_IN_FLIGHT)",
+    }),
+    deprecated: gauge(registry, {
+      name: 'tallyhouse_platform_endpoint_deprecated',
+      help: 'Endpoints the platform answered with a Deprecation, Sunset or Warning header (1), by endpoint',
+      labelNames: ['endpoint'] as const,
+    }),
+  };
+}
+
+/** Closes a body unread: undici's destroy() emits an AbortError, which nobody else listens for. */
+function discard(body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
+function headerOne(headers: HeaderBag, name: string): string | null {
+  const value = headers[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first === undefined ? null : first;
+}
+
+/**
+ * The limit a 429 names: the body's `limit` (top level, or in the notes' `error` object), else the
+ * `x-ratelimit-limit` header. The interface shows nothing of the body "beyond the limit value".
+ */
+export function concurrencyLimitOf(body: string, headers: HeaderBag): number | null {
+  const asLimit = (v: unknown): number | null => {
+    const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+    return typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : null;
+  };
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (typeof parsed === 'object' && parsed !== null) {
+      const o = parsed as Record<string, unknown>;
+      const inner = typeof o.error === 'object' && o.error !== null ? (o.error as Record<string, unknown>) : {};
+      const found = asLimit(o.limit) ?? asLimit(inner.limit);
+      if (found !== null) return found;
+    }
+  } catch {
+    // not JSON: the header may still say
+  }
+  return asLimit(headerOne(headers, 'x-ratelimit-limit'));
 }

@@ -32,3 +32,35 @@ const ADMIN_PATHS: ReadonlySet<string> = new Set([platformPaths.serverlessUsage,
 export function scopeForPath(path: string): KeyScope {
   return ADMIN_PATHS.has(path) ? 'admin' : 'api';
 }
+
+/**
+ * A path as a template (`/metrics/runners/{runner_id}`, `/v1/serverless/apps/{owner}/{name}/events`): the label of
+ * per-endpoint metrics and log lines, so a runner id or an app name never becomes a label value of its own.
+ */
+export function endpointTemplate(path: string): string {
+  const bare = path.split('?')[0];
+  if (/^https?:\/\//i.test(bare)) return endpointTemplate(new URL(bare).pathname);
+  if (bare.startsWith('/metrics/runners/')) return '/metrics/runners/{runner_id}';
+  const app = /^\/v1\/serverless\/apps\/[^/]+\/[^/]+\/(.+)$/.exec(bare);
+  if (app) return `/v1/serverless/apps/{owner}/{name}/${app[1]}`;
+  return bare;
+}
+
+/**
+ * PLATFORM_MAX_RESPONSE_BYTES' default: the largest answer read (a page of 10,000 billing events is about 4 MB). At
+ * most PLATFORM_MAX_IN_FLIGHT (4) answers are read at once, so four endless answers together stay under 64 MB.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Tighter limits where the answer is small by nature (one runner's few gauges, the metadata's address list, a key
+ * set), so a lying platform costs even less there. The general limit applies when it is lower.
+ */
+export const SMALL_RESPONSE_BYTES: Readonly<Record<string, number>> = {
+  '/metrics/runners/{runner_id}': 1024 * 1024,
+  [platformPaths.meta]: 256 * 1024,
+  [platformPaths.jwks]: 256 * 1024,
+};
+
+/** An error answer is read for its classification only: beyond this its body is cut, never a reason to fail. */
+export const ERROR_BODY_MAX_BYTES = 64 * 1024;

@@ -18,6 +18,26 @@ export const ANALYTICS_METRICS = [
   'total_billable_duration',
 ] as const;
 export type AnalyticsMetric = (typeof ANALYTICS_METRICS)[number];
+/** What a row can carry: the notes' metrics, and the interface's rates. */
+export type ServedMetric = AnalyticsMetric | 'success_rate' | 'error_rate';
+
+/**
+ * The metric names the interface lists for `expand` (platform-interface.md, "Analytics metric names"); a platform
+ * serving exactly the interface (--strict-interface) refuses any other name with 422.
+ */
+export const INTERFACE_EXPAND_METRICS: AnalyticsMetric[] = [
+  'startup_error_count', 'connection_error_count', 'timeout_error_count', 'runtime_error_count',
+  'cold_boot_count', 'p50_cold_boot_duration', 'p75_cold_boot_duration', 'p90_cold_boot_duration',
+  'p25_duration', 'p95_duration', 'p99_duration', 'p95_prepare_duration', 'p99_prepare_duration',
+  'total_billable_duration',
+];
+
+/**
+ * The interface's base analytics ("request counts, success and error rates, and p50, p75, p90"), served by a
+ * strict platform whatever `expand` names: rates (success: 2xx, error: 5xx, of all requests; null without requests)
+ * where the notes' platform gives counts.
+ */
+export const INTERFACE_BASE_METRICS = ['request_count', 'success_rate', 'error_rate', 'p50_duration', 'p75_duration', 'p90_duration'] as const;
 
 /** Served when the caller names no metric in `expand`: the base analytics of the interface. */
 export const BASE_METRICS: AnalyticsMetric[] = [
@@ -70,7 +90,7 @@ class Acc {
     for (const x of o.coldBoots) this.coldBoots.push(x);
   }
 
-  values(metrics: readonly AnalyticsMetric[]): Record<string, number | null> {
+  values(metrics: readonly ServedMetric[]): Record<string, number | null> {
     const asc = (a: number, b: number): number => a - b;
     const d = [...this.durations].sort(asc);
     const p = [...this.prepares].sort(asc);
@@ -81,6 +101,8 @@ class Acc {
       let v: number | null;
       switch (m) {
         case 'request_count': v = this.count; break;
+        case 'success_rate': v = this.count === 0 ? null : this.success / this.count; break;
+        case 'error_rate': v = this.count === 0 ? null : this.error / this.count; break;
         case 'success_count': v = this.success; break;
         case 'user_error_count': v = this.userError; break;
         case 'error_count': v = this.error; break;
@@ -118,7 +140,7 @@ export function computeAnalytics(
   requests: RequestModel,
   targets: Array<{ id: string; endpoints: Endpoint[] }>,
   buckets: Buckets,
-  metrics: readonly AnalyticsMetric[],
+  metrics: readonly ServedMetric[],
 ): { series: AnalyticsRow[]; summary: AnalyticsRow[] } {
   const edges = buckets.edges;
   const B = buckets.labels.length;

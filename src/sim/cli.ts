@@ -15,7 +15,7 @@ import { readScenarioFile, ScenarioError, scenarioTruth, type Scenario } from '.
 const SERVE_USAGE = `usage: tallyhouse sim [--port N] [--host H] [--seed N] [--now ISO] [--days N] [--apps N]
                       [--requests-per-hour N] [--fault-rate P] [--fault-kinds k1,k2] [--slow-ms N]
                       [--api-key K] [--admin-key K] [--webhook-url U] [--drain-url U] [--drain-secret S]
-                      [--drain-malformed-rate P] [--realtime]
+                      [--drain-malformed-rate P] [--realtime] [--strict-interface]
                       [--scenario FILE]   (injected events, JSON: see src/sim/README.md, "Scenarios")
        tallyhouse sim truth --from DATE --to DATE [--timezone TZ] [--kind usage|requests]
                       [--group-by app,environment,machine_type,surge,day | endpoint,day] [--timeframe T]
@@ -102,6 +102,7 @@ async function serveCommand(argv: string[]): Promise<number> {
       'drain-secret': { type: 'string' },
       'drain-malformed-rate': { type: 'string' },
       realtime: { type: 'boolean' },
+      'strict-interface': { type: 'boolean' },
     },
   });
   if (values.help) {
@@ -129,6 +130,7 @@ async function serveCommand(argv: string[]): Promise<number> {
     drainSecret: values['drain-secret'],
     drainMalformedRate: num('drain-malformed-rate', values['drain-malformed-rate'], 0),
     realtime: values.realtime ?? false,
+    strictInterface: values['strict-interface'] ?? false,
     // A standalone simulator: nobody in this process reads the call log, and its memory is worth watching.
     requestLogLimit: 0,
     selfMetrics: true,

@@ -9,7 +9,7 @@ import { CursorCodec, type CursorState } from './cursor.js';
 import { ApiError, bad, Params } from './http-util.js';
 import { computeUsage, usageRowJson, type UsageResult } from './usage.js';
 import { billingEventJson, chargesBetween, computeModelUsage, modelPriceAt, modelUsageRowJson, pricingOf, type ModelUsageResult } from './model-billing.js';
-import { ANALYTICS_METRICS, BASE_METRICS, computeAnalytics, computeRunnerHistory, type AnalyticsMetric, type AnalyticsRow } from './analytics.js';
+import { ANALYTICS_METRICS, BASE_METRICS, INTERFACE_BASE_METRICS, INTERFACE_EXPAND_METRICS, computeAnalytics, computeRunnerHistory, type AnalyticsMetric, type AnalyticsRow, type ServedMetric } from './analytics.js';
 import { bucketize, defaultTimeframe, HOUR_MS, DAY_MS, isoUtcMs, type Timeframe } from './time.js';
 import { formatMilli, formatNanos, RawJson, toJson } from './money.js';
 import { hashString, hex } from './prng.js';
@@ -37,7 +37,11 @@ export class Handlers {
   private readonly analyticsCache: LRUCache<string, { series: AnalyticsRow[]; summary: AnalyticsRow[] }>;
   private readonly durationSortCache: LRUCache<string, Req[]>;
 
-  constructor(private readonly model: SimModel) {
+  /**
+   * `strict`: serve exactly what the interface lists (sim --strict-interface): `expand` only with the interface's
+   * metric names (422 otherwise), rates where the notes give counts, runner history 24 hours back.
+   */
+  constructor(private readonly model: SimModel, private readonly strict = false) {
     this.cursors = new CursorCodec(model.world.seed);
     this.usageCache = model.caches.create('usageRows', (r) => r.series.length + r.summary.length);
     this.modelUsageCache = model.caches.create('modelUsageRows', (r) => r.series.length + r.summary.length);
@@ -378,12 +382,16 @@ export class Handlers {
     for (const e of expand) {
       if (e === 'time_series') wantSeries = true;
       else if (e === 'summary') wantSummary = true;
-      else if ((ANALYTICS_METRICS as readonly string[]).includes(e)) {
+      else if (this.strict && !(INTERFACE_EXPAND_METRICS as readonly string[]).includes(e)) {
+        throw new ApiError(422, 'validation_error', `expand: '${e}' is not an analytics metric name; expected time_series, summary or one of ${INTERFACE_EXPAND_METRICS.join(', ')}`);
+      } else if ((ANALYTICS_METRICS as readonly string[]).includes(e)) {
         if (!metrics.includes(e as AnalyticsMetric)) metrics.push(e as AnalyticsMetric);
       } else throw bad(`expand: unknown value '${e}'; expected time_series, summary or a metric name (${ANALYTICS_METRICS.join(', ')})`);
     }
     if (!wantSeries && !wantSummary) wantSeries = true;
-    const chosen = metrics.length ? metrics : BASE_METRICS;
+    // The interface's base analytics come with every answer; the notes' platform serves its base set only when no
+    // metric is named.
+    const chosen: ServedMetric[] = this.strict ? [...INTERFACE_BASE_METRICS, ...metrics] : metrics.length ? metrics : BASE_METRICS;
     const { startMs, endMs } = p.window(tz, nowMs);
     const timeframe = p.timeframe() ?? defaultTimeframe(startMs, endMs);
     const bound = p.bool('bound_to_timeframe', true);
@@ -502,6 +510,7 @@ export class Handlers {
     const app = this.appFromPath(owner, name);
     const tz = p.timezone();
     const { startMs, endMs } = p.window(tz, nowMs);
+    if (this.strict && startMs < nowMs - DAY_MS) throw new ApiError(422, 'validation_error', 'start: runner history goes at most 24 hours back');
     if (startMs < nowMs - 90 * DAY_MS) throw bad('start: at most 90 days back');
     const timeframe: Timeframe = p.timeframe() ?? 'hour';
     const aggregation = p.oneOf('aggregation', ['max', 'avg'] as const, 'max');

@@ -76,6 +76,13 @@ export interface SimOptions {
   requestLogLimit?: number;
   /** Add the simulator's own memory (RSS, heap, cache sizes) to /metrics; it varies between runs (CLI: on). */
   selfMetrics?: boolean;
+  /**
+   * Serve exactly what platform-interface.md lists (issue 50.1): no notes-only endpoint (models pricing and billing
+   * events, the queue read, the logs paths, /v1/serverless/metrics answer 404), analytics `expand` refused with 422
+   * for a name outside the interface's list, success and error rates instead of counts, runner history 24 hours
+   * back. What it serves has the same ground truth.
+   */
+  strictInterface?: boolean;
   /** Bounds of the caches of generated data (default DEFAULT_CACHE_LIMITS; MINIMAL_CACHE_LIMITS keeps nothing). */
   cacheLimits?: CacheLimits;
 }
@@ -90,6 +97,8 @@ export interface Sim {
   requestLog(): Array<{ method: string; path: string; query: Record<string, string | string[]> }>;
   /** Change the fault rate (and kinds) of the running simulator. */
   setFaults(rate: number, kinds?: FaultKind[]): void;
+  /** Answer paths matching `pattern` with a 200 whose body never ends (null: stop); a lying platform for tests. */
+  setEndless(pattern: RegExp | null): void;
   webhooks: {
     /** The key set served at /.well-known/jwks.json. */
     jwks(): { keys: Array<{ kty: 'OKP'; crv: 'Ed25519'; x: string; kid: string }> };
@@ -165,12 +174,15 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
   const truth = createTruth(model, webhooks, drain);
   const stats = { requestsServed: 0, recordsServed: 0, faultsInjected: {} as Record<string, number> };
   const requestLog = new RequestLog(opts.requestLogLimit ?? DEFAULT_REQUEST_LOG_LIMIT);
+  const lying: { endless: RegExp | null } = { endless: null };
   const { server, pendingTimers, logStreams } = createSimServer({
     model, keys, faults, webhooks, truth, stats, requestLog, selfMetrics: opts.selfMetrics ?? false,
     log: opts.logger ?? createLogger('warn'),
     slowMs: opts.slowMs ?? 30_000,
     retryAfterSeconds: opts.retryAfterSeconds ?? 1,
     configureFaults: (rate, kinds) => faults.configure(rate, kinds),
+    lying,
+    strictInterface: opts.strictInterface ?? false,
   });
 
   // Pushes follow the virtual clock: whatever finished between the old and the new "now" is delivered.
@@ -208,6 +220,9 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     stats: () => ({ requestsServed: stats.requestsServed, recordsServed: stats.recordsServed, faultsInjected: { ...stats.faultsInjected } }),
     requestLog: () => requestLog.entries(),
     setFaults: (rate, kinds) => faults.configure(rate, kinds),
+    setEndless: (pattern) => {
+      lying.endless = pattern;
+    },
     webhooks: {
       jwks: () => webhooks.jwks(),
       deliver: (o) => webhooks.deliver(o),

@@ -33,6 +33,13 @@ export interface ServerDeps {
   log: Logger;
   /** Hook for /_sim/faults so tests can change the fault rate of a running sim. */
   configureFaults(rate: number, kinds?: FaultKind[]): void;
+  /**
+   * A lying platform (issue 49.2): paths matching `endless` are answered 200 with a body that never ends (written
+   * as fast as the client reads, until it hangs up). Set through Sim.setEndless or /_sim/faults {"endless": regex}.
+   */
+  lying: { endless: RegExp | null };
+  /** Serve exactly the interface (sim --strict-interface): the notes-only routes answer 404. */
+  strictInterface: boolean;
 }
 
 /** The path of the live log stream: answered as Server-Sent Events, outside the JSON reply path. */
@@ -43,6 +50,8 @@ interface Route {
   pattern: RegExp;
   scope: Scope;
   faultable: boolean;
+  /** Only platform-notes.md names it (rule 3: "optional"): absent from a strict-interface simulator. */
+  notesOnly?: boolean;
   handle(ctx: { params: Params; match: RegExpExecArray; body: unknown; nowMs: number }): Reply | Promise<Reply>;
 }
 
@@ -79,18 +88,18 @@ export class RequestLog {
 
 export function createSimServer(deps: ServerDeps): { server: Server; pendingTimers: Set<NodeJS.Timeout>; logStreams: LogStreams } {
   const { model } = deps;
-  const h = new Handlers(model);
+  const h = new Handlers(model, deps.strictInterface);
   const logStreams = new LogStreams(model, h);
   const pendingTimers = new Set<NodeJS.Timeout>();
   const seg = '([A-Za-z0-9._-]+)';
-  const routes: Route[] = [
+  const allRoutes: Route[] = [
     { method: 'GET', pattern: /^\/v1\/meta$/, scope: 'none', faultable: true, handle: () => h.meta() },
     { method: 'GET', pattern: /^\/\.well-known\/jwks\.json$/, scope: 'none', faultable: false, handle: () => json(deps.webhooks.jwks()) },
     { method: 'GET', pattern: /^\/v1\/models$/, scope: 'api', faultable: true, handle: (c) => h.models(c.params, c.nowMs) },
     { method: 'GET', pattern: /^\/v1\/models\/analytics$/, scope: 'api', faultable: true, handle: (c) => h.analytics(c.params, c.nowMs, 'models') },
     { method: 'GET', pattern: /^\/v1\/models\/usage$/, scope: 'admin', faultable: true, handle: (c) => h.modelsUsage(c.params, c.nowMs) },
-    { method: 'GET', pattern: /^\/v1\/models\/pricing$/, scope: 'api', faultable: true, handle: (c) => h.modelsPricing(c.params, c.nowMs) },
-    { method: 'GET', pattern: /^\/v1\/models\/billing-events$/, scope: 'admin', faultable: true, handle: (c) => h.modelsBillingEvents(c.params, c.nowMs) },
+    { method: 'GET', pattern: /^\/v1\/models\/pricing$/, scope: 'api', faultable: true, notesOnly: true, handle: (c) => h.modelsPricing(c.params, c.nowMs) },
+    { method: 'GET', pattern: /^\/v1\/models\/billing-events$/, scope: 'admin', faultable: true, notesOnly: true, handle: (c) => h.modelsBillingEvents(c.params, c.nowMs) },
     { method: 'GET', pattern: /^\/v1\/serverless\/usage$/, scope: 'admin', faultable: true, handle: (c) => h.usage(c.params, c.nowMs) },
     { method: 'GET', pattern: /^\/v1\/serverless\/requests\/by-endpoint$/, scope: 'api', faultable: true, handle: (c) => h.requestsByEndpoint(c.params, c.nowMs) },
     { method: 'GET', pattern: /^\/v1\/serverless\/analytics$/, scope: 'api', faultable: true, handle: (c) => h.analytics(c.params, c.nowMs, 'serverless') },
@@ -98,10 +107,11 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
     { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/events$`), scope: 'api', faultable: true, handle: (c) => h.events(c.match[1], c.match[2], c.params, c.nowMs) },
     { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/revisions$`), scope: 'api', faultable: true, handle: (c) => h.revisions(c.match[1], c.match[2], c.params, c.nowMs) },
     { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/runners/history$`), scope: 'api', faultable: true, handle: (c) => h.runnerHistory(c.match[1], c.match[2], c.params, c.nowMs) },
-    { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/queue$`), scope: 'api', faultable: true, handle: (c) => h.queue(c.match[1], c.match[2], c.nowMs) },
-    { method: 'POST', pattern: /^\/v1\/serverless\/logs\/stream$/, scope: 'api', faultable: true, handle: () => json({}) },
-    { method: 'POST', pattern: /^\/v1\/serverless\/logs\/history$/, scope: 'api', faultable: true, handle: (c) => h.logsHistory(c.params, c.body, c.nowMs) },
-    { method: 'GET', pattern: /^\/(v1\/serverless\/)?metrics$/, scope: 'api', faultable: true, handle: (c) => metricsReply(c.nowMs) },
+    { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/queue$`), scope: 'api', faultable: true, notesOnly: true, handle: (c) => h.queue(c.match[1], c.match[2], c.nowMs) },
+    { method: 'POST', pattern: /^\/v1\/serverless\/logs\/stream$/, scope: 'api', faultable: true, notesOnly: true, handle: () => json({}) },
+    { method: 'POST', pattern: /^\/v1\/serverless\/logs\/history$/, scope: 'api', faultable: true, notesOnly: true, handle: (c) => h.logsHistory(c.params, c.body, c.nowMs) },
+    { method: 'GET', pattern: /^\/metrics$/, scope: 'api', faultable: true, handle: (c) => metricsReply(c.nowMs) },
+    { method: 'GET', pattern: /^\/v1\/serverless\/metrics$/, scope: 'api', faultable: true, notesOnly: true, handle: (c) => metricsReply(c.nowMs) },
     { method: 'GET', pattern: new RegExp(`^/metrics/runners/${seg}$`), scope: 'api', faultable: true, handle: (c) => runnerMetricsReply(c.match[1], c.nowMs) },
     { method: 'GET', pattern: /^\/_sim\/truth$/, scope: 'admin', faultable: false, handle: (c) => truthReply(c.params) },
     { method: 'GET', pattern: /^\/_sim\/clock$/, scope: 'admin', faultable: false, handle: () => json({ now: model.clock.now().toISOString() }) },
@@ -109,6 +119,7 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
     { method: 'GET', pattern: /^\/_sim\/stats$/, scope: 'admin', faultable: false, handle: () => json({ ...deps.stats, memory: simMemory(model.caches) }) },
     { method: 'POST', pattern: /^\/_sim\/faults$/, scope: 'admin', faultable: false, handle: (c) => faultsReply(c.body) },
   ];
+  const routes = allRoutes.filter((r) => !(deps.strictInterface && r.notesOnly));
 
   async function metricsReply(nowMs: number): Promise<Reply> {
     const self = deps.selfMetrics ? simMemory(model.caches) : undefined;
@@ -135,7 +146,16 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
   }
 
   function faultsReply(body: unknown): Reply {
-    const b = (body ?? {}) as { rate?: unknown; kinds?: unknown };
+    const b = (body ?? {}) as { rate?: unknown; kinds?: unknown; endless?: unknown };
+    if (b.endless !== undefined) {
+      if (b.endless !== null && typeof b.endless !== 'string') throw bad('endless: expected a regular expression of paths, or null');
+      try {
+        deps.lying.endless = b.endless === null ? null : new RegExp(b.endless);
+      } catch {
+        throw bad('endless: not a valid regular expression');
+      }
+      if (b.rate === undefined) return json({ endless: b.endless });
+    }
     if (typeof b.rate !== 'number' || b.rate < 0 || b.rate > 1) throw bad('rate: expected a number from 0 to 1');
     deps.configureFaults(b.rate, Array.isArray(b.kinds) ? (b.kinds as FaultKind[]) : undefined);
     return json({ rate: b.rate });
@@ -197,6 +217,21 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
     res.end(body);
   }
 
+  /** 200 and a body without end, written whenever the client has read the last piece (backpressure), until it hangs up. */
+  function sendEndless(res: ServerResponse, path: string): void {
+    const stream = path === LOG_STREAM_PATH;
+    const text = path.startsWith('/metrics') || path.endsWith('/metrics');
+    res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : text ? 'text/plain; version=0.0.4' : 'application/json' });
+    // A stream's event that never ends, an exposition comment that never ends, a JSON string that never ends.
+    res.write(stream ? 'data: ' : text ? '# ' : '{"items":["');
+    const piece = Buffer.alloc(64 * 1024, 'x');
+    const pump = (): void => {
+      while (!res.destroyed && res.write(piece));
+      if (!res.destroyed) res.once('drain', pump);
+    };
+    pump();
+  }
+
   async function readBody(req: IncomingMessage): Promise<string> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -248,6 +283,10 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
         } catch {
           throw bad('body: expected JSON');
         }
+      }
+      if (deps.lying.endless?.test(path)) {
+        sendEndless(res, path);
+        return;
       }
       if (path === LOG_STREAM_PATH && !decision.kind) {
         logStreams.start(res, params, body);

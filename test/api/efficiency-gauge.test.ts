@@ -36,6 +36,9 @@ describe('tallyhouse_idle_cost_share', () => {
     const perApp = new Map<string, { idle: bigint; cost: bigint }>();
     for (const t of sim.truth.efficiency({ from, to })) {
       const e = perApp.get(t.app) ?? { idle: 0n, cost: 0n };
+      // Over attributed cost only: an app-day without billed runners in its history has no split (issue 45.2).
+      const w = t.weights_milli;
+      if (w.running + w.idle + w.draining === 0) continue;
       e.idle += t.idle_picos;
       e.cost += t.cost_total_picos;
       perApp.set(t.app, e);

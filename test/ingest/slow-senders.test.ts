@@ -55,6 +55,13 @@ beforeAll(async () => {
     WEBHOOK_MAX_BODIES_PER_ADDRESS: String(SHARE.webhooks),
     FARO_MAX_BODIES_READING: '16',
     FARO_MAX_BODIES_PER_ADDRESS: String(SHARE.faro),
+    // This file tests the plain rate rule and the shares: every slot open to unproven senders, the contended rule
+    // off, refusals at once (test/ingest/steady-senders.test.ts tests those).
+    LOG_DRAIN_UNPROVEN_MAX_BODIES_READING: '4',
+    WEBHOOK_UNPROVEN_MAX_BODIES_READING: '32',
+    PUSH_CONTENDED_MIN_BYTES_PER_SECOND: '0',
+    PUSH_CONTENDED_MAX_BODY_MS: '0',
+    PUSH_SLOT_MAX_WAIT_MS: '0',
   });
   service = await startService(config, {
     logger: createLogger(config.LOG_LEVEL),

@@ -8,6 +8,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeySet, KeySetUnavailableError, WEBHOOK_PATH, webhookRoutes } from '../../src/ingest/webhooks.js';
+import { defaultPushLimits, PushBudgets } from '../../src/ingest/body-budget.js';
 
 const HOUR = 3_600_000;
 
@@ -74,7 +75,7 @@ describe('KeySet', () => {
 });
 
 describe('POST /v1/webhooks/queue', () => {
-  async function receiver(opts: { maxConcurrentBodies?: number } = {}) {
+  async function receiver(opts: { maxConcurrentBodies?: number; budgets?: PushBudgets } = {}) {
     const { privateKey, jwk } = keyPair();
     const server = await jwksServer(jwk);
     closers.push(server.close);
@@ -128,7 +129,10 @@ describe('POST /v1/webhooks/queue', () => {
   });
 
   it('caps the bodies read at once: one over the cap gets 503 with Retry-After; a complete signed delivery is stored', async () => {
-    const r = await receiver({ maxConcurrentBodies: 1 });
+    // One slot, refused at once (no wait for a slot, no contended rule: test/ingest/steady-senders.test.ts has those).
+    const r = await receiver({
+      budgets: new PushBudgets({ ...defaultPushLimits(), WEBHOOK_MAX_BODIES_READING: 1, PUSH_SLOT_MAX_WAIT_MS: 0, PUSH_CONTENDED_MIN_BYTES_PER_SECOND: 0, PUSH_CONTENDED_MAX_BODY_MS: 0 }),
+    });
     const body = Buffer.from(JSON.stringify({ request_id: 'req-a', status: 'OK' }));
     // The first request holds the only slot: its body never completes.
     const slowHeaders = r.signedHeaders('req-slow', Buffer.from('x'));

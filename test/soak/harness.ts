@@ -47,6 +47,8 @@ const DAY = 24 * 60 * MINUTE;
 /** The logs job leaves the newest minutes to the drain (its --settle-minutes, 5): logs are compared up to this far before the end. */
 const LOGS_SETTLE_MS = 10 * MINUTE;
 const FARO_KEY = 'soak-front-end-key-0123456789abcdef';
+/** The drain URL's secret segment (LOG_DRAIN_URL_TOKEN): the soak runs the recommended setup. */
+const DRAIN_URL_TOKEN = 'soak-drain-url-token-0123456789';
 
 /**
  * Where the platform clock starts: midnight UTC far enough back that the fast clock ends a day before the wall clock.
@@ -235,6 +237,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
         PLATFORM_CLOCK: 'simulator',
         COLLECTOR_SHARD: `${i.index}/2`,
         LOG_DRAIN_SECRET: sim.drain.secret,
+        LOG_DRAIN_URL_TOKEN: DRAIN_URL_TOKEN,
         FARO_APP_KEYS: `demo-web=${FARO_KEY}`,
         FARO_RATE_LIMIT_PER_SECOND: '100000',
         SCRAPE_SELF: 'false',
@@ -275,7 +278,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     phase(`store ${store.url}, simulator ${sim.url}, load balancer ${lb.url}`);
     await Promise.all(instances.map((i) => startInstance(i)));
     phase('both instances listening');
-    sim.drain.setUrl(`${lb.url}/v1/drains/logs`);
+    sim.drain.setUrl(`${lb.url}/v1/drains/logs/${DRAIN_URL_TOKEN}`);
     sim.webhooks.setUrl(`${lb.url}/v1/webhooks/queue`);
     sim.frontEnd.setTarget({ url: `${lb.url}/v1/faro/collect`, key: FARO_KEY, record: true });
     const t0 = sim.clock.now().getTime();

@@ -6,11 +6,11 @@ export const FLOORS: ReadonlyArray<{ floor: string; match: RegExp }> = [
   { floor: 'entry', match: /^src\/main\.ts$/ },
   { floor: 'cli', match: /^src\/cli\// },
   { floor: 'service', match: /^src\/service\.ts$/ },
-  { floor: 'routes, ingest, jobs', match: /^(src\/(http|api|mcp|ingest|jobs)\/|jobs\/|dashboards\/)/ },
+  { floor: 'routes, ingest, jobs', match: /^(src\/(http|api|console|mcp|ingest|jobs)\/|jobs\/|dashboards\/)/ },
   { floor: 'collectors', match: /^src\/collectors\// },
   { floor: 'insights', match: /^src\/insights\// },
   { floor: 'store, platform', match: /^src\/(store|platform)\/|^src\/runtime\.ts$/ },
-  { floor: 'leaves', match: /^src\/(config|log|metrics|redact|values|progress|suggest|stdio|json-nesting|retry|iso-time|cache)\.ts$|^src\/promtext\// },
+  { floor: 'leaves', match: /^src\/(config|log|metrics|redact|values|progress|suggest|stdio|json-nesting|ip-ranges|retry|iso-time|cache)\.ts$|^src\/promtext\// },
 ];
 
 /** The floor index of a file (0 = top), or undefined for the simulator and anything not in the house. */

@@ -7,6 +7,16 @@ import type { Logger } from '../../log.js';
 
 export const DRAIN_PATH = '/v1/drains/logs';
 
+/** The drain URL's path: with LOG_DRAIN_URL_TOKEN its secret segment follows DRAIN_PATH. */
+export function drainPath(urlToken: string | undefined): string {
+  return urlToken === undefined ? DRAIN_PATH : `${DRAIN_PATH}/${urlToken}`;
+}
+
+/** A request path (or URL) with the drain's URL token replaced, for logs: /v1/drains/logs/[redacted]. */
+export function redactDrainPath(url: string): string {
+  return url.replace(/(\/v1\/drains\/logs\/)[^/?#\s]+/g, '$1[redacted]');
+}
+
 function sha256(text: string): Buffer {
   return createHash('sha256').update(text).digest();
 }
@@ -17,10 +27,14 @@ export interface DrainAuth {
   secret?: string;
   /** Authorization: Bearer token. */
   token?: string;
+  /** LOG_DRAIN_URL_TOKEN: the secret path segment every request must carry (checked before anything else). */
+  urlToken?: string;
 }
 
 export const DRAIN_OFF_MESSAGE =
   'the log drain is off: set LOG_DRAIN_SECRET (X-Svc-Signature, HMAC-SHA256 of the body) or LOG_DRAIN_TOKEN (Authorization: Bearer) to enable it';
+
+const urlTokenOf = (config: Config): Pick<DrainAuth, 'urlToken'> => (config.LOG_DRAIN_URL_TOKEN === undefined ? {} : { urlToken: config.LOG_DRAIN_URL_TOKEN });
 
 /**
  * The drain's credentials from the configuration. With neither variable set the drain is off, except in
@@ -28,7 +42,7 @@ export const DRAIN_OFF_MESSAGE =
  */
 export function resolveDrainAuth(config: Config, logger: Logger, demoSecret?: string): DrainAuth | undefined {
   if (config.LOG_DRAIN_SECRET !== undefined || config.LOG_DRAIN_TOKEN !== undefined) {
-    return { secret: config.LOG_DRAIN_SECRET, token: config.LOG_DRAIN_TOKEN };
+    return { secret: config.LOG_DRAIN_SECRET, token: config.LOG_DRAIN_TOKEN, ...urlTokenOf(config) };
   }
   if (isDemoMode(config)) {
     const secret = demoSecret ?? randomBytes(32).toString('hex');
@@ -37,10 +51,20 @@ export function resolveDrainAuth(config: Config, logger: Logger, demoSecret?: st
       { path: DRAIN_PATH, demoDrainSigningKey: secret },
       'demo mode: the log drain accepts bodies signed (X-Svc-Signature) with this generated key; set LOG_DRAIN_SECRET or LOG_DRAIN_TOKEN for real use',
     );
-    return { secret };
+    return { secret, ...urlTokenOf(config) };
   }
   logger.warn({ path: DRAIN_PATH }, DRAIN_OFF_MESSAGE);
   return undefined;
+}
+
+/**
+ * Whether the request's URL token (the path segment after DRAIN_PATH; undefined for DRAIN_PATH itself) is the one
+ * configured: with LOG_DRAIN_URL_TOKEN unset only DRAIN_PATH is the drain. Compared in constant time.
+ */
+export function urlTokenMatches(given: string | undefined, auth: DrainAuth): boolean {
+  if (auth.urlToken === undefined) return given === undefined;
+  if (given === undefined) return false;
+  return timingSafeEqual(sha256(given), sha256(auth.urlToken));
 }
 
 /** Checks the headers: a refusal (401), or the signature to check on the raw body (undefined: authenticated by token). */

@@ -7,16 +7,17 @@ import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { BUSY_RETRY_AFTER_SECONDS, remoteAddress, type BudgetLease, type PushBudgets } from '../body-budget.js';
+import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, type BudgetLease, type PushBudgets } from '../body-budget.js';
 import { toDateTime64 } from '../../values.js';
 import type { BatchWriter } from '../../store/writer.js';
-import { checkCredentials, DRAIN_OFF_MESSAGE, DRAIN_PATH, type DrainAuth } from './auth.js';
+import { checkCredentials, DRAIN_OFF_MESSAGE, DRAIN_PATH, urlTokenMatches, type DrainAuth } from './auth.js';
 import { LOG_ROW_COLUMNS, type BatchContext } from '../../collectors/log-line.js';
 import type { DrainMetrics } from './metrics.js';
 import { MAX_LISTED_ERRORS, REJECT_SOURCE, type ParseSummary } from './parse-body.js';
 import type { ParserPool } from './parser-pool.js';
 import { SpoolFullError, type RowFormat, type Spool } from './spool/spool.js';
 import { DataStage, type StagingBudget } from './stage-body.js';
+import { isDiskFull, type DiskPressure } from './disk-pressure.js';
 
 export const MAX_LINE_BYTES = 1024 * 1024;
 export { MAX_LISTED_ERRORS, REJECT_SOURCE };
@@ -38,6 +39,8 @@ export interface DrainRouteOptions {
    * the budget of unauthenticated bytes (a signed body is held whole until its signature is checked).
    */
   budgets: PushBudgets;
+  /** DATA_DIR's free space (issue 44.2): below its threshold, 503 with Retry-After before the disk is full. */
+  disk?: DiskPressure;
 }
 
 interface Answer {
@@ -96,6 +99,11 @@ function isZlibError(err: unknown): boolean {
 async function handleDrain(req: FastifyRequest, reply: FastifyReply, opts: DrainRouteOptions): Promise<Answer> {
   const { auth, spool } = opts;
   if (!auth) return answer(404, 'Not Found', DRAIN_OFF_MESSAGE);
+  // The URL's secret first, before a slot, a budget or a byte of the body: a sender without it costs one answer.
+  if (!urlTokenMatches((req.params as { token?: string }).token, auth)) {
+    opts.budgets.refused('drain', 'url');
+    return answer(404, 'Not Found', 'no log drain at this URL (the drain URL carries LOG_DRAIN_URL_TOKEN when it is set)', { close: true });
+  }
   const authn = checkCredentials(req.headers, auth);
   if ('refused' in authn) return answer(401, 'Unauthorized', authn.refused, { close: true });
 
@@ -113,15 +121,22 @@ async function handleDrain(req: FastifyRequest, reply: FastifyReply, opts: Drain
     return answer(413, 'Payload Too Large', `the body (${declared} bytes) exceeds LOG_DRAIN_MAX_BODY_BYTES (${opts.maxBodyBytes} bytes); send smaller batches`, { close: true });
   }
   if (spool.isFull()) return spoolFull(spool, true);
+  const diskReason = opts.disk?.reason();
+  if (diskReason) return diskLow(diskReason, spool, true);
 
   // At most so many bodies are read at once, and fewer from one address (a few slow senders cannot take every
   // slot); the rest wait here, their bytes unread (the server's request deadline ends a wait).
-  const address = remoteAddress(req.raw);
-  const slot = opts.budgets.slots.drain.acquire(address, req.raw.socket);
+  const address = opts.budgets.clientAddress(req.raw);
+  // A bearer token is checked already (before the body): its sender is proven, and so is an address that
+  // delivered a correctly signed batch within PUSH_PROVEN_TTL_SECONDS. Those read in the proven lane.
+  const bearer = !authn.signature;
+  if (bearer) opts.budgets.proven.prove(address);
+  const proven = bearer || opts.budgets.proven.has(address);
+  const slot = opts.budgets.slots.drain.acquire(address, req.raw.socket, proven);
   const release = typeof slot === 'function' ? slot : 'refused' in slot ? slot : await slot;
   // The drain's slots queue (the platform does not retry a failed batch): no refusal but a sender that left.
   if (typeof release !== 'function') return clientGone();
-  const unwatch = opts.budgets.guard.watch(req.raw, reply.raw, 'drain');
+  const unwatch = opts.budgets.guard.watch(req.raw, reply.raw, 'drain', { address, proven });
   const lease = opts.budgets.unverified.lease(address);
   try {
     const raw = req.body as Readable | undefined;
@@ -131,6 +146,7 @@ async function handleDrain(req: FastifyRequest, reply: FastifyReply, opts: Drain
       if (verified.refused?.status === 503) opts.budgets.refused('drain', 'memory');
       opts.metrics.bytes.inc(verified.bytes);
       if (verified.refused) return verified.refused;
+      opts.budgets.proven.prove(address);
       source = Readable.from(verified.parts);
     } else if (raw) {
       // The request itself stays open when the body is cut short, so the answer (413, 400) still reaches the sender.
@@ -257,6 +273,11 @@ async function processBody(
     // The stage that stopped the body, rather than the aborts the pipeline then raised in the others.
     const err: unknown = meter.limitHit ?? decodedLimitHit ?? gunzipError ?? caught;
     if (err instanceof SpoolFullError) return spoolFull(spool, false);
+    // The disk filled between two looks at it: nothing of this batch was acknowledged, so the platform retries it.
+    if (isDiskFull(err)) {
+      opts.disk?.hitFull();
+      return diskLow(opts.disk?.reason() ?? 'DATA_DIR\'s disk is full', spool, !meter.complete);
+    }
     if (body.streamed) opts.metrics.bytes.inc(meter.bytes);
     if (err instanceof LimitError) {
       return err.kind === 'body'
@@ -291,6 +312,13 @@ function spoolFull(spool: Spool, close: boolean): Answer {
   );
 }
 
+function diskLow(reason: string, spool: Spool, close: boolean): Answer {
+  return answer(503, 'Service Unavailable', `${reason}; retry after ${spool.retryAfterSeconds} s`, {
+    headers: { 'retry-after': String(spool.retryAfterSeconds) },
+    close,
+  });
+}
+
 const errorSchema = {
   type: 'object',
   properties: { error: { type: 'string' }, message: { type: 'string' }, line: { type: 'integer' } },
@@ -317,14 +345,15 @@ const okSchema = {
 export async function drainRoutes(app: FastifyInstance, opts: DrainRouteOptions): Promise<void> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
-  app.post(
-    DRAIN_PATH,
-    {
+  const route = {
       schema: {
         response: { 200: okSchema, 400: errorSchema, 401: errorSchema, 404: errorSchema, 408: errorSchema, 413: errorSchema, 415: errorSchema, 503: errorSchema },
       },
-    },
-    async (req: FastifyRequest, reply: FastifyReply) => {
+    };
+  // DRAIN_PATH and DRAIN_PATH/<token> both reach the handler, which refuses the one that is not configured: a
+  // wrong token is answered (404, connection closed) by the drain rather than by the router's generic 404,
+  // whose connection stays open to read the body.
+  const handler = async (req: FastifyRequest, reply: FastifyReply) => {
       const started = process.hrtime.bigint();
       let result: Answer;
       try {
@@ -339,10 +368,15 @@ export async function drainRoutes(app: FastifyInstance, opts: DrainRouteOptions)
       if (result.status >= 400 && result.status !== 499) {
         req.log.warn({ status: result.status, reason: result.body.message }, 'log drain request refused');
       }
-      if (result.close) reply.header('connection', 'close');
+      if (result.close) {
+        reply.header('connection', 'close');
+        // Refused before its body was read: the connection goes once answered, rather than Node reading the rest.
+        if (!req.raw.complete) closeWithoutReading(reply.raw);
+      }
       if (result.headers) reply.headers(result.headers);
       return reply.code(result.status).send(result.body);
-    },
-  );
+  };
+  app.post(DRAIN_PATH, route, handler);
+  app.post(`${DRAIN_PATH}/:token`, route, handler);
 }
 

@@ -19,7 +19,7 @@ import { FARO_ITEM_COLUMNS, sessionRequestIds } from '../../store/tables/faro-it
 import { MAX_NESTING_DEPTH, nestingDepth } from '../../json-nesting.js';
 import { mapItems } from './map-items.js';
 import { SessionRequestIds } from './session-request-ids.js';
-import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, pushBudgets, remoteAddress } from '../body-budget.js';
+import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, pushBudgets } from '../body-budget.js';
 
 export const FARO_PATH = '/v1/faro/collect';
 const REJECT_SOURCE = 'faro';
@@ -133,14 +133,17 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
             return reply.code(429).header('connection', 'close').header('retry-after', String(wait)).send({ error: 'Too Many Requests', message: `over FARO_RATE_LIMIT_PER_SECOND for ${app}; retry after ${wait} s` });
           }
           // A read slot (FARO_MAX_BODIES_READING, FARO_MAX_BODIES_PER_ADDRESS) and the slow-body guard while it reads.
-          const slot = budgets.slots.faro.acquire(remoteAddress(req.raw));
+          const address = budgets.clientAddress(req.raw);
+          // Without a free slot it waits up to PUSH_SLOT_MAX_WAIT_MS, its bytes unread.
+          const waited = budgets.slots.faro.acquire(address, req.raw.socket);
+          const slot = typeof waited === 'function' || 'refused' in waited ? waited : await waited;
           if (typeof slot !== 'function') {
             budgets.refused('faro', 'busy');
             closeWithoutReading(reply.raw);
             const reason = 'refused' in slot ? slot.refused : 'no read slot';
             return reply.code(503).header('retry-after', String(BUSY_RETRY_AFTER_SECONDS)).header('connection', 'close').send({ error: 'Service Unavailable', message: `${reason}; retry after ${BUSY_RETRY_AFTER_SECONDS} s` });
           }
-          const unwatch = budgets.guard.watch(req.raw, reply.raw, 'faro');
+          const unwatch = budgets.guard.watch(req.raw, reply.raw, 'faro', { address });
           const release = () => {
             unwatch();
             slot();

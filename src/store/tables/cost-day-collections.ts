@@ -1,7 +1,7 @@
 // What each collection read of a day's cost (sql/026): the evidence a day is final (src/insights/finality.ts).
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { decimalText, defineTable, namedQuery } from './table.js';
+import { chNumber, decimalText, defineTable, namedQuery } from './table.js';
 
 export const CostDayCollectionRow = z.object({
   product: z.enum(['serverless', 'model_api']),
@@ -29,4 +29,14 @@ export const dayCollections = namedQuery(
    WHERE c.product = {product:String} AND c.timezone = {timezone:String} AND c.day >= {from:Date} AND c.day < {to:Date}
    ORDER BY c.day, c.collected_at`,
   z.object({ local_day: z.string(), collected_text: z.string(), fingerprint: z.string() }).transform((r) => ({ day: r.local_day, collected_at: r.collected_text, fingerprint: r.fingerprint })),
+);
+
+/** Every day collection (sql/026) of a product in a zone in [from, to) (local dates), as the local day and when it was read. */
+export const collectedDays = namedQuery(
+  'cost_day_collections_spans',
+  `SELECT toString(day) AS local_day, toUnixTimestamp64Milli(collected_at) AS collected_ms
+   FROM cost_day_collections
+   WHERE product = {product:String} AND timezone = {zone:String} AND day >= {from:Date} AND day < {to:Date}
+   ORDER BY day, collected_at`,
+  z.object({ local_day: z.string(), collected_ms: chNumber }),
 );

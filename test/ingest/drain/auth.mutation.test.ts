@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { checkCredentials, DRAIN_OFF_MESSAGE, DRAIN_PATH, resolveDrainAuth } from '../../../src/ingest/drain/auth.js';
+import { checkCredentials, DRAIN_OFF_MESSAGE, DRAIN_PATH, drainPath, redactDrainPath, resolveDrainAuth, urlTokenMatches } from '../../../src/ingest/drain/auth.js';
 import { parseConfig } from '../../../src/config.js';
 import { REDACT_PATHS } from '../../../src/log.js';
 
@@ -153,5 +153,30 @@ describe('checkCredentials', () => {
     expect(checkCredentials({}, both)).toEqual({
       refused: 'missing authentication: send X-Svc-Signature (hex HMAC-SHA256 of the raw body) or Authorization: Bearer <token>',
     });
+  });
+});
+
+describe('the drain URL token (LOG_DRAIN_URL_TOKEN)', () => {
+  const URL_TOKEN = 'url-token-0123456789abcdef';
+
+  it('configured: only that path segment matches; unset: only the bare path', () => {
+    const auth = resolveDrainAuth(parseConfig({ ...REAL, LOG_DRAIN_SECRET: SECRET, LOG_DRAIN_URL_TOKEN: URL_TOKEN }), capturingLogger().logger)!;
+    expect(auth).toStrictEqual({ secret: SECRET, token: undefined, urlToken: URL_TOKEN });
+    expect([urlTokenMatches(URL_TOKEN, auth), urlTokenMatches(undefined, auth), urlTokenMatches(`${URL_TOKEN}x`, auth), urlTokenMatches(URL_TOKEN.slice(1), auth)]).toEqual([true, false, false, false]);
+    const plain = { secret: SECRET };
+    expect([urlTokenMatches(undefined, plain), urlTokenMatches(URL_TOKEN, plain)]).toEqual([true, false]);
+    expect(drainPath(URL_TOKEN)).toBe(`/v1/drains/logs/${URL_TOKEN}`);
+    expect(drainPath(undefined)).toBe('/v1/drains/logs');
+  });
+
+  it('is redacted wherever a path or URL with it is printed', () => {
+    expect(redactDrainPath(`/v1/drains/logs/${URL_TOKEN}`)).toBe('/v1/drains/logs/[redacted]');
+    expect(redactDrainPath(`POST http://127.0.0.1:8080/v1/drains/logs/${URL_TOKEN}?x=1`)).toBe('POST http://127.0.0.1:8080/v1/drains/logs/[redacted]?x=1');
+    expect(redactDrainPath('/v1/drains/logs')).toBe('/v1/drains/logs');
+  });
+
+  it('must be a URL path segment of at least 16 characters', () => {
+    expect(() => parseConfig({ LOG_DRAIN_URL_TOKEN: 'short' })).toThrow('LOG_DRAIN_URL_TOKEN');
+    expect(() => parseConfig({ LOG_DRAIN_URL_TOKEN: 'has/a/slash-0123456789' })).toThrow('LOG_DRAIN_URL_TOKEN');
   });
 });

@@ -41,7 +41,7 @@ export async function startDrainService(
   return {
     service,
     url: service.url,
-    drainUrl: `${service.url}/v1/drains/logs`,
+    drainUrl: `${service.url}/v1/drains/logs${config.LOG_DRAIN_URL_TOKEN ? `/${config.LOG_DRAIN_URL_TOKEN}` : ''}`,
     spool: started!.spool,
     replayer: started!.replayer,
     close: () => service.close(),
