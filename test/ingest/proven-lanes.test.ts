@@ -56,6 +56,7 @@ describe('ReadSlots: the proven lane', () => {
     expect(await refused).toEqual({ refused: '1 bodies are being read already (MAX)' });
     expect(slots.waiters).toBe(0);
     expect(slots.contention()).toBe(1);
+    // wall-clock: the slots' contention window counts from the machine's clock
     expect(slots.contention(Date.now() + 60_000)).toBe(0);
     const granted = slots.acquire('10.0.0.3') as Promise<Release>;
     held();

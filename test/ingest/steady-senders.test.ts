@@ -63,6 +63,7 @@ afterAll(async () => {
 });
 
 function webhookHeaders(requestId: string, body: Buffer): Record<string, string> {
+  // wall-clock: signed timestamps the receiver checks against the machine's clock, and a wait's deadline
   const ts = String(Math.floor(Date.now() / 1000));
   const message = `${requestId}\nusr_1\n${ts}\n${createHash('sha256').update(body).digest('hex')}`;
   return {
@@ -137,8 +138,10 @@ async function metric(pattern: RegExp): Promise<number> {
 }
 
 async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
+  // wall-clock: signed timestamps the receiver checks against the machine's clock, and a wait's deadline
   const started = Date.now();
   while (!(await check())) {
+    // wall-clock: signed timestamps the receiver checks against the machine's clock, and a wait's deadline
     if (Date.now() - started > 60_000) throw new Error(`gave up waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }

@@ -61,6 +61,7 @@ async function rangesAgeSeconds(): Promise<number> {
 }
 
 function signedHeaders(requestId: string, body: Buffer): Record<string, string> {
+  // wall-clock: signed timestamps the receiver checks against the machine's clock, a wait's deadline, and a clock set 8 days on from it
   const ts = String(Math.floor(Date.now() / 1000));
   const message = `${requestId}\nusr_1\n${ts}\n${createHash('sha256').update(body).digest('hex')}`;
   return {
@@ -102,8 +103,10 @@ function partial(localAddress: string): Promise<{ status: number | 'closed' }> {
 }
 
 async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  // wall-clock: signed timestamps the receiver checks against the machine's clock, a wait's deadline, and a clock set 8 days on from it
   const started = Date.now();
   while (!(await check())) {
+    // wall-clock: signed timestamps the receiver checks against the machine's clock, a wait's deadline, and a clock set 8 days on from it
     if (Date.now() - started > 60_000) throw new Error(`gave up waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -144,7 +147,9 @@ describe('webhook source ranges (GET /v1/meta webhook_ip_ranges)', () => {
     service = undefined;
     meta = { status: 503, ranges: [] };
     const log = captureLog('info');
+    // wall-clock: signed timestamps the receiver checks against the machine's clock, a wait's deadline, and a clock set 8 days on from it
     const eightDaysOn = Date.now() + 8 * 86_400_000;
+    // wall-clock: signed timestamps the receiver checks against the machine's clock, a wait's deadline, and a clock set 8 days on from it
     await start(() => new Date(eightDaysOn + (Date.now() % 1000)), log.logger);
     const callsAtStart = metaCalls;
     await until('a failed fetch', async () => metaCalls > callsAtStart);

@@ -1,6 +1,6 @@
 // Issue 19: with COLLECTOR_SHARD, shard 0 applies the migrations and the other instances wait for them; two
 // instances starting together on one ClickHouse server (the test HTTP endpoint) run each migration once.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startClickHouseHttp, type ClickHouseHttp } from '../support/clickhouse-http.js';
 import { openRuntime, closeRuntime } from '../../src/service.js';
 import { createLogger } from '../../src/log.js';
@@ -29,8 +29,10 @@ describe('migrations with several instances', () => {
       shard1Ready = true;
       return rt;
     });
-    // Shard 1 is waiting: no migration table yet, and it has not finished opening.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Shard 1 is waiting: it has asked for the applied migrations twice (a second ask comes only after the first found
+    // some pending), no migration table exists yet, and it has not finished opening. A state, not a fixed sleep.
+    const ledgerReads = () => ch.requests().filter((r) => /\bFROM\s+schema_migrations\b/i.test(r.query) && !/^\s*(CREATE|ALTER|INSERT)/i.test(r.query)).length;
+    await vi.waitFor(() => expect(ledgerReads()).toBeGreaterThanOrEqual(2), { timeout: 60_000, interval: 50 });
     expect(shard1Ready).toBe(false);
     const ddl = ch.requests().filter((r) => /^\s*(CREATE|ALTER)\s+TABLE/i.test(r.query));
     expect(ddl).toEqual([]);
