@@ -146,6 +146,9 @@ export const ConfigSchema = z.object({
   SVC_BASE_URL: url.default('https://api.svc.example'),
   SVC_API_KEY: optionalString,
   SVC_ADMIN_KEY: optionalString,
+  // A store records the platform that filled it (sql/031); writing from another one (or the built-in simulator)
+  // into it is refused unless this is set, for a deliberate move (src/jobs/store-platform.ts).
+  ALLOW_PLATFORM_CHANGE: bool.default(false),
   // Platform calls in flight at once over every job of the process; backfill windows run concurrently up to it.
   PLATFORM_MAX_IN_FLIGHT: positiveInt.max(64, 'expected at most 64').default(4),
   // The most bytes one platform answer may have (issue 49.2); runner metrics, meta and the key set have tighter
@@ -182,6 +185,9 @@ export const ConfigSchema = z.object({
   REQUESTS_RECOLLECT_HOURS: z.coerce.number().int().min(0).max(24 * 14).default(6),
   PRICES_FILE: optionalString,
   ANALYTICS_TIMEFRAME: z.enum(['minute', 'hour', 'day']).default('hour'),
+  // Days of history the anomaly baseline of a daily series uses at most (issue 46.1; 8-12 weeks): a longer one holds
+  // more of a series' noise and seasons, a shorter one forgets a past incident sooner.
+  ANOMALY_LOOKBACK_DAYS: z.coerce.number().int().min(28).max(84).default(56),
   // Anomaly findings posted as signed JSON (issue 32.2): off when unset. The secret signs each body (HMAC-SHA256).
   NOTIFY_WEBHOOK_URL: url.optional(),
   NOTIFY_WEBHOOK_SECRET: z.string().min(MIN_HMAC_SECRET_LENGTH, `expected a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters`).optional(),
@@ -206,6 +212,9 @@ export const ConfigSchema = z.object({
     .optional(),
   LOG_DRAIN_MAX_BODY_BYTES: positiveInt.default(32 * 1024 * 1024),
   LOG_DRAIN_SPOOL_MAX_BYTES: positiveInt.default(1024 * 1024 * 1024),
+  // Below this much free space on DATA_DIR's disk the drain answers 503 (and /readyz not ready) until space returns
+  // and the spool's backlog is stored: the reserve the store and the replay write into (src/ingest/drain/disk-pressure.ts).
+  DISK_MIN_FREE_BYTES: z.coerce.number().int().min(0).default(256 * 1024 * 1024),
   LOG_RETENTION_DAYS: positiveInt.default(30),
 
   // Webhooks.
@@ -411,6 +420,19 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
   }
   if (result.data.NOTIFY_WEBHOOK_URL && !result.data.NOTIFY_WEBHOOK_SECRET) {
     throw new ConfigError([{ variable: 'NOTIFY_WEBHOOK_SECRET', expected: `a secret of at least ${MIN_HMAC_SECRET_LENGTH} characters (NOTIFY_WEBHOOK_URL is set: notifications are signed)` }]);
+  }
+  // A month's last day is re-collected until USAGE_RECOLLECT_DAYS days after it (src/collectors/usage.ts,
+  // scheduledWindow) and is final only after a collection made once LATE_BILLING_WINDOW_HOURS have passed after its
+  // end (src/insights/finality.ts): unless the late-billing window ends inside the re-collection window, a month's
+  // last days stay provisional for ever (issue 44.4).
+  const { USAGE_RECOLLECT_DAYS: recollectDays, LATE_BILLING_WINDOW_HOURS: windowHours } = result.data;
+  if (windowHours >= 24 * recollectDays) {
+    throw new ConfigError([
+      {
+        variable: 'USAGE_RECOLLECT_DAYS / LATE_BILLING_WINDOW_HOURS',
+        expected: `a re-collection window longer than the late-billing window (LATE_BILLING_WINDOW_HOURS ${windowHours} < 24 × USAGE_RECOLLECT_DAYS ${recollectDays}), else a month's last days are never collected after their late-billing window and stay provisional for ever: raise USAGE_RECOLLECT_DAYS to ${Math.floor(windowHours / 24) + 1} or lower LATE_BILLING_WINDOW_HOURS below ${24 * recollectDays}`,
+      },
+    ]);
   }
   return Object.freeze(result.data);
 }

@@ -317,6 +317,7 @@ const ONE_LINE_ERRORS = new Set([
   'EmbeddedStoreMissingError',
   'ServiceUnreachableError',
   'UnrequestedFileError',
+  'StorePlatformError',
 ]);
 
 export function reportFatal(err: unknown, write: (text: string) => void = (t) => void process.stderr.write(t)): number {

@@ -86,8 +86,8 @@ export async function costChangesReport(store: Pick<Store, 'client'>, q: CostCha
   const current = await linesOf(store, q, q.from, q.to);
   const finality = async (from: string, to: string) =>
     q.product === 'all'
-      ? loadFinalityBoth(store, { timezone: q.timezone, from, to, windowHours: q.windowHours })
-      : loadFinality(store, { product: q.product, timezone: q.timezone, from, to, windowHours: q.windowHours });
+      ? loadFinalityBoth(store, { timezone: q.timezone, from, to, windowHours: q.windowHours, now: q.now })
+      : loadFinality(store, { product: q.product, timezone: q.timezone, from, to, windowHours: q.windowHours, now: q.now });
   const [fb, fc] = [await finality(q.baselineFrom, q.baselineTo), await finality(q.from, q.to)];
   const sources: CoverageSource[] = q.product === 'all' ? ['usage', 'model_usage'] : [q.product === 'serverless' ? 'usage' : 'model_usage'];
   const consequence = { usage: 'its serverless cost is unknown, not zero', model_usage: 'its model API cost is unknown, not zero' };

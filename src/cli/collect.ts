@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { getConfig } from '../config.js';
+import { getConfig, isDemoMode } from '../config.js';
 import { createCommandLogger } from '../log.js';
 import { commandHost, commandIO } from '../http/command-host.js';
 import { closeRuntime, openRuntime } from '../service.js';
@@ -7,6 +7,7 @@ import type { JobArgs, JobDefinition } from '../collectors/job.js';
 import { COMMON_OPTIONS, parseJobArgs, UsageError } from '../jobs/options.js';
 import { openDemoPlatform } from './demo-platform.js';
 import { openPlatformSource, runtimeFor } from '../jobs/platform-source.js';
+import { claimStorePlatform, demoNotice } from '../jobs/store-platform.js';
 import { describeArgsError, didYouMean } from '../suggest.js';
 import { consoleProgress } from '../progress.js';
 import { Scheduler } from '../jobs/scheduler.js';
@@ -95,6 +96,10 @@ export async function collectCommand(allJobs: JobDefinition[], argv: string[]): 
       return 2;
     }
   }
+  // Said first once the arguments hold, before anything is opened: a shell without the keys must not collect
+  // invented data unnoticed.
+  const host = commandHost();
+  if (host ? host.jobs?.demo : isDemoMode(getConfig())) io.err(demoNotice(`collect ${job.name}`));
   const result = await runJobNow(allJobs, job, args);
   if (result.status === 'skipped') {
     io.err(`tallyhouse collect ${job.name}: not started: ${result.error || 'the job was not run'} (exit ${EXIT_NOT_STARTED})\n`);
@@ -115,7 +120,15 @@ async function runJobNow(allJobs: JobDefinition[], job: JobDefinition, args: Job
   const config = getConfig();
   const logger = createCommandLogger(config.CLI_LOG_LEVEL);
   const rt = await openRuntime(config, { logger });
-  const source = await openPlatformSource(config, logger, { demoNoticeLevel: 'info', openDemo: openDemoPlatform });
+  let source;
+  try {
+    // Before the simulator starts or anything is written: a store filled from another platform refuses.
+    await claimStorePlatform(rt, `collect ${job.name}`);
+    source = await openPlatformSource(config, logger, { demoNoticeLevel: 'info', openDemo: openDemoPlatform });
+  } catch (err) {
+    await closeRuntime(rt);
+    throw err;
+  }
   try {
     const scheduler = new Scheduler({ runtime: runtimeFor(rt, source), platform: source.platform, jobs: allJobs, now: source.now });
     return await scheduler.run(job.name, 'manual', args, consoleProgress());

@@ -10,6 +10,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { PlatformClient } from '../platform/index.js';
 import type { PlatformSource, PlatformSourceOptions } from '../jobs/platform-source.js';
+import { DEMO_PRICES_FILE } from '../jobs/store-platform.js';
 import { startSim, type World } from '../sim/index.js';
 import { formatNanos } from '../sim/money.js';
 import { readScenarioFile } from '../sim/scenario.js';
@@ -71,7 +72,7 @@ export function demoPrices(world: World): Array<{ endpoint_id: string; unit_pric
 }
 
 export const DEMO_PRICES_FROM = '2000-01-01';
-export const DEMO_PRICES_FILE = 'demo-prices.json';
+export { DEMO_PRICES_FILE };
 
 function writeDemoPrices(dataDir: string, world: World): string {
   const file = join(dataDir, DEMO_PRICES_FILE);

@@ -6,12 +6,13 @@
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { getConfig } from '../config.js';
+import { getConfig, isDemoMode } from '../config.js';
 import { commandHost, commandIO, type CommandIO } from '../http/command-host.js';
 import { onStdoutClosed } from '../stdio.js';
 import { createCommandLogger } from '../log.js';
 import { withCommandRuntime } from '../service.js';
 import { openDemoPlatform } from './demo-platform.js';
+import { claimStorePlatform, demoNotice } from '../jobs/store-platform.js';
 import { openPlatformSource } from '../jobs/platform-source.js';
 import { AppsResponse, LogRecord, PlatformError, platformPaths, type PlatformClient } from '../platform/index.js';
 import { LOG_LEVELS } from '../store/tables/logs.js';
@@ -20,6 +21,7 @@ import type { Runtime } from '../runtime.js';
 import { REJECTS_TABLE } from '../store/writer.js';
 import { collectorRejects } from '../collectors/common.js';
 import { drainLineOf, LogRowBatch, recordKey } from '../collectors/logs.js';
+import { retryDelayMs } from '../retry.js';
 
 const USAGE = 'tallyhouse logs tail [--app OWNER/APP] [--level LEVEL] [--search TEXT] [--request-id ID] [--store] [--json]\n';
 
@@ -124,7 +126,8 @@ export async function followLogStream(platform: PlatformClient, o: FollowOptions
     }
     if (o.signal.aborted) return;
     attempt++;
-    const retryInMs = Math.max(Math.min(max, base * 2 ** (attempt - 1)), retryAfterMs ?? 0);
+    // Exponential, no jitter: a person reads the wait ("reconnecting in 2.0 s"); never shorter than the server's.
+    const retryInMs = Math.max(retryDelayMs({ baseMs: base, maxMs: max, growth: 'exponential', jitter: 'none' }, attempt), retryAfterMs ?? 0);
     o.onState?.({ kind: 'dropped', reason, retryInMs, attempt });
     try {
       await sleep(retryInMs, undefined, { signal: o.signal });
@@ -307,8 +310,8 @@ export async function logsCommand(argv: string[]): Promise<number> {
   }
   const config = getConfig();
   const logger = createCommandLogger(config.CLI_LOG_LEVEL);
+  if (isDemoMode(config)) io.err(demoNotice('logs tail'));
   const source = await openPlatformSource(config, logger, { demoNoticeLevel: 'info', openDemo: openDemoPlatform });
-  if (source.demo) io.err('tallyhouse logs tail: no platform key configured (SVC_API_KEY); following the built-in simulator\'s stream\n');
   const pretty = !values.json && Boolean(process.stdout.isTTY);
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
@@ -338,6 +341,7 @@ export async function logsCommand(argv: string[]): Promise<number> {
   try {
     if (values.store) {
       await withCommandRuntime(config, async (rt) => {
+        await claimStorePlatform(rt, 'logs tail --store');
         const store = new TailStore(rt, io);
         try {
           await follow(store);

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { request } from 'undici';
-import { ADMIN_COMMANDS_PATH, ADMIN_FILE, AdminFile } from '../http/admin.js';
+import { ADMIN_COMMANDS_PATH, ADMIN_FILE, AdminFile, processStarted } from '../http/admin.js';
 import { ConfigError, isLoopbackHost } from '../config.js';
 import { redactUrl, redactUrls } from '../redact.js';
 import { dataDirHolder } from '../store/client.js';
@@ -85,13 +85,25 @@ export async function findService(dataDir: string, env: NodeJS.ProcessEnv = proc
   return serviceHoldingDataDir(dataDir, waitMs);
 }
 
+/**
+ * A live service on a server store (CLICKHOUSE_URL) using DATA_DIR: no lock names it (the embedded engine's is the
+ * one dataDirHolder reads), so its admin file must name a process that is still the one that wrote it (same pid,
+ * same start time). A keyless shell's `collect` beside it ran in demo mode instead of being handed over (issue 44.1).
+ */
+function serverStoreService(dataDir: string): ServiceTarget | undefined {
+  const file = readAdminFile(dataDir);
+  if (!file?.url || !file.token || !file.started || !isLoopbackUrl(file.url)) return undefined;
+  if (file.pid === process.pid || processStarted(file.pid) !== file.started) return undefined;
+  return { url: file.url, token: file.token };
+}
+
 /** The live service holding DATA_DIR and the loopback address it published there; undefined when none does. */
 async function serviceHoldingDataDir(dataDir: string, waitMs: number): Promise<ServiceTarget | undefined> {
   const deadline = Date.now() + waitMs;
   let told = false;
   for (;;) {
     const holder = dataDirHolder(dataDir);
-    if (holder === undefined) return undefined;
+    if (holder === undefined) return serverStoreService(dataDir);
     const file = readAdminFile(dataDir);
     // Held by something other than a service (a CLI command): opening the store says who holds it.
     if (!file || file.pid !== holder) return undefined;

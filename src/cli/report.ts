@@ -94,7 +94,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
   }
   return withCommandRuntime(getConfig(), async (rt) => {
     const report = await financeReport(rt.store, values.month!, timezone, rt.now(), { windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
-    const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES });
+    const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES, now: rt.now() });
     if (!problem && !rt.config.TIMEZONES.includes(timezone)) {
       io.err(`tallyhouse report finance: warning: ${timezone} is not in TIMEZONES, so scheduled runs do not keep its usage up to date\n`);
     }
@@ -137,7 +137,7 @@ async function focusCommand(args: string[]): Promise<number> {
   return withCommandRuntime(getConfig(), async (rt) => {
     let rows;
     try {
-      rows = await focusReport(rt.store, values.month!, focusOptions(rt.config));
+      rows = await focusReport(rt.store, values.month!, focusOptions(rt.config, rt.now()));
     } catch (err) {
       if (!(err instanceof FocusNoDataError)) throw err;
       // The commands with the month's dates, as the finance report's hint gives them (issue 30.5: it said `...`).

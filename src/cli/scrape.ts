@@ -4,6 +4,7 @@ import { getConfig, isDemoMode } from '../config.js';
 import { describeArgsError } from '../suggest.js';
 import { createCommandLogger } from '../log.js';
 import { openDemoPlatform } from './demo-platform.js';
+import { claimStorePlatform } from '../jobs/store-platform.js';
 import { openPlatformSource } from '../jobs/platform-source.js';
 import { commandIO } from '../http/command-host.js';
 import { sampleToJson } from '../promtext/index.js';
@@ -92,10 +93,11 @@ export function targetProblem(target: string): string | undefined {
 /** Demo mode without targets: one scrape of a simulator started for this command, as the service scrapes its own. */
 async function scrapeDemo(dryRun: boolean): Promise<number> {
   const config = getConfig();
+  // The first line, before the simulator starts (issue 44.1: a keyless shell's command says it runs on the demo).
+  commandIO().err('tallyhouse scrape: demo mode (no SVC_API_KEY): scraping the built-in platform simulator, as the service does\n');
   const source = await openPlatformSource(config, createCommandLogger(config.CLI_LOG_LEVEL), { demoNoticeLevel: 'info', openDemo: openDemoPlatform });
   try {
-    commandIO().err('tallyhouse scrape: demo mode (no SVC_API_KEY): scraping the built-in platform simulator, as the service does\n');
-    return await scrapeNow(scrapeTargets(config, { baseUrl: source.sim!.url, apiKey: source.sim!.keys.api, client: source.platform }), dryRun);
+    return await scrapeNow(scrapeTargets(config, { baseUrl: source.sim!.url, apiKey: source.sim!.keys.api, client: source.platform }), dryRun, 'scrape');
   } finally {
     await source.close();
   }
@@ -111,7 +113,8 @@ async function scrapePlatform(dryRun: boolean): Promise<number> {
   }
 }
 
-async function scrapeNow(targets: ScrapeTarget[], dryRun: boolean): Promise<number> {
+/** `claimFor`: the command's name when it writes from the configured platform (demo mode), so the store's platform is checked. */
+async function scrapeNow(targets: ScrapeTarget[], dryRun: boolean, claimFor?: string): Promise<number> {
   const io = commandIO();
   const config = getConfig();
   const values = { 'dry-run': dryRun };
@@ -132,6 +135,7 @@ async function scrapeNow(targets: ScrapeTarget[], dryRun: boolean): Promise<numb
     return failed > 0 ? 1 : 0;
   }
   return withCommandRuntime(config, async (rt) => {
+    if (claimFor) await claimStorePlatform(rt, claimFor);
     const scraper = new Scraper(rt, targets);
     let failed = 0;
     for (const target of targets) {

@@ -77,6 +77,9 @@ const FAMILIES = {
   svc_runner_vram_total_bytes: 'vram_total_bytes',
 } as const;
 
+/** The families with a column of their own (the five of the platform notes). */
+const KNOWN_RUNNER_FAMILIES: ReadonlySet<string> = new Set([...Object.keys(FAMILIES), 'svc_runner_cpu_seconds_total', 'svc_runner_memory_bytes']);
+
 /** One row per GPU (the runner-level CPU and memory on GPU 0's row), or one row with gpu -1 for a machine without GPU. */
 export function mapRunnerSamples(runnerId: string, samples: readonly Sample[], ts: string, collectedAt: string, reject: (reason: string) => void): RunnerMetricRow[] {
   const mine = samples.filter((s) => s.labels.runner_id === runnerId);
@@ -97,9 +100,14 @@ export function mapRunnerSamples(runnerId: string, samples: readonly Sample[], t
     runner_id: runnerId, owner: application.slice(0, slash), name: application.slice(slash + 1), endpoint_id: application,
     machine_type: machineType, ts, collected_at: collectedAt,
   };
+  // Families the notes do not name (or a platform adds later) are data too (issue 50.4): kept raw, never dropped.
+  const other: Array<{ name: string; labels: Record<string, string>; value: number | string }> = [];
   for (const s of mine) {
     const column = FAMILIES[s.name as keyof typeof FAMILIES];
-    if (!column) continue;
+    if (!column) {
+      if (!KNOWN_RUNNER_FAMILIES.has(s.name)) other.push({ name: s.name, labels: s.labels, value: Number.isFinite(s.value) ? s.value : String(s.value) });
+      continue;
+    }
     const gpu = Number(s.labels.gpu);
     if (!Number.isInteger(gpu) || gpu < 0 || gpu > 32_767) {
       reject(`${s.name}: gpu label is not a GPU index`);
@@ -113,5 +121,6 @@ export function mapRunnerSamples(runnerId: string, samples: readonly Sample[], t
   if (rows.length === 0) rows.push({ ...base, gpu: -1, cpu_seconds_total: null, memory_bytes: null, gpu_utilization: null, vram_used_bytes: null, vram_total_bytes: null });
   rows[0].cpu_seconds_total = value('svc_runner_cpu_seconds_total');
   rows[0].memory_bytes = value('svc_runner_memory_bytes');
+  if (other.length > 0) rows[0].other = JSON.stringify(other);
   return rows;
 }

@@ -43,6 +43,7 @@ export interface RunnerHistoryResult {
  * aggregation (the platform does not page this list). Resolves once every row is committed.
  */
 export async function collectRunnerHistory(ctx: JobContext, apps: readonly AppRef[], range: RunnerHistoryRange): Promise<RunnerHistoryResult> {
+  const startedAt = ctx.now();
   const version = nextVersionMs();
   const collectedAt = toDateTime64(Date.now());
   const rejects = collectorRejects('runners');
@@ -105,7 +106,10 @@ export async function collectRunnerHistory(ctx: JobContext, apps: readonly AppRe
   const rows = perCall.flat();
   const rejected = rejects.rows.length;
   // The range is recorded with its rows (sql/030): an hour with no runner is collected, not missing.
-  await commitRows(ctx, [tableWrite(runnerHistory, rows), collectedRangeWrite('runner_history', range, ctx.now())], rejects, { timezone: range.timezone });
+  const stored = await commitRows(ctx, [tableWrite(runnerHistory, rows)], rejects, { timezone: range.timezone });
+  // The range vouches for its rows: recorded after they are stored, and only when no app was left out or refused by
+  // the store, as of when the reads began (coverage must never say complete for what was not read).
+  if (stored.refused === 0 && refused.size === 0) await commitRows(ctx, [collectedRangeWrite('runner_history', range, startedAt)], rejects);
   return { rows: rows.length, rejected, refused };
 }
 

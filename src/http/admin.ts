@@ -7,7 +7,7 @@
  * writes a `file` only when it is the `--out` its user gave (src/cli/remote.ts).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { runHosted, type CommandHost, type HostedJobRunner } from './command-host.js';
@@ -18,7 +18,27 @@ export const ADMIN_COMMANDS_PATH = '/admin/v1/commands';
 export const ADMIN_FILE = 'admin.json';
 
 /** What the CLI reads to find the service holding its data directory. */
-export const AdminFile = z.object({ pid: z.number().int(), url: z.url().optional(), token: z.string().min(32).optional() });
+export const AdminFile = z.object({
+  pid: z.number().int(),
+  url: z.url().optional(),
+  token: z.string().min(32).optional(),
+  /** When the process started (/proc/PID/stat): with a server store no lock names the service, and a pid is reused. */
+  started: z.string().optional(),
+});
+
+/**
+ * A process's start time in clock ticks since boot (field 22 of /proc/PID/stat), undefined where /proc cannot be
+ * read or the process is gone: the same pid with the same start time is the same process.
+ */
+export function processStarted(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may hold spaces: count from the last ')'.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
 export type AdminFile = z.infer<typeof AdminFile>;
 
 const CommandBody = z.strictObject({
@@ -105,7 +125,7 @@ export function adminExtension(opts: AdminOptions): Extension {
       if (!address || typeof address === 'string') return;
       const host = ['0.0.0.0', '::', ''].includes(rt.config.HOST) ? '127.0.0.1' : rt.config.HOST;
       const url = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
-      const content: AdminFile = { pid: process.pid, url, token };
+      const content: AdminFile = { pid: process.pid, url, token, started: processStarted(process.pid) };
       writePrivateFile(file, JSON.stringify(content));
     });
     return {

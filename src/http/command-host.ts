@@ -21,6 +21,8 @@ export interface CommandIO {
 
 /** A job runner the service lends to a hosted `collect` (its scheduler, on its platform source). */
 export interface HostedJobRunner {
+  /** The service collects from the built-in simulator (demo mode): a hosted `collect` says so first. */
+  demo?: boolean;
   run(
     job: string,
     args: JobArgs,

@@ -12,6 +12,17 @@ export interface HealthOptions {
   metricsToken?: string;
 }
 
+/** Conditions an extension adds to /readyz (e.g. the drain's disk pressure), per server: each says why not ready, or undefined. */
+const readinessConditions = new WeakMap<object, Set<() => string | undefined>>();
+
+/** Adds a reason /readyz may answer 503 for; returns how to remove it (on the extension's stop). */
+export function addReadinessCondition(server: object, condition: () => string | undefined): () => void {
+  let set = readinessConditions.get(server);
+  if (!set) readinessConditions.set(server, (set = new Set()));
+  set.add(condition);
+  return () => set.delete(condition);
+}
+
 /** /healthz (the process answers), /readyz (the store answers and is migrated), /metrics (Prometheus). */
 export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): Promise<void> {
   app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
@@ -28,6 +39,10 @@ export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): P
       }
     } catch (err) {
       return reply.code(503).send({ status: 'unavailable', reason: `cannot read schema_migrations: ${describeStoreError(err)}` });
+    }
+    for (const condition of readinessConditions.get(app.server) ?? []) {
+      const reason = condition();
+      if (reason) return reply.code(503).send({ status: 'unavailable', reason });
     }
     return { status: 'ready' };
   });

@@ -100,6 +100,9 @@ export interface EfficiencyRow {
 
 /** Largest-remainder split of `total` by non-negative integer weights; ties go to the earlier weight. All to `fallback` when the weights are 0. */
 export function splitByWeights(total: bigint, weights: readonly bigint[], fallback: number): bigint[] {
+  // A credit (negative cost) is split as its magnitude, then negated: BigInt division truncates toward zero, and the
+  // remainder pass below only adds.
+  if (total < 0n) return splitByWeights(-total, weights, fallback).map((p) => -p);
   const sum = weights.reduce((a, b) => a + b, 0n);
   if (sum === 0n) return weights.map((_, i) => (i === fallback ? total : 0n));
   const parts = weights.map((w) => (total * w) / sum);

@@ -3,6 +3,7 @@ import type { HostedJobRunner } from '../http/command-host.js';
 import type { JobDefinition } from '../collectors/job.js';
 import { openPlatformSource, runtimeFor, type DemoPlatformOpener } from './platform-source.js';
 import { Scheduler } from './scheduler.js';
+import { claimStorePlatform } from './store-platform.js';
 import { Scraper } from '../collectors/scraper.js';
 import { applyMetricsRetention } from '../store/tables/metrics.js';
 import { commandLineTarget, durationMs, scrapeTargets } from '../collectors/scrape.js';
@@ -32,6 +33,8 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
   return async (rt) => {
     // Checked before the platform source opens: a bad SCRAPE_TARGETS stops start-up before a simulator starts.
     scrapeTargets(rt.config, { baseUrl: rt.config.SVC_BASE_URL, apiKey: rt.config.SVC_API_KEY });
+    // A service started from a shell without the keys (or with another platform's) must not fill a real store.
+    await claimStorePlatform(rt, 'the service');
     const source = await openPlatformSource(rt.config, rt.logger, { drainSecret: demo.drainSecret, faroKey: demo.faroKey, registry: rt.registry, openDemo: demo.openDemo });
     const targets = scrapeTargets(rt.config, { baseUrl: rt.config.SVC_BASE_URL, apiKey: rt.config.SVC_API_KEY, client: source.platform });
     if (source.sim) {
@@ -44,7 +47,7 @@ export function collectorsExtension(jobs: JobDefinition[], demo: DemoWiring = {}
       });
     }
     const scheduler = new Scheduler({ runtime: runtimeFor(rt, source), platform: source.platform, jobs, now: source.now });
-    handle.runner = { run: (job, args, progress) => scheduler.run(job, 'manual', args, progress) };
+    handle.runner = { demo: source.demo, run: (job, args, progress) => scheduler.run(job, 'manual', args, progress) };
     const scraper = new Scraper(
       rt,
       source.sim && !rt.config.SCRAPE_TARGETS ? scrapeTargets(rt.config, { baseUrl: source.sim.url, apiKey: source.sim.keys.api, client: source.platform }) : targets,

@@ -12,13 +12,15 @@ import { runJob } from '../support/jobs.js';
 
 let rt: Runtime;
 let sim: Sim;
-const today = DateTime.utc().startOf('day');
+// The service clock and the simulator's: a fixed instant (the gauge's last 7 days end on its day).
+const NOW = new Date('2026-11-26T12:00:00Z');
+const today = DateTime.fromJSDate(NOW, { zone: 'utc' }).startOf('day');
 const from = today.minus({ days: 6 }).toISODate()!;
 const to = today.plus({ days: 1 }).toISODate()!;
 
 beforeAll(async () => {
-  rt = await openTestRuntime();
-  sim = await startSim({ seed: 4, now: new Date(), days: 3, apps: 5 });
+  rt = { ...(await openTestRuntime()), now: () => NOW };
+  sim = await startSim({ seed: 4, now: NOW, days: 3, apps: 5 });
   for (const job of ['apps', 'usage', 'runners']) expect((await runJob(rt, sim, job, { from, to, timezone: 'UTC' })).status).toBe('ok');
 });
 afterAll(async () => {

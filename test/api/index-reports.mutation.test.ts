@@ -137,7 +137,7 @@ describe('GET /cost: rows and finality', () => {
     // 11-01 ends 11-02 00:00 in UTC; the second collection is 11-20 00:00, 18 days on: after 48 h, inside 19 days.
     const utc: Answer = (sql) => (sql.includes('cost_day_collections') ? agreed('2026-11-01') : undefined);
     expect((await get((await api({}, utc)).app, '/api/v1/cost?from=2026-11-01&to=2026-11-02')).body.final).toBe(true);
-    expect((await get((await api({ LATE_BILLING_WINDOW_HOURS: String(19 * 24) }, utc)).app, '/api/v1/cost?from=2026-11-01&to=2026-11-02')).body.final).toBe(false);
+    expect((await get((await api({ LATE_BILLING_WINDOW_HOURS: String(19 * 24), USAGE_RECOLLECT_DAYS: '20' }, utc)).app, '/api/v1/cost?from=2026-11-01&to=2026-11-02')).body.final).toBe(false);
   });
 
   it('serverless groups and apps are not refused for serverless, nor endpoints for model_api', async () => {
@@ -202,7 +202,7 @@ describe('GET /reports/finance with data', () => {
       return body.rows.find((r: { app: string }) => r.app === 'img')?.final;
     };
     expect(await finalOf({})).toBe(true);
-    expect(await finalOf({ LATE_BILLING_WINDOW_HOURS: String(31 * 24) })).toBe(false);
+    expect(await finalOf({ LATE_BILLING_WINDOW_HOURS: String(31 * 24), USAGE_RECOLLECT_DAYS: '32' })).toBe(false);
   });
 
   it('a month from 2000-01 to 2100-01, written YYYY-MM and nothing around it', async () => {

@@ -10,6 +10,12 @@ const row = (p: Partial<UsageDayInput>): UsageDayInput => ({
 });
 
 describe('splitByWeights', () => {
+  it('splits a credit (negative cost) so that the parts still sum to it, mirroring the positive split', () => {
+    // -10 by 1:1:1 → -3.33 each: the parts of 10, negated (the old code gave [-2, -2, -2], summing to -6).
+    expect(splitByWeights(-10n, [1n, 1n, 1n], 1)).toEqual([-4n, -3n, -3n]);
+    expect(splitByWeights(-7n, [0n, 0n, 0n], 2)).toEqual([0n, 0n, -7n]);
+  });
+
   it('splits by largest remainder, ties to the earlier part, and gives everything to the fallback without weights', () => {
     // 7 by 1:1:0 → 3.5, 3.5, 0: one unit left, equal remainders, the earlier (busy) takes it.
     expect(splitByWeights(7n, [1n, 1n, 0n], 1)).toEqual([4n, 3n, 0n]);

@@ -10,6 +10,8 @@ import { ParserPool } from './parser-pool.js';
 import { unescapeTsvField } from '../../collectors/log-line.js';
 import { pushBudgets } from '../body-budget.js';
 import { drainRoutes } from './receive.js';
+import { DiskPressure } from './disk-pressure.js';
+import { addReadinessCondition } from '../../http/health.js';
 import { SpoolReplayer } from './replay.js';
 import { openSpool } from './spool/open-spool.js';
 import type { Spool } from './spool/spool.js';
@@ -50,6 +52,8 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       registry: rt.registry,
     });
     const metrics = createDrainMetrics(rt.registry, () => spool);
+    const disk = new DiskPressure({ path: rt.config.DATA_DIR, minFreeBytes: rt.config.DISK_MIN_FREE_BYTES, backlogBytes: () => spool.bytes, registry: rt.registry });
+    const removeReadiness = addReadinessCondition(rt.app.server, () => disk.reason());
     const replayer = new SpoolReplayer({
       spool,
       store: rt.store,
@@ -78,11 +82,13 @@ export function logDrainExtension(options: LogDrainOptions = {}): Extension {
       budget: new StagingBudget(options.stagingBudgetBytes ?? 64 * 1024 * 1024),
       parsers,
       budgets: pushBudgets(rt.app.server, rt.config, rt.registry),
+      disk,
     });
     options.onStarted?.({ spool, replayer, auth });
     return {
       name: 'log-drain',
       async stop() {
+        removeReadiness();
         await parsers.close();
         await replayer.stop();
         await spool.close();

@@ -17,6 +17,7 @@ import { MAX_LISTED_ERRORS, REJECT_SOURCE, type ParseSummary } from './parse-bod
 import type { ParserPool } from './parser-pool.js';
 import { SpoolFullError, type RowFormat, type Spool } from './spool/spool.js';
 import { DataStage, type StagingBudget } from './stage-body.js';
+import { isDiskFull, type DiskPressure } from './disk-pressure.js';
 
 export const MAX_LINE_BYTES = 1024 * 1024;
 export { MAX_LISTED_ERRORS, REJECT_SOURCE };
@@ -38,6 +39,8 @@ export interface DrainRouteOptions {
    * the budget of unauthenticated bytes (a signed body is held whole until its signature is checked).
    */
   budgets: PushBudgets;
+  /** DATA_DIR's free space (issue 44.2): below its threshold, 503 with Retry-After before the disk is full. */
+  disk?: DiskPressure;
 }
 
 interface Answer {
@@ -118,6 +121,8 @@ async function handleDrain(req: FastifyRequest, reply: FastifyReply, opts: Drain
     return answer(413, 'Payload Too Large', `the body (${declared} bytes) exceeds LOG_DRAIN_MAX_BODY_BYTES (${opts.maxBodyBytes} bytes); send smaller batches`, { close: true });
   }
   if (spool.isFull()) return spoolFull(spool, true);
+  const diskReason = opts.disk?.reason();
+  if (diskReason) return diskLow(diskReason, spool, true);
 
   // At most so many bodies are read at once, and fewer from one address (a few slow senders cannot take every
   // slot); the rest wait here, their bytes unread (the server's request deadline ends a wait).
@@ -268,6 +273,11 @@ async function processBody(
     // The stage that stopped the body, rather than the aborts the pipeline then raised in the others.
     const err: unknown = meter.limitHit ?? decodedLimitHit ?? gunzipError ?? caught;
     if (err instanceof SpoolFullError) return spoolFull(spool, false);
+    // The disk filled between two looks at it: nothing of this batch was acknowledged, so the platform retries it.
+    if (isDiskFull(err)) {
+      opts.disk?.hitFull();
+      return diskLow(opts.disk?.reason() ?? 'DATA_DIR\'s disk is full', spool, !meter.complete);
+    }
     if (body.streamed) opts.metrics.bytes.inc(meter.bytes);
     if (err instanceof LimitError) {
       return err.kind === 'body'
@@ -300,6 +310,13 @@ function spoolFull(spool: Spool, close: boolean): Answer {
     `the log drain spool is full (LOG_DRAIN_SPOOL_MAX_BYTES ${spool.limitBytes} bytes) while the store catches up; retry after ${spool.retryAfterSeconds} s`,
     { headers: { 'retry-after': String(spool.retryAfterSeconds) }, close },
   );
+}
+
+function diskLow(reason: string, spool: Spool, close: boolean): Answer {
+  return answer(503, 'Service Unavailable', `${reason}; retry after ${spool.retryAfterSeconds} s`, {
+    headers: { 'retry-after': String(spool.retryAfterSeconds) },
+    close,
+  });
 }
 
 const errorSchema = {

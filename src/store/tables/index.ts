@@ -22,6 +22,7 @@ import { runnerMetrics } from './runner-metrics.js';
 import { anomalies, anomalyNotifications } from './anomalies.js';
 import { costDayCollections } from './cost-day-collections.js';
 import { collectedRanges } from './collected-ranges.js';
+import { storePlatform } from './store-platform.js';
 import { modelBillingEvents, modelCatalogue, modelPrices, modelUsageBuckets, modelUsageSummaries } from './model-usage.js';
 
 export const ingestRejects = defineTable(
@@ -38,4 +39,4 @@ export const ingestRejects = defineTable(
 
 /** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
 export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, requestsDaily, unitPrices, metricSeries, metricSamples, scrapes, modelUsageBuckets, modelUsageSummaries, modelCatalogue, modelPrices, modelBillingEvents, faroItems, queueSamples, runnerMetrics];
-allTables.push(costDayCollections, anomalies, anomalyNotifications, collectedRanges);
+allTables.push(costDayCollections, anomalies, anomalyNotifications, collectedRanges, storePlatform);

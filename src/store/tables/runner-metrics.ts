@@ -15,6 +15,8 @@ export const RunnerMetricRow = z.object({
   gpu_utilization: z.number().nullable(),
   vram_used_bytes: z.number().nullable(),
   vram_total_bytes: z.number().nullable(),
+  // Samples of families without a column, as delivered (sql/033): JSON [{name, labels, value}], on the first row.
+  other: z.string().optional(),
   collected_at: z.string(),
 });
 export type RunnerMetricRow = z.input<typeof RunnerMetricRow>;
