@@ -20,7 +20,7 @@ const USAGE =
   '       tallyhouse report changes --month YYYY-MM [--baseline YYYY-MM] [--group-by ...]   (why the bill changed)\n' +
   `       ${EFFICIENCY_USAGE}`;
 
-const REPORTS = ['finance', 'focus', 'efficiency'];
+const REPORTS = ['finance', 'focus', 'efficiency', 'changes'];
 
 const FINANCE_HELP =
   'Usage: tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n\n' +
@@ -42,6 +42,14 @@ export function reportHelp(kind: string | undefined): number {
     io.out(`Usage: ${EFFICIENCY_USAGE}\nThe month's busy, idle and draining spend per day, app and machine type (--hints: right-sizing and keep-warm hints).\n`);
     return 0;
   }
+  if (kind === 'changes') {
+    io.out(
+      `Usage: ${CHANGES_USAGE}\nWhy the bill changed: per group the month against its baseline (default the month before; a month not over\n` +
+      'compared to date against the same days of its baseline), split into volume, price, discount, new and gone. Groups\n' +
+      'seen in one period only while the other was not wholly collected are not_collected; the coverage warning goes to stderr.\n',
+    );
+    return 0;
+  }
   if (kind !== undefined) {
     io.err(`tallyhouse report: unknown report ${JSON.stringify(kind)}${didYouMean(kind, REPORTS)}\nUsage: ${USAGE}`);
     return 2;
@@ -58,7 +66,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
   if (kind === 'efficiency') return efficiencyCommand(rest);
   if (kind === 'changes') return changesCommand(rest);
   if (kind !== 'finance') {
-    io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}${didYouMean(kind, REPORTS)}` : 'which report? finance, focus or efficiency'}\nUsage: ${USAGE}`);
+    io.err(`tallyhouse report: ${kind ? `unknown report ${JSON.stringify(kind)}${didYouMean(kind, REPORTS)}` : 'which report? finance, focus, efficiency or changes'}\nUsage: ${USAGE}`);
     return 2;
   }
   let values: { month?: string; timezone?: string; out?: string; format?: string };
@@ -216,13 +224,14 @@ async function changesCommand(args: string[]): Promise<number> {
       windowHours: rt.config.LATE_BILLING_WINDOW_HOURS,
       now,
     });
-    // What the figures rest on goes to stderr, so the CSV or JSON on stdout stays whole (rule 23).
-    if (report.coverage.status !== 'complete') io.err(`tallyhouse report changes: warning: ${report.coverage.warning}\n`);
-    if (periods.toDate) io.err(`tallyhouse report changes: ${month} is not over: comparing ${periods.from} to ${periods.to} with ${periods.baselineFrom} to ${periods.baselineTo} (per-day figures in the totals)\n`);
     if (report.groups.length === 0) {
       io.err(`tallyhouse report changes: no cost collected in ${baseline} or ${month} (${timezone}); collect it with \`tallyhouse collect usage --from ... --to ...\` and \`collect models\`\n`);
       return 1;
     }
+    // What the figures rest on goes to stderr (after the nothing-collected case, which says it all), so the CSV or
+    // JSON on stdout stays whole (rule 23).
+    if (report.coverage.status !== 'complete') io.err(`tallyhouse report changes: warning: ${report.coverage.warning}\n`);
+    if (periods.toDate) io.err(`tallyhouse report changes: ${month} is not over: comparing ${periods.from} to ${periods.to} with ${periods.baselineFrom} to ${periods.baselineTo} (per-day figures in the totals)\n`);
     const shown = top === undefined ? report : { ...report, groups: report.groups.slice(0, top) };
     const text = format === 'json' ? `${JSON.stringify(shown, null, 2)}\n` : toCsv(costChangesTable(report, top));
     if (values.out) {
