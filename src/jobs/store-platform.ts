@@ -77,7 +77,7 @@ export async function claimStorePlatform(rt: Pick<Runtime, 'config' | 'store' | 
   const current = platformIdentity(config);
   const allow = config.ALLOW_PLATFORM_CHANGE;
   const [recorded] = await latestStorePlatform(rt.store, {});
-  const override = 'set ALLOW_PLATFORM_CHANGE=true to write anyway (a deliberate move to another platform)';
+  const override = 'ALLOW_PLATFORM_CHANGE=true writes anyway (a deliberate move to another platform)';
   if (recorded) {
     const was = { kind: recorded.kind, baseUrl: recorded.base_url, keyFingerprint: recorded.key_fingerprint };
     if (samePlatform(was, current)) {
