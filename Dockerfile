@@ -14,6 +14,7 @@ COPY bin ./bin
 COPY sql ./sql
 COPY src ./src
 COPY jobs ./jobs
+COPY console ./console
 # scripts/build.mjs: dist/ with sql/ and the demo's simulator scenario beside the compiled code.
 RUN npm run build
 
@@ -37,7 +38,7 @@ WORKDIR /app
 COPY --chown=root:root package.json ./
 COPY --chown=root:root bin ./bin
 COPY --from=deps --chown=root:root /app/node_modules ./node_modules
-# npm run build put the migrations in dist/sql/ and the demo scenario in dist/src/sim/scenarios/.
+# npm run build put the migrations in dist/sql/, the web console in dist/console/ and the demo scenario in dist/src/sim/scenarios/.
 COPY --from=build --chown=root:root /app/dist ./dist
 # DATA_DIR holds the log drain's spool; the code stays root-owned and read-only to the service user.
 RUN mkdir -p /var/lib/tallyhouse && chown node:node /var/lib/tallyhouse

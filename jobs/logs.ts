@@ -4,6 +4,8 @@ import { defineJob, type JobContext } from '../src/collectors/job.js';
 import type { TimeRange } from '../src/collectors/time-args.js';
 import { listApps, type AppRef } from '../src/collectors/endpoints.js';
 import { fillFromHistory, HISTORY_PAGE_LIMIT, type LogWindow } from '../src/collectors/logs.js';
+import { whenServed } from '../src/collectors/optional-endpoint.js';
+import { platformPaths } from '../src/platform/index.js';
 import { drainSeconds, dropCopiesOfDrainLines } from '../src/store/tables/logs.js';
 import { toDateTime64 } from '../src/values.js';
 import { runResumable } from '../src/jobs/resumable.js';
@@ -74,7 +76,13 @@ export const logsJob = defineJob({
     }
     const windows = drain ? await drainGaps(ctx, fromMs, toMs, options['gap-seconds'] * SECOND_MS) : [{ fromMs, toMs }];
     if (windows.length > 0) {
-      const result = await fillFromHistory(ctx, apps, windows, options['page-limit']);
+      // Logs history is only in the platform notes (rule 3): where it is not served, the gaps stay unfilled, noted.
+      const served = await whenServed(ctx, platformPaths.logsHistory, () => fillFromHistory(ctx, apps, windows, options['page-limit']));
+      if (!served.served) {
+        await ctx.checkpoints.save('logs', CHECKPOINT_KEY, new Date(toMs).toISOString());
+        return;
+      }
+      const result = served.value;
       const spans = windows.map((w) => `${new Date(w.fromMs).toISOString()}..${new Date(w.toMs).toISOString()}`);
       const level = result.stored > 0 ? 'info' : 'debug';
       ctx.log[level](

@@ -3,7 +3,7 @@ import { defineJob, type JobContext } from '../src/collectors/job.js';
 import { runResumable } from '../src/jobs/resumable.js';
 import { parseLocalDate } from '../src/collectors/time-args.js';
 import { monthChunks, scheduledWindow } from '../src/collectors/usage.js';
-import { collectModelBillingEvents, collectModelCatalogue, collectModelPrices, collectModelUsageChunk } from '../src/collectors/models.js';
+import { collectModelBillingEvents, collectModelCatalogue, collectModelPricesWhenServed, collectModelUsageChunk } from '../src/collectors/models.js';
 import { modelEndpointsWithUsage } from '../src/store/tables/model-usage.js';
 
 /**
@@ -49,7 +49,7 @@ export const modelsJob = defineJob({
     for (const r of await modelEndpointsWithUsage(ctx.runtime.store, {})) seen.add(r.endpoint_id);
     const endpoints = [...seen].sort();
     if (endpoints.length === 0) return;
-    await collectModelPrices(ctx, endpoints);
+    await collectModelPricesWhenServed(ctx, endpoints);
     const toMs = ctx.range ? Math.min(ctx.now().getTime(), Math.max(...timezones.map((tz) => parseLocalDate(ctx.range!.to, tz, '--to').toMillis()))) : ctx.now().getTime();
     if (Number.isFinite(earliestMs) && toMs > earliestMs) await collectModelBillingEvents(ctx, endpoints, earliestMs, toMs);
   },

@@ -12,7 +12,8 @@ import {
 } from '../src/collectors/runners.js';
 import { bucketStart, TIMEFRAMES } from '../src/collectors/time.js';
 import { runResumable } from '../src/jobs/resumable.js';
-import type { PlatformError } from '../src/platform/index.js';
+import { isPlatformError, type PlatformError } from '../src/platform/index.js';
+import { servedGauge } from '../src/collectors/optional-endpoint.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -20,6 +21,12 @@ const FIRST_RUN_HOURS = 24;
 /** The platform serves runner history up to 90 days back; a day less leaves room for clock skew. */
 const MAX_BACK_DAYS = 89;
 const DEFAULT_RECOLLECT_HOURS = 2;
+/**
+ * The look-back the interface states for runner history (24 hours); anything older is the notes' 90 days, optional
+ * (rule 3): asked for, and when refused, noted once and not asked again in the run (issue 50.2).
+ */
+const INTERFACE_LOOKBACK_MS = 24 * HOUR_MS;
+const LOOKBACK_FEATURE = 'runner history beyond 24 hours';
 
 /**
  * Runner history per app: counts of running, idle, pending and draining runners per bucket, by `max` and
@@ -43,7 +50,7 @@ export const runnersJob = defineJob({
     const timezones = ctx.timezone ? [ctx.timezone] : ctx.runtime.config.TIMEZONES;
     const apps = await listApps(ctx);
     const refused = new Map<string, PlatformError>();
-    const plan = { timeframe: options.timeframe, aggregations: options.aggregations, apps, refused };
+    const plan = { timeframe: options.timeframe, aggregations: options.aggregations, apps, refused, lookback: { refused: false } };
     try {
       const range = ctx.range;
       if (range) {
@@ -66,11 +73,42 @@ interface Plan {
   aggregations: RunnerAggregation[];
   apps: AppRef[];
   refused: Map<string, PlatformError>;
+  /** Shared by the run's timezones: the platform refused a start older than the interface's 24 hours. */
+  lookback: { refused: boolean };
 }
 
-async function collect(ctx: JobContext, plan: Plan, chunk: { startMs: number; endMs: number }) {
+/** The first bucket start inside the interface's 24 hours: what every platform serves. */
+function guaranteedFrom(nowMs: number, plan: Plan): number {
+  const limit = nowMs - INTERFACE_LOOKBACK_MS;
+  const s = bucketStart(limit, plan.timeframe, plan.timezone);
+  return s < limit ? nextBucket(s, plan.timeframe, plan.timezone) : s;
+}
+
+/** A refusal of the range itself (422, or 400 validation_error), not of an app (403/404). */
+function isRangeRefusal(err: unknown): err is PlatformError {
+  return isPlatformError(err) && (err.status === 422 || (err.status === 400 && err.type === 'validation_error'));
+}
+
+async function collect(ctx: JobContext, plan: Plan, chunk: { startMs: number; endMs: number }): Promise<{ rows: number }> {
+  const nowMs = ctx.now().getTime();
+  const guaranteed = guaranteedFrom(nowMs, plan);
+  if (plan.lookback.refused && chunk.startMs < guaranteed) {
+    chunk = { startMs: guaranteed, endMs: chunk.endMs };
+    if (chunk.startMs >= chunk.endMs) return { rows: 0 };
+  }
   const live = plan.apps.filter((a) => !plan.refused.has(a.endpoint_id));
-  const result = await collectRunnerHistory(ctx, live, { timezone: plan.timezone, timeframe: plan.timeframe, aggregations: plan.aggregations, ...chunk });
+  let result;
+  try {
+    result = await collectRunnerHistory(ctx, live, { timezone: plan.timezone, timeframe: plan.timeframe, aggregations: plan.aggregations, ...chunk });
+  } catch (err) {
+    if (!isRangeRefusal(err) || chunk.startMs >= guaranteed) throw err;
+    plan.lookback.refused = true;
+    servedGauge(ctx).set({ endpoint: LOOKBACK_FEATURE }, 0);
+    const note = `${LOOKBACK_FEATURE} not served (the platform answered ${err.status}): before ${new Date(guaranteed).toISOString()} not collected`;
+    ctx.log.warn({ endpoint: LOOKBACK_FEATURE, status: err.status, notCollectedBefore: new Date(guaranteed).toISOString() }, note);
+    ctx.note(note);
+    return collect(ctx, plan, chunk);
+  }
   for (const [id, err] of result.refused) plan.refused.set(id, err);
   return result;
 }

@@ -16,6 +16,8 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const ASSETS = [
   ['sql', 'sql'],
   ['src/sim/scenarios', 'src/sim/scenarios'],
+  // The web console's pages (src/console/index.ts reads ../../console/, from dist/src/console/ that is dist/console/).
+  ['console', 'console'],
 ];
 
 const args = process.argv.slice(2);

@@ -158,7 +158,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     { adminExtension },
     { allJobs },
     { efficiencyRoutes },
-    { idleCostShare },
+    { idleCostShare, unattributedCostShare },
     { DEFAULT_BUSINESS_GAUGES },
     { mcpExtension },
     { consoleExtension },
@@ -190,7 +190,7 @@ export async function serviceExtensions(config: Config): Promise<Extension[]> {
     : {};
   const jobRunner: JobRunnerHandle = {};
   return [
-    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare]),
+    businessMetricsExtension([...DEFAULT_BUSINESS_GAUGES, idleCostShare, unattributedCostShare]),
     apiExtension([requestCostRoutes, analyticsRoutes, logStreamRoutes, logsRoutes, sessionRoutes, efficiencyRoutes, anomalyRoutes]),
     mcpExtension(packageVersion()),
     consoleExtension(),

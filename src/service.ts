@@ -15,6 +15,7 @@ import { installHostCheck } from './http/host-check.js';
 import { DRAIN_PATH, drainPath, redactDrainPath } from './ingest/drain/auth.js';
 import type { Component, Extension, Runtime } from './runtime.js';
 import { commandHost } from './http/command-host.js';
+import { retryDelayMs, STORE_STARTUP_RETRY } from './retry.js';
 
 export interface Service extends Runtime {
   app: FastifyInstance;
@@ -68,7 +69,7 @@ async function migrateWithRetry(store: Store, logger: Logger, deadlineMs: number
         if (!transient) throw new MigrationError(`the migrations could not run on ${store.location}: ${storeErrorCode(storeError)}`, undefined, storeError);
         throw new StoreUnavailableError(store.location, new Error(`the migrations met ${storeErrorCode(storeError)} until CLICKHOUSE_CONNECT_TIMEOUT_MS ran out`));
       }
-      const delayMs = Math.min(2_000, 250 * attempt, Math.max(0, deadlineMs - Date.now()));
+      const delayMs = Math.min(retryDelayMs(STORE_STARTUP_RETRY, attempt), Math.max(0, deadlineMs - Date.now()));
       logger.warn({ store: store.location, attempt, err: storeErrorCode(storeError), retryInMs: delayMs }, 'store error while migrating; retrying');
       await sleep(delayMs);
     }
@@ -159,7 +160,7 @@ export async function assertPortFree(host: string, port: number): Promise<void> 
 
 /** What a person starting Tallyhouse needs to know, as fields of the "listening" line. */
 function startupBanner(config: Config, rt: Runtime, url: string): Record<string, unknown> {
-  const today = new Date().toISOString().slice(0, 10);
+  const today = rt.now().toISOString().slice(0, 10);
   const monthStart = `${today.slice(0, 7)}-01`;
   const tomorrow = new Date(Date.parse(today) + 86_400_000).toISOString().slice(0, 10);
   return {

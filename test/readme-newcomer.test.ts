@@ -44,6 +44,7 @@ describe('the README for a newcomer', () => {
     const apps = [...readme.matchAll(/tallyhouse logs tail --app (\S+)/g)].map((m) => m[1]);
     expect(apps.length).toBeGreaterThan(0);
     // The demo's world: startSim's defaults, as the demo starts it (src/jobs/platform-source.ts).
+    // wall-clock: the demo starts its world at the machine's clock; only the set of apps is checked (fixed by the seed)
     const sim = await startSim({ now: new Date(), port: 0, host: '127.0.0.1' });
     try {
       for (const app of apps) expect(sim.world.appByKey.has(app), app).toBe(true);

@@ -28,9 +28,9 @@ export interface BudgetsReport {
 export async function budgetsReport(
   store: Pick<Store, 'client'>,
   budgets: Budget[],
-  q: { timezone: string; month?: string; today?: string; windowHours?: number; now?: Date },
+  q: { timezone: string; month?: string; today?: string; windowHours?: number; now: Date },
 ): Promise<BudgetsReport> {
-  const today = q.today ?? DateTime.fromJSDate(q.now ?? new Date()).setZone(q.timezone).toISODate()!;
+  const today = q.today ?? DateTime.fromJSDate(q.now).setZone(q.timezone).toISODate()!;
   const month = q.month ?? today.slice(0, 7);
   const from = `${month}-01`;
   const to = DateTime.fromISO(from, { zone: 'UTC' }).plus({ months: 1 }).toISODate()!;

@@ -4,6 +4,9 @@ import type { Runtime } from '../runtime.js';
 import { badParameter, checkRangeDays, dateParam, formatParam, listParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { CHANGE_GROUP_NAMES, costChangesReport, costChangesTable } from './cost-changes-report.js';
+import { changePeriods } from '../insights/cost-changes.js';
+import { CoverageResponse } from './coverage-report.js';
+import { DateTime } from 'luxon';
 
 const money = (what: string) => z.string().describe(`${what}: exact decimal text, in the row's currency`);
 const parts = {
@@ -12,6 +15,7 @@ const parts = {
   discount: money('change in discount, as its effect on cost: -(d1 - d0)'),
   new: money('the whole current cost of a group absent from the baseline'),
   gone: money('minus the whole baseline cost of a group absent from the current period'),
+  not_collected: money('the difference of a group seen in one period only while the other was not wholly collected (unknown, neither new nor gone)'),
 };
 const figures = z.object({ subtotal: money('before discounts'), discount: money('discounts'), cost: money('net cost') });
 const itemFigures = z.object({
@@ -30,6 +34,9 @@ export const CostChangesResponse = z.object({
   baseline_to: z.string().describe('exclusive'),
   product: z.enum(['all', 'serverless', 'model_api']),
   group_by: z.array(z.string()),
+  coverage: CoverageResponse,
+  baseline_days: z.number().describe('days in the baseline'),
+  current_days: z.number().describe('days in the current period (to date when it is not over)'),
   final: z
     .object({ baseline: z.boolean(), current: z.boolean(), provisional_days: z.array(z.string()) })
     .describe('whether each period can still change: every day final (late-billing window passed, a re-collection after it agreed)'),
@@ -39,7 +46,7 @@ export const CostChangesResponse = z.object({
         product: z.enum(['serverless', 'model_api']),
         group: z.record(z.string(), z.string()).describe('the group-by keys that apply to the product'),
         currency: z.string(),
-        status: z.enum(['new', 'gone', 'changed', 'unchanged']),
+        status: z.enum(['new', 'gone', 'changed', 'unchanged', 'baseline_not_collected', 'current_not_collected']).describe('baseline_not_collected / current_not_collected: seen in one period only while the other was not wholly collected (never new or gone)'),
         baseline: figures,
         current: figures,
         difference: money('current cost minus baseline cost; = volume + price + discount + new + gone exactly'),
@@ -59,19 +66,19 @@ export const CostChangesResponse = z.object({
     )
     .describe('top movers first (largest |difference|)'),
   totals: z
-    .array(z.object({ currency: z.string(), baseline: money('baseline cost'), current: money('current cost'), difference: money('current minus baseline'), ...parts }))
+    .array(z.object({
+      currency: z.string(), baseline: money('baseline cost'), current: money('current cost'), difference: money('current minus baseline'), ...parts,
+      baseline_per_day: money('baseline cost / baseline_days'), current_per_day: money('current cost / current_days'),
+    }))
     .describe('per currency (never summed across currencies)'),
 });
 
-function addDays(day: string, n: number): string {
-  return new Date(Date.parse(`${day}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
-}
 
 const Query = z.strictObject({
   from: dateParam('current period: first local day, inclusive'),
   to: dateParam('current period: last local day, exclusive'),
-  baseline_from: dateParam('baseline: first local day (default: the period of the same length just before from)').optional(),
-  baseline_to: dateParam('baseline: last local day, exclusive (default: from)').optional(),
+  baseline_from: dateParam('baseline: first local day (default: the period just before from: as many calendar months when from and to are first days of months, else as many days)').optional(),
+  baseline_to: dateParam('baseline: last local day, exclusive (default: from; a period not over is compared to date: the baseline as many days as have passed)').optional(),
   timezone: z.string().default('UTC').describe('one of the collected timezones'),
   product: z.enum(['all', 'serverless', 'model_api']).default('all').describe('all (both product lines), serverless or model_api'),
   group_by: listParam()
@@ -98,24 +105,28 @@ export function costChangeRoutes(app: FastifyInstance, registry: RouteRegistry, 
       if (q.to <= q.from) throw badParameter('to', `expected a date after from (${q.from}); to is exclusive`);
       const days = (Date.parse(q.to) - Date.parse(q.from)) / 86_400_000;
       checkRangeDays(days, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
-      const baselineTo = q.baseline_to ?? q.from;
-      const baselineFrom = q.baseline_from ?? addDays(baselineTo, -days);
+      const now = rt.now();
+      // One default with the CLI (src/insights/cost-changes.ts): calendar months against calendar months, a period
+      // not over against the same days of its baseline.
+      const periods = changePeriods({ from: q.from, to: q.to, baselineFrom: q.baseline_from, baselineTo: q.baseline_to, today: DateTime.fromJSDate(now, { zone: q.timezone }).toISODate() ?? q.from });
+      const { baselineFrom, baselineTo } = periods;
       if (baselineTo <= baselineFrom) throw badParameter('baseline_to', `expected a date after baseline_from (${baselineFrom}); baseline_to is exclusive`);
       checkRangeDays((Date.parse(baselineTo) - Date.parse(baselineFrom)) / 86_400_000, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
       await checkTimezone(rt, q.timezone);
       const groupBy = q.group_by.length > 0 ? [...new Set(q.group_by)] : ['app', 'endpoint'];
       const report = await costChangesReport(rt.store, {
         timezone: q.timezone,
-        from: q.from,
-        to: q.to,
+        from: periods.from,
+        to: periods.to,
         baselineFrom,
         baselineTo,
         product: q.product,
         groupBy,
         windowHours: rt.config.LATE_BILLING_WINDOW_HOURS,
+        now,
       });
       const answer = q.limit === undefined ? report : { ...report, groups: report.groups.slice(0, q.limit) };
-      return sendTable(reply, request, q.format, costChangesTable(report, q.limit), () => answer, `cost-changes-${q.from}-${q.to}.csv`);
+      return sendTable(reply, request, q.format, costChangesTable(report, q.limit), () => answer, `cost-changes-${q.from}-${q.to}.csv`, report.coverage);
     },
   });
 }

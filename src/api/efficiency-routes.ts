@@ -10,10 +10,13 @@ import { usageDaysWithPrices } from '../store/tables/usage-buckets.js';
 import { efficiencyByDay, efficiencyByHour, recommendations, type AppInput, type EfficiencyHourRow, type EfficiencyRow, type Hint, type HistoryHourInput } from '../insights/efficiency.js';
 import { badParameter, checkRangeDays, formatParam, listParam, sendTable, type Table } from './http.js';
 import type { RouteRegistry } from './routes.js';
+import { CoverageResponse, loadCoverage } from './coverage-report.js';
+import type { Coverage } from '../insights/coverage.js';
 
 export const EFFICIENCY_COLUMNS = [
   'date', 'app', 'endpoint_id', 'machine_type', 'currency', 'machine_seconds', 'busy_machine_seconds', 'idle_machine_seconds',
-  'draining_machine_seconds', 'cost', 'busy_cost', 'idle_cost', 'draining_cost', 'idle_share', 'gpu_utilization', 'gpu_samples',
+  'draining_machine_seconds', 'unattributed_machine_seconds', 'cost', 'busy_cost', 'idle_cost', 'draining_cost', 'unattributed_cost',
+  'idle_share', 'unattributed_share', 'gpu_utilization', 'gpu_samples',
   'vram_peak_used_bytes', 'vram_total_bytes', 'vram_peak_share', 'history_hours',
 ] as const;
 
@@ -116,8 +119,11 @@ const EfficiencyRowSchema = z.object({
   machine_seconds: z.string().describe('machine-seconds (exact decimal)'),
   busy_machine_seconds: z.string(), idle_machine_seconds: z.string(), draining_machine_seconds: z.string(),
   cost: z.string().describe('usage cost (exact decimal, currency)'),
-  busy_cost: z.string(), idle_cost: z.string(), draining_cost: z.string().describe('busy + idle + draining = cost exactly'),
-  idle_share: z.number(),
+  busy_cost: z.string(), idle_cost: z.string(), draining_cost: z.string(),
+  unattributed_machine_seconds: z.string().describe('machine-seconds of usage rows whose app-day has no billed runner in the collected history'),
+  unattributed_cost: z.string().describe('their cost: known, its split unknown (never counted idle); busy + idle + draining + unattributed = cost exactly'),
+  idle_share: z.number().nullable().describe('idle_cost / attributed cost (cost - unattributed_cost); null when nothing is attributed'),
+  unattributed_share: z.number().describe('unattributed_cost / cost'),
   gpu_utilization: z.number().nullable().describe('GPU-utilisation-weighted efficiency: mean utilisation (0-1) over the per-runner samples of the day, taken at regular times from ready runners, so idle and draining time counts with its near-zero use'),
   gpu_samples: z.number(),
   vram_peak_used_bytes: z.number().nullable(), vram_total_bytes: z.number().nullable(), vram_peak_share: z.number().nullable(),
@@ -147,26 +153,39 @@ function checkEfficiencyRange(rt: Runtime, q: { from: string; to: string; timezo
   checkRangeDays(DateTime.fromISO(q.to).diff(DateTime.fromISO(q.from), 'days').days, rt.config.API_MAX_RANGE_DAYS, 'API_MAX_RANGE_DAYS');
 }
 
+/** What the efficiency figures rest on: usage and runner history of the range (rule 23). */
+export function efficiencyCoverage(rt: Pick<Runtime, 'store' | 'now'>, q: { from: string; to: string; timezone: string }): Promise<Coverage> {
+  return loadCoverage(rt.store, {
+    sources: ['usage', 'runner_history'], zone: q.timezone, from: q.from, to: q.to, now: rt.now(),
+    consequence: { usage: 'its cost is not in these figures', runner_history: 'its cost is unattributed (known, not split), not idle' },
+  });
+}
+
 /** GET /efficiency and /recommendations: spend by runner state, GPU use and VRAM headroom; right-sizing and keep-warm hints. */
 export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
   registry.get(app, {
     path: '/efficiency',
     operationId: 'getEfficiency',
-    response: z.object({ from: z.string(), to: z.string(), timezone: z.string(), split_rule: z.string(), rows: z.array(EfficiencyRowSchema) }),
+    response: z.object({ from: z.string(), to: z.string(), timezone: z.string(), split_rule: z.string(), coverage: CoverageResponse, rows: z.array(EfficiencyRowSchema) }),
     summary: 'Busy, idle and draining machine-seconds and cost per local day, app, machine type and currency, with GPU utilisation and VRAM headroom',
     description:
       'Each daily usage row is split by the app-day\'s hourly avg runner history (running : idle : draining), exactly (largest remainder at 12 decimals); ' +
-      'an app with several machine types on a day has the same state mix apportioned to each. A day with no billed runner in the history counts as idle.',
+      'an app with several machine types on a day has the same state mix apportioned to each. A day with no billed runner in the history is unattributed (its cost known, ' +
+      'its split not), never idle; `coverage` names the ranges of usage and runner history not collected.',
     query: efficiencyQuery,
     csv: true,
     handler: async (q, request, reply) => {
       checkEfficiencyRange(rt, q);
-      const rows = await loadEfficiency(rt.store, { from: q.from, to: q.to, timezone: q.timezone, apps: q.app });
+      const [rows, coverage] = await Promise.all([
+        loadEfficiency(rt.store, { from: q.from, to: q.to, timezone: q.timezone, apps: q.app }),
+        efficiencyCoverage(rt, q),
+      ]);
       return sendTable(reply, request, q.format, efficiencyTable(rows), () => ({
         from: q.from, to: q.to, timezone: q.timezone,
-        split_rule: 'cost x state share of the app-day (hourly avg runner history); several machine types share the app-day mix',
+        split_rule: 'cost x state share of the app-day (hourly avg runner history); several machine types share the app-day mix; no history: unattributed',
+        coverage,
         rows,
-      }), 'efficiency.csv');
+      }), 'efficiency.csv', coverage);
     },
   });
 
@@ -174,7 +193,7 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
     path: '/efficiency/hourly',
     operationId: 'getEfficiencyHourly',
     response: z.object({
-      from: z.string(), to: z.string(), timezone: z.string(),
+      from: z.string(), to: z.string(), timezone: z.string(), coverage: CoverageResponse,
       rows: z.array(z.object({
         date: z.string(), hour: z.number().describe('local hour of day, 0-23'), app: z.string(), endpoint_id: z.string(), machine_type: z.string(), currency: z.string(),
         busy_machine_seconds: z.string(), idle_machine_seconds: z.string(), draining_machine_seconds: z.string(),
@@ -187,8 +206,11 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
     csv: true,
     handler: async (q, request, reply) => {
       checkEfficiencyRange(rt, q);
-      const rows = await loadEfficiencyHourly(rt.store, { from: q.from, to: q.to, timezone: q.timezone, apps: q.app });
-      return sendTable(reply, request, q.format, toTable(rows, EFFICIENCY_HOUR_COLUMNS), () => ({ from: q.from, to: q.to, timezone: q.timezone, rows }), 'efficiency-hourly.csv');
+      const [rows, coverage] = await Promise.all([
+        loadEfficiencyHourly(rt.store, { from: q.from, to: q.to, timezone: q.timezone, apps: q.app }),
+        efficiencyCoverage(rt, q),
+      ]);
+      return sendTable(reply, request, q.format, toTable(rows, EFFICIENCY_HOUR_COLUMNS), () => ({ from: q.from, to: q.to, timezone: q.timezone, coverage, rows }), 'efficiency-hourly.csv', coverage);
     },
   });
 

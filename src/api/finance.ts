@@ -245,7 +245,7 @@ export async function financeReport(
   store: Pick<Store, 'client'>,
   month: string,
   timezone: string,
-  now: Date = new Date(),
+  now: Date,
   opts: { windowHours?: number } = {},
 ): Promise<FinanceReport> {
   const start = DateTime.fromFormat(month, 'yyyy-MM', { zone: timezone });
@@ -326,10 +326,10 @@ export function financeTable(report: FinanceReport): Table {
  */
 export function financeProblem(
   report: Pick<FinanceReport, 'month' | 'timezone' | 'rows' | 'range'>,
-  context: { configuredTimezones: readonly string[]; now?: Date },
+  context: { configuredTimezones: readonly string[]; now: Date },
 ): { kind: 'future' | 'empty'; message: string } | undefined {
   const start = DateTime.fromISO(report.range.from, { zone: report.timezone });
-  if (start.toMillis() > (context.now ?? new Date()).getTime()) {
+  if (start.toMillis() > context.now.getTime()) {
     return { kind: 'future', message: `expected a month that has started in ${report.timezone}; ${report.month} has not` };
   }
   if (report.rows.length > 0) return undefined;

@@ -70,16 +70,20 @@ export interface FocusOptions {
   providerName: string;
   /** LATE_BILLING_WINDOW_HOURS, for x_Final (src/insights/finality.ts); 48 when not given. */
   lateBillingWindowHours?: number;
+  /** The service clock (Runtime.now), for x_Final: a day turns final when its late-billing window has passed. */
+  now: Date;
 }
 
 export function focusOptions(
   config: Pick<Config, 'FOCUS_BILLING_ACCOUNT_ID' | 'FOCUS_BILLING_ACCOUNT_NAME' | 'FOCUS_PROVIDER_NAME'> & Partial<Pick<Config, 'LATE_BILLING_WINDOW_HOURS'>>,
+  now: Date,
 ): FocusOptions {
   return {
     billingAccountId: config.FOCUS_BILLING_ACCOUNT_ID,
     billingAccountName: config.FOCUS_BILLING_ACCOUNT_NAME ?? config.FOCUS_BILLING_ACCOUNT_ID,
     providerName: config.FOCUS_PROVIDER_NAME,
     lateBillingWindowHours: config.LATE_BILLING_WINDOW_HOURS,
+    now,
   };
 }
 
@@ -138,8 +142,8 @@ export async function focusReport(store: Pick<Store, 'client'>, month: string, o
   // x_Final: whether the row's day can still change for its product (late-billing window passed, re-collection agreed).
   const windowHours = opts.lateBillingWindowHours ?? 48;
   const finalDays = {
-    serverless: new Map((await loadFinality(store, { product: 'serverless', timezone: 'UTC', ...range, windowHours })).days.map((d) => [d.day, d.final])),
-    model_api: new Map((await loadFinality(store, { product: 'model_api', timezone: 'UTC', ...range, windowHours })).days.map((d) => [d.day, d.final])),
+    serverless: new Map((await loadFinality(store, { product: 'serverless', timezone: 'UTC', ...range, windowHours, now: opts.now })).days.map((d) => [d.day, d.final])),
+    model_api: new Map((await loadFinality(store, { product: 'model_api', timezone: 'UTC', ...range, windowHours, now: opts.now })).days.map((d) => [d.day, d.final])),
   };
   const finalText = (product: 'serverless' | 'model_api', day: string) => (finalDays[product].get(day) ? 'true' : 'false');
 

@@ -4,6 +4,7 @@ import { queryLimitHit } from '../store/errors.js';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { ISO_DATE } from '../values.js';
+import { coverageHeader, type Coverage } from '../insights/coverage.js';
 
 /** A client error that names the parameter and what it expects; the only kind of detail a response carries. */
 export class ApiError extends Error {
@@ -124,6 +125,9 @@ export function toCsv(table: Table): string {
   );
 }
 
+/** The header a CSV answer's coverage travels in: `complete`, or the status and the warning. */
+export const COVERAGE_HEADER = 'X-Tallyhouse-Coverage';
+
 export function sendTable(
   reply: FastifyReply,
   request: FastifyRequest,
@@ -131,8 +135,11 @@ export function sendTable(
   table: Table,
   json: () => unknown,
   filename = 'tallyhouse.csv',
+  coverage?: Coverage,
 ): FastifyReply {
   if (wantsCsv(request, format)) {
+    // A CSV has no place for the coverage object: it goes in a header the README names (rule 23).
+    if (coverage) reply.header(COVERAGE_HEADER, coverageHeader(coverage));
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="${filename}"`)

@@ -201,7 +201,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
     handler: async (q, request, reply) => {
       if (!IANAZone.isValidZone(q.timezone)) throw badParameter('timezone', 'expected an IANA time zone');
       const report = await financeReport(rt.store, q.month, q.timezone, rt.now(), { windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
-      const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES });
+      const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES, now: rt.now() });
       if (problem?.kind === 'future') throw badParameter('month', problem.message);
       if (problem) throw new ApiError(404, 'no_data', problem.message);
       const warnings = rt.config.TIMEZONES.includes(q.timezone)
@@ -226,7 +226,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
     handler: async (q, request, reply) => {
       let rows;
       try {
-        rows = await focusReport(rt.store, q.month, focusOptions(rt.config));
+        rows = await focusReport(rt.store, q.month, focusOptions(rt.config, rt.now()));
       } catch (err) {
         if (err instanceof FocusNoDataError) throw new ApiError(404, 'no_data', err.message);
         throw err;

@@ -21,6 +21,7 @@ import type { Runtime } from '../runtime.js';
 import { REJECTS_TABLE } from '../store/writer.js';
 import { collectorRejects } from '../collectors/common.js';
 import { drainLineOf, LogRowBatch, recordKey } from '../collectors/logs.js';
+import { retryDelayMs } from '../retry.js';
 
 const USAGE = 'tallyhouse logs tail [--app OWNER/APP] [--level LEVEL] [--search TEXT] [--request-id ID] [--store] [--json]\n';
 
@@ -125,7 +126,8 @@ export async function followLogStream(platform: PlatformClient, o: FollowOptions
     }
     if (o.signal.aborted) return;
     attempt++;
-    const retryInMs = Math.max(Math.min(max, base * 2 ** (attempt - 1)), retryAfterMs ?? 0);
+    // Exponential, no jitter: a person reads the wait ("reconnecting in 2.0 s"); never shorter than the server's.
+    const retryInMs = Math.max(retryDelayMs({ baseMs: base, maxMs: max, growth: 'exponential', jitter: 'none' }, attempt), retryAfterMs ?? 0);
     o.onState?.({ kind: 'dropped', reason, retryInMs, attempt });
     try {
       await sleep(retryInMs, undefined, { signal: o.signal });

@@ -5,7 +5,7 @@ import { DateTime } from 'luxon';
 import { getConfig } from '../config.js';
 import { commandIO } from '../http/command-host.js';
 import { withCommandRuntime } from '../service.js';
-import { efficiencyTable, hintTable, loadEfficiency, loadRecommendations } from '../api/efficiency-routes.js';
+import { efficiencyCoverage, efficiencyTable, hintTable, loadEfficiency, loadRecommendations } from '../api/efficiency-routes.js';
 import { toCsv } from '../api/http.js';
 import { monthReportOptions } from '../api/report-options.js';
 
@@ -47,11 +47,14 @@ export async function efficiencyCommand(args: string[]): Promise<number> {
       io.err(`tallyhouse report efficiency: no usage stored for ${values.month} in ${timezone}; run \`tallyhouse collect usage --from ${start.toISODate()} --to ${start.plus({ months: 1 }).toISODate()} --timezone ${timezone}\` and the runners job first\n`);
       return 1;
     }
+    const coverage = await efficiencyCoverage(rt, { from: start.toISODate()!, to: start.plus({ months: 1 }).toISODate()!, timezone });
+    // What the figures rest on goes to stderr, so the CSV or JSON on stdout stays whole (rule 23).
+    if (coverage.status !== 'complete') io.err(`tallyhouse report efficiency: warning: ${coverage.warning}\n`);
     const { hints, window } = await loadRecommendations(rt.store, {
       month: values.month!, timezone, marginPercent: margin ?? rt.config.RIGHTSIZING_VRAM_MARGIN_PERCENT, nowMs: rt.now().getTime(),
     });
     const text = format === 'json'
-      ? `${JSON.stringify({ month: values.month, timezone, rows, hints, keep_warm_window: window }, null, 2)}\n`
+      ? `${JSON.stringify({ month: values.month, timezone, coverage, rows, hints, keep_warm_window: window }, null, 2)}\n`
       : toCsv(values.hints ? hintTable(hints) : efficiencyTable(rows));
     if (values.out) {
       await io.writeFile(values.out, text);

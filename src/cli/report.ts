@@ -12,6 +12,7 @@ import { toCsv } from '../api/http.js';
 import { monthReportOptions } from '../api/report-options.js';
 import { efficiencyCommand, EFFICIENCY_USAGE } from './report-efficiency.js';
 import { CHANGE_GROUP_NAMES, costChangesReport, costChangesTable } from '../api/cost-changes-report.js';
+import { changePeriods } from '../insights/cost-changes.js';
 
 const USAGE =
   'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
@@ -85,7 +86,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
   }
   return withCommandRuntime(getConfig(), async (rt) => {
     const report = await financeReport(rt.store, values.month!, timezone, rt.now(), { windowHours: rt.config.LATE_BILLING_WINDOW_HOURS });
-    const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES });
+    const problem = financeProblem(report, { configuredTimezones: rt.config.TIMEZONES, now: rt.now() });
     if (!problem && !rt.config.TIMEZONES.includes(timezone)) {
       io.err(`tallyhouse report finance: warning: ${timezone} is not in TIMEZONES, so scheduled runs do not keep its usage up to date\n`);
     }
@@ -128,7 +129,7 @@ async function focusCommand(args: string[]): Promise<number> {
   return withCommandRuntime(getConfig(), async (rt) => {
     let rows;
     try {
-      rows = await focusReport(rt.store, values.month!, focusOptions(rt.config));
+      rows = await focusReport(rt.store, values.month!, focusOptions(rt.config, rt.now()));
     } catch (err) {
       if (!(err instanceof FocusNoDataError)) throw err;
       // The commands with the month's dates, as the finance report's hint gives them (issue 30.5: it said `...`).
@@ -198,18 +199,26 @@ async function changesCommand(args: string[]): Promise<number> {
     return 2;
   }
   const month = values.month!;
-  const baseline = values.baseline ?? nextMonth(month, -1);
   return withCommandRuntime(getConfig(), async (rt) => {
+    const now = rt.now();
+    // The API's default (src/insights/cost-changes.ts): the month before, and a month not over to date against the
+    // same days of its baseline.
+    const periods = changePeriods({
+      from: `${month}-01`, to: `${nextMonth(month, 1)}-01`, baselineFrom: values.baseline ? `${values.baseline}-01` : undefined,
+      today: DateTime.fromJSDate(now, { zone: timezone }).toISODate()!,
+    });
+    const baseline = periods.baselineFrom.slice(0, 7);
     const report = await costChangesReport(rt.store, {
       timezone,
-      from: `${month}-01`,
-      to: `${nextMonth(month, 1)}-01`,
-      baselineFrom: `${baseline}-01`,
-      baselineTo: `${nextMonth(baseline, 1)}-01`,
+      ...periods,
       product: product as 'all' | 'serverless' | 'model_api',
       groupBy,
       windowHours: rt.config.LATE_BILLING_WINDOW_HOURS,
+      now,
     });
+    // What the figures rest on goes to stderr, so the CSV or JSON on stdout stays whole (rule 23).
+    if (report.coverage.status !== 'complete') io.err(`tallyhouse report changes: warning: ${report.coverage.warning}\n`);
+    if (periods.toDate) io.err(`tallyhouse report changes: ${month} is not over: comparing ${periods.from} to ${periods.to} with ${periods.baselineFrom} to ${periods.baselineTo} (per-day figures in the totals)\n`);
     if (report.groups.length === 0) {
       io.err(`tallyhouse report changes: no cost collected in ${baseline} or ${month} (${timezone}); collect it with \`tallyhouse collect usage --from ... --to ...\` and \`collect models\`\n`);
       return 1;

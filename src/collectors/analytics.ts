@@ -18,6 +18,7 @@ import { collectorRejects, commitRows, tableWrite, describeZodIssue, type Collec
 import { inShard, listEndpoints } from './endpoints.js';
 import { bucketChunks, type Timeframe } from './time.js';
 import { parseBucket } from './usage.js';
+import { servedGauge } from './optional-endpoint.js';
 
 export type AnalyticsKind = 'serverless' | 'models';
 export type AnalyticsTimeframe = Timeframe;
@@ -27,8 +28,26 @@ const PATHS: Record<AnalyticsKind, string> = {
   models: platformPaths.modelsAnalytics,
 };
 
-/** Every metric of the spec, requested through `expand` beside the time series. */
-const SERIES_EXPAND = ['time_series', ...ANALYTICS_METRIC_NAMES];
+/** The metric names platform-interface.md lists for `expand`: a platform serving the interface accepts these. */
+export const INTERFACE_EXPAND_METRICS: readonly AnalyticsMetricName[] = [
+  'startup_error_count', 'connection_error_count', 'timeout_error_count', 'runtime_error_count',
+  'cold_boot_count', 'p50_cold_boot_duration', 'p75_cold_boot_duration', 'p90_cold_boot_duration',
+  'p25_duration', 'p95_duration', 'p99_duration', 'p95_prepare_duration', 'p99_prepare_duration',
+  'total_billable_duration',
+];
+
+/**
+ * The names only platform-notes.md gives (counts where the interface gives rates, p50/p75/p90 by name, prepare
+ * percentiles): optional (notes rule 3). Asked for beside the interface's set until the platform refuses them.
+ */
+export const EXTRA_EXPAND_METRICS: readonly AnalyticsMetricName[] = ANALYTICS_METRIC_NAMES.filter((m) => !INTERFACE_EXPAND_METRICS.includes(m));
+
+/** What `expand=<extras>` got from a platform, per client (one platform): refused once, never asked again. */
+const extrasState = new WeakMap<object, 'refused'>();
+let extrasRefusalLogged = false;
+
+/** The label the refusal is shown under (tallyhouse_platform_endpoint_served, the run's note). */
+export const EXTRAS_ENDPOINT = 'analytics expand (notes-only metric names)';
 
 export interface AnalyticsTargets {
   serverless: string[];
@@ -111,10 +130,13 @@ export async function collectAnalyticsRange(
     limit: 1000,
   };
 
-  const series = async (kind: AnalyticsKind, ids: string[]): Promise<AnalyticsBucketRow[]> => {
+  const series = (kind: AnalyticsKind, ids: string[]): Promise<AnalyticsBucketRow[]> => withExtrasProbe(ctx, (withExtras) => seriesWith(kind, ids, withExtras));
+
+  const seriesWith = async (kind: AnalyticsKind, ids: string[], withExtras: boolean): Promise<AnalyticsBucketRow[]> => {
     const out: AnalyticsBucketRow[] = [];
+    const expand = ['time_series', ...INTERFACE_EXPAND_METRICS, ...(withExtras ? EXTRA_EXPAND_METRICS : [])];
     for await (const page of ctx.platform.paginate(PATHS[kind], {
-      query: { ...base, endpoint_id: ids, expand: SERIES_EXPAND },
+      query: { ...base, endpoint_id: ids, expand },
       schema: SeriesPage,
       ctx: ctx.call,
     })) {
@@ -148,9 +170,38 @@ export async function collectAnalyticsRange(
     for (const ids of chunk(used, 50)) rows.push(...(await skippingRefused(ids, refused, (g) => series('models', g))));
   }
 
+  if (extrasState.get(ctx.platform) === 'refused') ctx.note(`${EXTRAS_ENDPOINT} not served: the interface's set collected`);
+  else servedGauge(ctx).set({ endpoint: EXTRAS_ENDPOINT }, 1);
   const rejected = rejects.rows.length;
   await commitRows(ctx, [tableWrite(analyticsBuckets, rows), collectedRangeWrite('analytics', range, ctx.now())], rejects, { timezone: range.timezone, start: base.start, end: base.end });
   return { rows: rows.length, rejected };
+}
+
+/**
+ * Runs `call` asking for the notes' extra metric names too, unless this platform refused them before. A platform
+ * that checks `expand` against the interface refuses them (422, or 400 validation_error): noted once, and the
+ * call made again with the interface's set only, as every later one is (issue 50.2).
+ */
+async function withExtrasProbe<T>(ctx: JobContext, call: (withExtras: boolean) => Promise<T>): Promise<T> {
+  const withExtras = extrasState.get(ctx.platform) !== 'refused';
+  try {
+    return await call(withExtras);
+  } catch (err) {
+    if (!withExtras || !isPlatformError(err) || !(err.status === 422 || (err.status === 400 && err.type === 'validation_error'))) throw err;
+    extrasState.set(ctx.platform, 'refused');
+    noteExtrasRefused(ctx, err);
+    return await call(false);
+  }
+}
+
+function noteExtrasRefused(ctx: JobContext, err: PlatformError): void {
+  servedGauge(ctx).set({ endpoint: EXTRAS_ENDPOINT }, 0);
+  if (extrasRefusalLogged) return;
+  extrasRefusalLogged = true;
+  ctx.log.warn(
+    { endpoint: EXTRAS_ENDPOINT, status: err.status, refused: EXTRA_EXPAND_METRICS },
+    `the platform refused the analytics metric names only the platform notes give (${err.status}); collecting the interface's set (${EXTRA_EXPAND_METRICS.join(', ')} not collected)`,
+  );
 }
 
 async function usedModels(
@@ -159,9 +210,20 @@ async function usedModels(
   base: Record<string, string | number>,
   rejects: CollectorRejects,
 ): Promise<string[]> {
+  return withExtrasProbe(ctx, (withExtras) => usedModelsWith(ctx, ids, base, rejects, withExtras));
+}
+
+async function usedModelsWith(
+  ctx: JobContext,
+  ids: string[],
+  base: Record<string, string | number>,
+  rejects: CollectorRejects,
+  withExtras: boolean,
+): Promise<string[]> {
   const used: string[] = [];
+  // request_count is in the interface's base analytics ("request counts"); by name it is one of the notes' extras.
   for await (const page of ctx.platform.paginate(platformPaths.modelsAnalytics, {
-    query: { ...base, endpoint_id: ids, expand: ['summary', 'request_count'] },
+    query: { ...base, endpoint_id: ids, expand: withExtras ? ['summary', 'request_count'] : ['summary'] },
     schema: SeriesPage,
     ctx: ctx.call,
   })) {
@@ -210,6 +272,7 @@ function toRow(
   collectedAt: string,
 ): AnalyticsBucketRow {
   const metrics = Object.fromEntries(ANALYTICS_METRIC_NAMES.map((m) => [m, r[m] ?? null])) as Record<AnalyticsMetricName, number | null>;
+  const rate = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
   return {
     kind,
     timezone: range.timezone,
@@ -219,6 +282,8 @@ function toRow(
     endpoint_id: r.endpoint_id,
     endpoint_scope: kind === 'models' ? 'model' : r.endpoint_id.split('/').length <= 2 ? 'app' : 'route',
     ...metrics,
+    success_rate: rate(r.success_rate),
+    error_rate: rate(r.error_rate),
     raw: JSON.stringify(raw),
     version,
     collected_at: collectedAt,

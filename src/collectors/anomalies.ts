@@ -9,6 +9,8 @@ import {
   DEFAULT_DETECT_OPTIONS,
   describeFinding,
   detectSeries,
+  peerKey,
+  peerNoise,
   type Finding,
   type SeriesKey,
   type SeriesKind,
@@ -165,7 +167,8 @@ export interface AnomalyEvaluation {
  */
 export async function evaluateAnomalies(ctx: JobContext, plan: { timezone: string; fromMs: number; toMs: number; nowMs: number }): Promise<AnomalyEvaluation> {
   const options = DEFAULT_DETECT_OPTIONS;
-  const readFromMs = plan.fromMs - options.weeks * WEEK_MS - DAY_MS;
+  // the calibrated baseline reads its lookback; error rate its trailing weeks
+  const readFromMs = plan.fromMs - Math.max(options.weeks * WEEK_MS, options.baseline.lookbackDays * DAY_MS) - DAY_MS;
   const series = await readAnomalySeries(ctx.runtime, plan.timezone, readFromMs, plan.toMs);
   // A bucket is judged once it has ended: an hour that started an hour or more ago, a day that started a day or more ago.
   const judgedUntil = { hour: Math.min(plan.toMs, plan.nowMs - HOUR_MS + 1), day: Math.min(plan.toMs, plan.nowMs - DAY_MS + 1) };
@@ -174,10 +177,11 @@ export async function evaluateAnomalies(ctx: JobContext, plan: { timezone: strin
   const rows: AnomalyRow[] = [];
   const found = new Set<string>();
   const judgedUntilByKey = new Map<string, number>();
+  const peers = peerNoise(series, options);
   for (const s of series) {
     const until = Math.min(judgedUntil[s.key.grain], s.coveredUntilMs ?? -Infinity);
     judgedUntilByKey.set(keyText(s.key), until);
-    for (const f of detectSeries(s.key, s.points, plan.fromMs, until, options)) {
+    for (const f of detectSeries(s.key, s.points, plan.fromMs, until, options, peers.get(peerKey(s.key)))) {
       found.add(f.findingId);
       rows.push({
         series_kind: f.series.kind,

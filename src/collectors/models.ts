@@ -262,6 +262,15 @@ export async function collectModelPrices(ctx: JobContext, endpoints: string[]): 
 }
 
 /**
+ * Prices where the platform serves them: GET /v1/models/pricing is only in the platform notes (rule 3: optional), so
+ * a 404 or 501 is noted once for the run and the job goes on to the billing events (issue 50.2: on a platform
+ * serving only the interface the models job failed every run at this step).
+ */
+export function collectModelPricesWhenServed(ctx: JobContext, endpoints: string[]): Promise<OptionalResult<number>> {
+  return whenServed(ctx, platformPaths.modelsPricing, () => collectModelPrices(ctx, endpoints));
+}
+
+/**
  * Billing events of [fromMs, toMs) (split into 90-day calls), one row per request id: the latest wins. Where the
  * platform does not serve them (404, 501), nothing is written and the run notes it (optional-endpoint.ts): usage,
  * prices and the catalogue are the bill; the events only itemise it.

@@ -6,6 +6,10 @@ import type { Logger } from '../log.js';
 import { anomalyNotifications, undeliveredFindings, type StoredFinding } from '../store/tables/anomalies.js';
 import { toDateTime64 } from '../values.js';
 import { redactUrl } from '../redact.js';
+import { retryDelayMs, type RetryPolicy } from '../retry.js';
+
+/** NOTIFY_BACKOFF_MS doubled per retry, at most 30 s, no jitter: one delivery at a time, a receiver's logs read better. */
+const notifyRetry = (backoffMs: number): RetryPolicy => ({ baseMs: backoffMs, maxMs: 30_000, growth: 'exponential', jitter: 'none' });
 
 /** The header carrying `sha256=<hex HMAC-SHA256 of the raw body, keyed with NOTIFY_WEBHOOK_SECRET>`. */
 export const SIGNATURE_HEADER = 'x-tallyhouse-signature';
@@ -81,7 +85,7 @@ export async function notifyFindings(
     const headers = { 'content-type': 'application/json', [SIGNATURE_HEADER]: signBody(body, settings.secret), [FINDING_ID_HEADER]: f.finding_id };
     let delivered: { status: number; attempts: number } | undefined;
     for (let attempt = 1; attempt <= settings.maxAttempts && !delivered && !opts.signal?.aborted; attempt++) {
-      if (attempt > 1) await sleep(Math.min(settings.backoffMs * 2 ** (attempt - 2), 30_000), undefined, { signal: opts.signal }).catch(() => undefined);
+      if (attempt > 1) await sleep(retryDelayMs(notifyRetry(settings.backoffMs), attempt - 1), undefined, { signal: opts.signal }).catch(() => undefined);
       try {
         const res = await request(settings.url, {
           method: 'POST',

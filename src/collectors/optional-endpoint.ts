@@ -27,10 +27,10 @@ export interface OptionalEndpointOptions {
   confirm?: () => Promise<unknown>;
 }
 
-function servedGauge(ctx: JobContext) {
+export function servedGauge(ctx: JobContext) {
   return gauge(ctx.runtime.registry, {
     name: 'tallyhouse_platform_endpoint_served',
-    help: 'Optional platform endpoints: 1 when the last call was served, 0 when the platform answered 404 or 501 (its data is skipped).',
+    help: 'Optional platform endpoints and features (platform-notes.md rule 3): 1 when the last call was served, 0 when the platform refused it (404 or 501; 422 for notes-only analytics names): its data is skipped.',
     labelNames: ['endpoint'],
   });
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { bandZ, DEFAULT_BASELINE_OPTIONS, fitBaseline, medianOf, seriesNoise, type Baseline, type BaselineMeasure, type BaselineOptions } from './anomaly-baseline.js';
 
 /**
  * Anomaly detection (issue 32 point 2): is a bucket of a series far from what the same weekday (and hour) of the
@@ -63,6 +64,8 @@ export interface DetectOptions {
   absoluteFloor: Record<Measure, number>;
   /** Error rate and latency buckets with fewer requests are not judged and not used. */
   minRequests: number;
+  /** Cost, volume and latency: the calibrated baseline (src/insights/anomaly-baseline.ts). */
+  baseline: BaselineOptions;
 }
 
 export const DEFAULT_DETECT_OPTIONS: DetectOptions = {
@@ -72,6 +75,7 @@ export const DEFAULT_DETECT_OPTIONS: DetectOptions = {
   relativeFloor: 0.06,
   absoluteFloor: { cost: 1, volume: 5, error_rate: 0.01, p95_latency: 0.05 },
   minRequests: 20,
+  baseline: DEFAULT_BASELINE_OPTIONS,
 };
 
 export interface Finding {
@@ -163,8 +167,10 @@ export function detectSeries(
   fromMs: number,
   toMs: number,
   options: DetectOptions = DEFAULT_DETECT_OPTIONS,
+  priorScale?: number,
 ): Finding[] {
   if (points.length === 0) return [];
+  if (series.measure !== 'error_rate') return detectCalibrated(series, points, fromMs, toMs, options, priorScale);
   const index = new PointIndex(points);
   const threshold = options.threshold[series.grain];
   const starts = counted(series.measure) ? gridStarts(points, fromMs, toMs, series.grain) : points.map((p) => p.startMs).filter((t) => t >= fromMs && t < toMs).sort((a, b) => a - b);
@@ -233,6 +239,70 @@ function gridStarts(points: readonly SeriesPoint[], fromMs: number, toMs: number
   return out;
 }
 
+/**
+ * Cost, volume and latency: each bucket of [fromMs, toMs) against the calibrated baseline of the history before it
+ * (src/insights/anomaly-baseline.ts), refitted for every daily bucket and at every 24th hourly one (a fit reads up
+ * to 8 weeks of hours). Cost and volume buckets absent after the series began are 0.
+ */
+function detectCalibrated(series: SeriesKey, points: readonly SeriesPoint[], fromMs: number, toMs: number, options: DetectOptions, priorScale: number | undefined): Finding[] {
+  const measure = series.measure as BaselineMeasure;
+  const o = options.baseline;
+  const sorted = [...points].sort((a, b) => a.startMs - b.startMs);
+  const index = new PointIndex(sorted);
+  const lookbackMs = o.lookbackDays * 24 * HOUR_MS;
+  // The dense history: every grid step from the first point for cost and volume, the present points for latency.
+  const dense: { startMs: number; value: number; requests?: number }[] = counted(measure)
+    ? gridStarts(sorted, sorted[0].startMs, toMs, series.grain).map((t) => ({ startMs: t, value: index.near(t, 'hour')?.value ?? 0 }))
+    : sorted.filter((p) => Number.isFinite(p.value) && (p.requests ?? 0) >= options.minRequests && p.startMs < toMs);
+  const findings: Finding[] = [];
+  let fit: Baseline | undefined;
+  let fittedAt = -Infinity;
+  let lo = 0;
+  for (let i = 0; i < dense.length; i++) {
+    const t = dense[i].startMs;
+    if (t < fromMs) continue;
+    if (series.grain === 'day' || t - fittedAt >= 24 * HOUR_MS) {
+      while (dense[lo].startMs < t - lookbackMs) lo++;
+      fit = fitBaseline(measure, series.grain, dense.slice(lo, i), priorScale, o);
+      fittedAt = t;
+    }
+    if (!fit) continue;
+    const actual = dense[i].value;
+    const score = fit.score(t, actual);
+    if (Math.abs(score) < bandZ(series.grain, o)) continue;
+    const direction: Direction = score > 0 ? 'up' : 'down';
+    if (direction === 'down' && !counted(measure)) continue;
+    const expected = fit.expected(t);
+    // Below the measure's absolute floor a difference is nobody's incident, whatever the scale says.
+    if (Math.abs(actual - expected) < o.absoluteFloor[measure]) continue;
+    const band = fit.band(t);
+    findings.push({ findingId: findingId(series, t), series, startMs: t, expected, expectedLow: band.low, expectedHigh: band.high, actual, score, direction });
+  }
+  return findings;
+}
+
+/**
+ * The peers' noise of each kind of series (kind, measure, grain): the median noise (anomaly-baseline's seriesNoise) of
+ * the series of that kind with 3 weeks of history, when at least 5 have; what a young series' spread is pulled to.
+ */
+export function peerNoise(series: Iterable<{ key: SeriesKey; points: readonly SeriesPoint[] }>, options: DetectOptions = DEFAULT_DETECT_OPTIONS): Map<string, number> {
+  const noise = new Map<string, number[]>();
+  for (const s of series) {
+    if (s.key.measure === 'error_rate') continue;
+    const n = seriesNoise(s.key.measure as BaselineMeasure, s.key.grain, s.points, options.baseline);
+    if (n === undefined) continue;
+    const k = peerKey(s.key);
+    (noise.get(k) ?? noise.set(k, []).get(k)!).push(n);
+  }
+  const out = new Map<string, number>();
+  for (const [k, v] of noise) if (v.length >= 5) out.set(k, medianOf(v));
+  return out;
+}
+
+export function peerKey(k: SeriesKey): string {
+  return `${k.kind}|${k.measure}|${k.grain}`;
+}
+
 /** Findings of many series, most extreme first. */
 export function detectAll(
   series: Iterable<{ key: SeriesKey; points: readonly SeriesPoint[] }>,
@@ -240,8 +310,10 @@ export function detectAll(
   toMs: number,
   options: DetectOptions = DEFAULT_DETECT_OPTIONS,
 ): Finding[] {
+  const list = [...series];
+  const peers = peerNoise(list, options);
   const out: Finding[] = [];
-  for (const s of series) out.push(...detectSeries(s.key, s.points, fromMs, toMs, options));
+  for (const s of list) out.push(...detectSeries(s.key, s.points, fromMs, toMs, options, peers.get(peerKey(s.key))));
   return out.sort((a, b) => Math.abs(b.score) - Math.abs(a.score) || a.startMs - b.startMs);
 }
 

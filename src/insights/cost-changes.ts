@@ -267,3 +267,115 @@ export function describeGroupChange(g: GroupChange): string {
   }
   return `${kind} effect ${signed} ${g.currency} on ${name}${detail}`;
 }
+
+/** A group seen in one period only while the other was not wholly collected: its absence there is not known. */
+export type CoverageStatus = 'baseline_not_collected' | 'current_not_collected';
+
+export interface HonestGroupChange extends Omit<GroupChange, 'status' | 'items'> {
+  status: GroupStatus | CoverageStatus;
+  items: Array<ItemChange & { not_collected: string }>;
+  /** The difference of a group whose other period was not wholly collected (neither new nor gone: unknown). */
+  not_collected: string;
+}
+
+export interface HonestCurrencyTotal extends CurrencyTotal {
+  not_collected: string;
+  /** Cost per day of each period: months differ in length, and a month to date has fewer days than its baseline. */
+  baseline_per_day: string;
+  current_per_day: string;
+}
+
+export interface HonestCostChanges {
+  groups: HonestGroupChange[];
+  totals: HonestCurrencyTotal[];
+}
+
+function perDay(amount: string, days: number): string {
+  return text(mulDiv(toScaled(amount, 'per-day amount'), 1n, BigInt(days)));
+}
+
+/**
+ * The changes as far as the collections support them (issue 45.2): where a period was not wholly collected, a group
+ * seen only in the other is `baseline_not_collected` (not new) or `current_not_collected` (not gone), and its
+ * difference moves from new/gone to `not_collected`, so volume + price + discount + new + gone + not_collected =
+ * difference still holds exactly. Totals carry each period's cost per day.
+ */
+export function honestChanges(
+  changes: CostChanges,
+  q: { baselineComplete: boolean; currentComplete: boolean; baselineDays: number; currentDays: number },
+): HonestCostChanges {
+  const notCollected = new Map<string, bigint>();
+  const groups = changes.groups.map((g): HonestGroupChange => {
+    const unknownNew = g.status === 'new' && !q.baselineComplete;
+    const unknownGone = g.status === 'gone' && !q.currentComplete;
+    if (!unknownNew && !unknownGone) return { ...g, not_collected: '0', items: g.items.map((i) => ({ ...i, not_collected: '0' })) };
+    notCollected.set(g.currency, (notCollected.get(g.currency) ?? 0n) + toScaled(g.difference, 'difference'));
+    return {
+      ...g,
+      status: unknownNew ? 'baseline_not_collected' : 'current_not_collected',
+      new: '0',
+      gone: '0',
+      not_collected: g.difference,
+      items: g.items.map((i) => ({ ...i, new: '0', gone: '0', not_collected: i.difference })),
+    };
+  });
+  const totals = changes.totals.map((t): HonestCurrencyTotal => {
+    const moved = notCollected.get(t.currency) ?? 0n;
+    return {
+      ...t,
+      new: text(toScaled(t.new, 'new') - sumOf(groups, t.currency, 'baseline_not_collected')),
+      gone: text(toScaled(t.gone, 'gone') - sumOf(groups, t.currency, 'current_not_collected')),
+      not_collected: text(moved),
+      baseline_per_day: perDay(t.baseline, q.baselineDays),
+      current_per_day: perDay(t.current, q.currentDays),
+    };
+  });
+  return { groups, totals };
+}
+
+function sumOf(groups: readonly HonestGroupChange[], currency: string, status: CoverageStatus): bigint {
+  return groups.filter((g) => g.currency === currency && g.status === status).reduce((n, g) => n + toScaled(g.not_collected, 'not collected'), 0n);
+}
+
+/**
+ * The periods a change question compares (one default for the API and the CLI). The baseline defaults to the period
+ * just before `from`: the same number of whole calendar months when the period is whole months, else the same number
+ * of days. A period not over at `today` (local date) is compared to date: the current period ends after today and the
+ * baseline covers the same number of days from its start (month to date against the same days of the baseline).
+ */
+export function changePeriods(q: { from: string; to: string; baselineFrom?: string; baselineTo?: string; today: string }): {
+  from: string; to: string; baselineFrom: string; baselineTo: string; toDate: boolean;
+} {
+  const day = (s: string) => Date.parse(`${s}T00:00:00Z`);
+  const iso = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  const addMonths = (s: string, n: number) => {
+    const d = new Date(day(s));
+    return iso(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + n, 1));
+  };
+  const monthsOf = (from: string, to: string): number | null => {
+    if (!from.endsWith('-01') || !to.endsWith('-01')) return null;
+    const n = (Number(to.slice(0, 4)) - Number(from.slice(0, 4))) * 12 + Number(to.slice(5, 7)) - Number(from.slice(5, 7));
+    return n > 0 ? n : null;
+  };
+  const tomorrow = iso(day(q.today) + 86_400_000);
+  const toDate = q.to > tomorrow && q.from < tomorrow;
+  const to = toDate ? tomorrow : q.to;
+  if (q.baselineFrom !== undefined && q.baselineTo !== undefined) return { from: q.from, to, baselineFrom: q.baselineFrom, baselineTo: q.baselineTo, toDate };
+  const months = monthsOf(q.from, q.to);
+  const days = (day(q.to) - day(q.from)) / 86_400_000;
+  let baselineFrom: string;
+  let baselineTo: string;
+  if (q.baselineTo !== undefined) {
+    baselineTo = q.baselineTo;
+    baselineFrom = months !== null && baselineTo.endsWith('-01') ? addMonths(baselineTo, -months) : iso(day(baselineTo) - days * 86_400_000);
+  } else {
+    baselineFrom = q.baselineFrom ?? (months !== null ? addMonths(q.from, -months) : iso(day(q.from) - days * 86_400_000));
+    baselineTo = months !== null && baselineFrom.endsWith('-01') ? addMonths(baselineFrom, months) : iso(day(baselineFrom) + days * 86_400_000);
+  }
+  if (toDate) {
+    const elapsed = (day(to) - day(q.from)) / 86_400_000;
+    const clipped = iso(day(baselineFrom) + elapsed * 86_400_000);
+    if (clipped < baselineTo) baselineTo = clipped;
+  }
+  return { from: q.from, to, baselineFrom, baselineTo, toDate };
+}

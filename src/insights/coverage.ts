@@ -118,3 +118,23 @@ export function coverageHeader(c: Coverage): string {
   // Header values are one line of visible ASCII: the warning's text is ASCII already; line breaks cannot occur.
   return c.status === 'complete' ? 'complete' : `${c.status}; ${c.warning}`.replace(/[^\x20-\x7e]/g, '?');
 }
+
+/**
+ * Coverages of several periods of one answer (a change's baseline and current period) as one: each warning prefixed
+ * with its period's label, and `note` (what the answer did about it) after them.
+ */
+export function periodsCoverage(parts: ReadonlyArray<{ label: string; coverage: Coverage }>, note = ''): Coverage {
+  const incomplete = parts.filter((p) => p.coverage.status !== 'complete');
+  if (incomplete.length === 0) return { status: 'complete' };
+  const sources: SourceCoverage[] = [];
+  const missing: MissingRange[] = [];
+  const sentences: string[] = [];
+  for (const p of incomplete) {
+    if (p.coverage.status === 'complete') continue;
+    sources.push(...p.coverage.sources);
+    missing.push(...p.coverage.missing);
+    sentences.push(`${p.label}: ${p.coverage.warning}`);
+  }
+  const status = incomplete.length === parts.length && incomplete.every((p) => p.coverage.status === 'not_collected') ? 'not_collected' : 'partial';
+  return { status, sources, missing, warning: [...sentences, ...(note ? [note] : [])].join(' ') };
+}

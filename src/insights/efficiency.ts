@@ -10,7 +10,10 @@
 // thousandths of a runner (the platform's resolution). An app that ran several machine types on a day has the same
 // state mix apportioned to each: the history cannot tell them apart. The split is exact: in units of the store's
 // money scale (1e-12) by largest remainder, ties to busy, then idle, then draining, so the three add up to the row's
-// cost. A day the history shows no billed runner (not collected, or below its resolution) counts as idle.
+// cost. A day the history shows no billed runner (not collected, or below its resolution) is `unattributed`: its
+// cost is known, its split is not (issue 45.2). It is never counted idle: before a runner-history backfill that
+// would call every earlier day's whole bill idle. Idle share is over the attributed cost only, with the
+// unattributed share beside it.
 import { decimalToScaled, scaledToDecimal } from '../values.js';
 
 export const MONEY_SCALE = 12;
@@ -77,8 +80,13 @@ export interface EfficiencyRow {
   busy_cost: string;
   idle_cost: string;
   draining_cost: string;
-  /** idle_cost / cost (0 when cost is 0), to 6 places. */
-  idle_share: number;
+  /** Cost of the usage rows whose app-day has no billed runner in the history: known, but not split (busy + idle + draining + unattributed = cost). */
+  unattributed_machine_seconds: string;
+  unattributed_cost: string;
+  /** idle_cost / (cost - unattributed_cost), to 6 places; null when nothing is attributed. */
+  idle_share: number | null;
+  /** unattributed_cost / cost (0 when cost is 0), to 6 places. */
+  unattributed_share: number;
   /** Mean GPU utilisation (0-1) over the per-runner samples of the day; null without samples. */
   gpu_utilization: number | null;
   gpu_samples: number;
@@ -130,15 +138,20 @@ export function efficiencyByDay(input: {
   for (const u of input.usage) {
     const k = `${u.date}|${u.app}|${u.machine_type}|${u.currency}`;
     let g = groups.get(k);
-    if (!g) groups.set(k, (g = { date: u.date, app: u.app, machine_type: u.machine_type, currency: u.currency, q: [0n, 0n, 0n, 0n], c: [0n, 0n, 0n, 0n] }));
+    if (!g) groups.set(k, (g = { date: u.date, app: u.app, machine_type: u.machine_type, currency: u.currency, q: [0n, 0n, 0n, 0n, 0n], c: [0n, 0n, 0n, 0n, 0n] }));
     const w = weights.get(`${u.app}|${u.date}`)?.w ?? [0n, 0n, 0n];
     // Each usage row (surge and non-surge apart) is split on its own, so the parts add up to every row.
     const q = decimalToScaled(u.quantity, QUANTITY_SCALE);
     const c = decimalToScaled(u.cost_total, MONEY_SCALE);
-    const qs = splitByWeights(q, w, 1);
-    const cs = splitByWeights(c, w, 1);
     g.q[0] += q;
     g.c[0] += c;
+    if (w.every((x) => x === 0n)) {
+      g.q[4] += q;
+      g.c[4] += c;
+      continue;
+    }
+    const qs = splitByWeights(q, w, 1);
+    const cs = splitByWeights(c, w, 1);
     for (let i = 0; i < 3; i++) {
       g.q[i + 1] += qs[i];
       g.c[i + 1] += cs[i];
@@ -163,7 +176,10 @@ export function efficiencyByDay(input: {
       busy_cost: scaledToDecimal(g.c[1], MONEY_SCALE),
       idle_cost: scaledToDecimal(g.c[2], MONEY_SCALE),
       draining_cost: scaledToDecimal(g.c[3], MONEY_SCALE),
-      idle_share: cost === 0n ? 0 : round6(Number((g.c[2] * 1_000_000n) / cost) / 1e6),
+      unattributed_machine_seconds: scaledToDecimal(g.q[4], QUANTITY_SCALE),
+      unattributed_cost: scaledToDecimal(g.c[4], MONEY_SCALE),
+      idle_share: cost - g.c[4] === 0n ? null : round6(Number((g.c[2] * 1_000_000n) / (cost - g.c[4])) / 1e6),
+      unattributed_share: cost === 0n ? 0 : round6(Number((g.c[4] * 1_000_000n) / cost) / 1e6),
       gpu_utilization: m && m.gpu_samples > 0 ? round6(m.gpu_utilization_sum / m.gpu_samples) : null,
       gpu_samples: m?.gpu_samples ?? 0,
       vram_peak_used_bytes: m && m.gpu_samples > 0 ? m.vram_peak_used_bytes : null,
@@ -377,11 +393,14 @@ export function recommendations(input: {
   }
   // Keep-warm: idle cost of the window per app and currency, with the hours of day it happened in.
   const hours = idleHours(input.idleHistory);
-  const idle = new Map<string, { cost: bigint; days: Set<string>; machines: Set<string> }>();
+  // Evidence only: a day without runner history adds nothing (its cost is unattributed, not idle).
+  const idle = new Map<string, { cost: bigint; unattributed: bigint; days: Set<string>; machines: Set<string> }>();
   for (const r of input.idleRows) {
     const k = `${r.app}|${r.currency}`;
     let e = idle.get(k);
-    if (!e) idle.set(k, (e = { cost: 0n, days: new Set(), machines: new Set() }));
+    if (!e) idle.set(k, (e = { cost: 0n, unattributed: 0n, days: new Set(), machines: new Set() }));
+    e.unattributed += decimalToScaled(r.unattributed_cost, MONEY_SCALE);
+    if (r.history_hours === 0) continue;
     e.cost += decimalToScaled(r.idle_cost, MONEY_SCALE);
     e.days.add(r.date);
     e.machines.add(r.machine_type);
@@ -406,8 +425,9 @@ export function recommendations(input: {
       recommended_machine_type: null,
       amount: scaledToDecimal(e.cost, MONEY_SCALE),
       evidence:
-        `idle cost of ${e.days.size} day(s) of usage from ${input.idleWindow.from} to ${input.idleWindow.to} (exclusive), split by ` +
-        `${perHour.length ? 'the hourly runner history' : 'no runner history (all counted idle)'}; keep_alive ${app.keep_alive ?? 'unknown'} s, min_concurrency ${app.min_concurrency ?? 'unknown'}`,
+        `idle cost of ${e.days.size} day(s) of usage from ${input.idleWindow.from} to ${input.idleWindow.to} (exclusive) with runner history, split by ` +
+        `the hourly runner history${e.unattributed > 0n ? ` (${scaledToDecimal(e.unattributed, MONEY_SCALE)} of the window's cost has no runner history: unattributed, not counted)` : ''}; ` +
+        `keep_alive ${app.keep_alive ?? 'unknown'} s, min_concurrency ${app.min_concurrency ?? 'unknown'}`,
       peak_vram_bytes: null,
       required_vram_bytes: null,
       machine_seconds: null,

@@ -15,15 +15,16 @@ import {
 } from './errors.js';
 import { DEFAULT_MAX_RESPONSE_BYTES, ERROR_BODY_MAX_BYTES, SMALL_RESPONSE_BYTES, endpointTemplate, scopeForPath } from './paths.js';
 import { appendQuery, type ArrayFormat, type QueryParams } from './query.js';
+import { retryDelayMs } from '../retry.js';
 
 export type { QueryParams } from './query.js';
 
 export interface PlatformClientOptions {
   /** SVC_BASE_URL; may carry a path prefix, which is put before every request path. */
   baseUrl: string;
-  /** SVC_API_KEY. Also the key for calls that need no key (they ignore it). */
+  /** SVC_API_KEY: every call but the admin-scope ones; without it they fail before sending (`missing_key`). */
   apiKey?: string;
-  /** SVC_ADMIN_KEY. Used for admin-scope calls, and for API-scope calls when no API key is set. */
+  /** SVC_ADMIN_KEY: admin-scope calls only (least privilege: never sent where an API-scope key will do). */
   adminKey?: string;
   /** undici timers have about one second of resolution above 1,000 ms, so these are approximate. */
   connectTimeoutMs?: number;
@@ -156,10 +157,12 @@ function isSuccess(status: number): boolean {
   return status >= 200 && status < 300;
 }
 
-/** Full jitter: a uniform wait in [0, min(max, base * 2^(attempt-1))). */
+/**
+ * The platform client's policy (src/retry.ts): exponential, full jitter (every collector of every instance retries
+ * the same platform), a uniform wait in [0, min(max, base * 2^(attempt-1))).
+ */
 export function backoffDelayMs(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
-  const ceilingMs = Math.min(maxMs, baseMs * 2 ** (attempt - 1));
-  return Math.floor(random() * ceilingMs);
+  return retryDelayMs({ baseMs, maxMs, growth: 'exponential', jitter: 'full' }, attempt, random);
 }
 
 function parseJsonBody(status: number, body: string, call: CallDescription): unknown {
@@ -432,7 +435,8 @@ export class PlatformClient {
     }
     const type = String(response.headers['content-type'] ?? '');
     if (!type.startsWith('text/event-stream')) {
-      response.body.destroy();
+      // dump() reads at most undici's 128 KiB, then closes the connection: bounded as every other read.
+      await response.body.dump().catch(() => undefined);
       throw new PlatformError({
         message: `${call.method} ${call.path} answered ${status} with ${type || 'no content type'}, not an event stream`,
         status,
@@ -672,14 +676,14 @@ export class PlatformClient {
     const limitBytes = success ? Math.min(pathLimit, maxBytes ?? pathLimit) : ERROR_BODY_MAX_BYTES;
     const declared = Number(headerOne(response.headers, 'content-length') ?? NaN);
     if (success && Number.isFinite(declared) && declared > limitBytes) {
-      response.body.destroy();
+      discard(response.body);
       throw this.#tooLarge(call, status, limitBytes, declared, true);
     }
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of response.body as AsyncIterable<Buffer>) {
       if (size + chunk.length > limitBytes) {
-        response.body.destroy();
+        discard(response.body);
         if (!success) {
           chunks.push(chunk.subarray(0, limitBytes - size));
           break;
@@ -775,10 +779,17 @@ export class PlatformClient {
       } else if (this.#apiKey !== null) {
         key = this.#apiKey;
         keyUsed = 'api';
-      } else if (this.#adminKey !== null) {
-        // An ADMIN-scope key also carries API scope; with no API key set, use it rather than send none.
-        key = this.#adminKey;
-        keyUsed = 'admin';
+      } else {
+        // Least privilege (issue 50.6): the admin key goes only where the interface requires admin scope, never as a
+        // stand-in for a missing API key; an API-scope call without one is a configuration error, sent nowhere.
+        const call = { method: spec.method, path, scope, keyUsed: null };
+        throw new PlatformError({
+          message: `${spec.method} ${path} needs an API-scope key; SVC_API_KEY is not set (the admin key is sent only to admin-scope endpoints)`,
+          status: null,
+          type: 'missing_key',
+          retryable: false,
+          ...call,
+        });
       }
     }
     const call: CallDescription = { method: spec.method, path, scope, keyUsed };
@@ -832,6 +843,12 @@ function clientMetrics(registry: Registry | undefined): ClientMetrics {
       labelNames: ['endpoint'] as const,
     }),
   };
+}
+
+/** Closes a body unread: undici's destroy() emits an AbortError, which nobody else listens for. */
+function discard(body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => undefined);
+  body.destroy();
 }
 
 function headerOne(headers: HeaderBag, name: string): string | null {

@@ -5,6 +5,7 @@ import { SESSION_SETTINGS } from './settings.js';
 import { preparePrivateDataDir } from './private-files.js';
 import type { Logger } from '../log.js';
 import type { EmbeddedLimits } from './embedded.js';
+import { retryDelayMs, STORE_STARTUP_RETRY } from '../retry.js';
 
 export interface StoreOptions {
   /** ClickHouse server URL; undefined = embedded chDB under dataDir. */
@@ -223,7 +224,7 @@ async function openServerStore(opts: StoreOptions, url: string): Promise<Store> 
       if (ping.success) break;
       if (Date.now() >= deadline) throw new StoreUnavailableError(location, ping.error);
       opts.logger?.warn({ store: location, attempt, err: describeCause(ping.error) }, 'waiting for ClickHouse');
-      await new Promise((r) => setTimeout(r, Math.min(2_000, 250 * attempt)));
+      await new Promise((r) => setTimeout(r, retryDelayMs(STORE_STARTUP_RETRY, attempt)));
     }
     const onCluster = opts.cluster ? ` ON CLUSTER '${opts.cluster}'` : '';
     await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}${onCluster}` });

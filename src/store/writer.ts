@@ -8,6 +8,7 @@ import { classifyStoreError, describeStoreError, storeErrorCode } from './errors
 import { insertEncoded } from './insert.js';
 import type { z } from 'zod';
 import type { TableDef } from './tables/table.js';
+import { retryCeilingMs, retryDelayMs, type RetryPolicy } from '../retry.js';
 
 export interface WriterOptions {
   /** Flush a table's buffer when it holds this many rows... */
@@ -348,12 +349,14 @@ export class BatchWriter {
         const kind = classifyStoreError(err);
         this.metrics.failures.inc({ table, kind });
         if (kind === 'transient') {
-          const delayMs = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** Math.min(attempt - 1, 16));
+          // Exponential with equal jitter: instances retrying one store spread out, never sooner than half the wait.
+          const policy: RetryPolicy = { baseMs: this.backoffBaseMs, maxMs: this.backoffMaxMs, growth: 'exponential', jitter: 'equal' };
+          const delayMs = retryCeilingMs(policy, attempt);
           this.logger?.warn(
             { table, rows, attempt, delayMs, err: storeErrorCode(err) },
             'store write failed; retrying with the same deduplication token',
           );
-          await sleep(delayMs * (0.5 + Math.random() / 2));
+          await sleep(retryDelayMs(policy, attempt));
           continue;
         }
         if (kind === 'permanent') {

@@ -10,6 +10,8 @@ import { anomaliesOpen } from '../../src/http/business-metrics.js';
 import { toDateTime64 } from '../../src/values.js';
 
 let service: Service;
+// The service clock: the fixtures' findings are older than its last 48 hours.
+const NOW = new Date('2026-11-20T08:00:00Z');
 
 function row(over: Partial<AnomalyRow>): AnomalyRow {
   return {
@@ -21,6 +23,7 @@ function row(over: Partial<AnomalyRow>): AnomalyRow {
 
 beforeAll(async () => {
   service = await startService(testConfig({ PORT: '0' }), {
+    now: () => NOW,
     logger: createLogger('silent'),
     registry: createRegistry({ defaultMetrics: false }),
     extensions: [apiExtension([anomalyRoutes])],
@@ -74,7 +77,7 @@ describe('GET /api/v1/anomalies', () => {
 
   it('tallyhouse_anomalies_open counts the findings of the last 48 hours per measure, each once, 0 where none', async () => {
     // Two versions of one recent error-rate finding and a recent tombstoned volume one; the fixtures above are older.
-    const recent = toDateTime64(new Date(Date.now() - 3_600_000));
+    const recent = toDateTime64(new Date(NOW.getTime() - 3_600_000));
     const w = service.writer;
     const written = w.insert(anomalies, [
       row({ finding_id: 'r-err', measure: 'error_rate', grain: 'hour', bucket: recent, version: 1 }),

@@ -5,25 +5,34 @@
 // day is final once a collection after its 48-hour window agreed with the one before).
 import { describe, expect, it } from 'vitest';
 import { CHANGE_GROUP_NAMES, costChangesReport, costChangesTable, type CostChangesQuery } from '../../src/api/cost-changes-report.js';
-import { dayCollections } from '../../src/store/tables/cost-day-collections.js';
+import { collectedDays, dayCollections } from '../../src/store/tables/cost-day-collections.js';
 import type { Store } from '../../src/store/client.js';
 
 type Params = Record<string, unknown>;
 type Answer = (p: Params) => unknown[];
 
-function fakeStore(answers: { serverless?: Answer; model?: Answer; collections?: Answer }) {
+function fakeStore(answers: { serverless?: Answer; model?: Answer; collections?: Answer; spans?: Answer }) {
   const asked: Array<{ query: string; params: Params }> = [];
   const store = {
     client: {
       query: async ({ query, query_params }: { query: string; query_params: Params }) => {
-        const name = query === dayCollections.sql ? 'collections' : query.includes('FROM model_usage_buckets') ? 'model' : query.includes('FROM usage_buckets') ? 'serverless' : '?';
+        const name = query === collectedDays.sql ? 'spans' : query === dayCollections.sql ? 'collections' : query.includes('FROM model_usage_buckets') ? 'model' : query.includes('FROM usage_buckets') ? 'serverless' : '?';
         asked.push({ query: name, params: query_params });
-        const rows = (answers as Record<string, Answer | undefined>)[name]?.(query_params) ?? [];
+        const rows = (answers as Record<string, Answer | undefined>)[name]?.(query_params) ?? (name === 'spans' ? wholeDays(query_params) : []);
         return { json: async () => rows };
       },
     },
   } as unknown as Pick<Store, 'client'>;
   return { store, asked };
+}
+
+// Coverage (issue 45.1): every day of a range read whole on Nov 11, unless a test says otherwise.
+function wholeDays(p: Params): unknown[] {
+  const out: unknown[] = [];
+  for (let d = Date.parse(`${String(p.from)}T00:00:00Z`); d < Date.parse(`${String(p.to)}T00:00:00Z`); d += 86_400_000) {
+    out.push({ local_day: new Date(d).toISOString().slice(0, 10), collected_ms: Date.parse('2026-11-11T00:00:00Z') });
+  }
+  return out;
 }
 
 const agreed = (day: string) => [
@@ -49,7 +58,7 @@ const model: Answer = (p) =>
 // Both October days final for both products; November's not yet.
 const collections: Answer = (p) => (p.product === 'all' ? [] : [...agreed('2026-10-30'), ...agreed('2026-10-31')]);
 
-const QUERY: CostChangesQuery & { windowHours: number } = {
+const QUERY: CostChangesQuery & { windowHours: number; now: Date } = {
   timezone: 'UTC',
   from: '2026-11-01',
   to: '2026-11-03',
@@ -58,6 +67,7 @@ const QUERY: CostChangesQuery & { windowHours: number } = {
   product: 'all',
   groupBy: ['app', 'endpoint', 'surge'],
   windowHours: 48,
+  now: new Date('2026-11-11T00:00:00Z'),
 };
 
 describe('costChangesReport, by hand', () => {
@@ -77,7 +87,7 @@ describe('costChangesReport, by hand', () => {
       ['EUR', '5', '5', '0'],
       ['USD', '1', '1.8', '0.8'],
     ]);
-    const lines = asked.filter((a) => a.query !== 'collections');
+    const lines = asked.filter((a) => a.query !== 'collections' && a.query !== 'spans');
     expect(lines).toEqual([
       { query: 'serverless', params: { timezone: 'UTC', from: '2026-10-30', to: '2026-11-01', apps: ['acme/a', 'acme/b'] } },
       { query: 'model', params: { timezone: 'UTC', from: '2026-10-30', to: '2026-11-01', endpoints: ['svc-ai/flux'] } },
@@ -113,6 +123,32 @@ describe('costChangesReport, by hand', () => {
     expect(report.final).toEqual({ baseline: false, current: false, provisional_days: ['2026-11-01', '2026-11-02', '2026-11-03'] });
   });
 
+  it('a baseline not collected: nothing is new, a gone group in a partly collected current period is not gone, and the coverage says so', async () => {
+    // Nothing read of the baseline; the current period's Nov 2 only read at 06:00 on Nov 2.
+    const spans: Answer = (p) => (p.from === '2026-10-30' ? [] : [
+      { local_day: '2026-11-01', collected_ms: Date.parse('2026-11-11T00:00:00Z') },
+      { local_day: '2026-11-02', collected_ms: Date.parse('2026-11-02T06:00:00Z') },
+    ]);
+    const { store } = fakeStore({ serverless: (p) => (p.from === '2026-10-30' ? [] : serverless(p)), model, collections, spans });
+    const report = await costChangesReport(store, QUERY);
+    // acme/a and acme/b would be "new" (no baseline rows); svc-ai/flux "gone" (no current rows): unknown, all three.
+    expect(report.groups.map((g) => [g.group, g.status, g.difference, g.new, g.gone, g.not_collected])).toEqual([
+      [{ app: 'acme/b', surge: 'false' }, 'baseline_not_collected', '5', '0', '0', '5'],
+      [{ app: 'acme/a', surge: 'true' }, 'baseline_not_collected', '1.8', '0', '0', '1.8'],
+      [{ endpoint: 'svc-ai/flux' }, 'current_not_collected', '-0.1', '0', '0', '-0.1'],
+    ]);
+    expect(report.totals.map((t) => [t.currency, t.difference, t.new, t.gone, t.not_collected])).toEqual([['EUR', '5', '0', '0', '5'], ['USD', '1.7', '0', '0', '1.7']]);
+    expect(report.coverage).toMatchObject({ status: 'partial' });
+    if (report.coverage.status === 'complete') throw new Error('unreachable');
+    expect(report.coverage.warning).toBe(
+      'Baseline 2026-10-30 to 2026-11-01: serverless usage (UTC) was not collected for this range: its serverless cost is unknown, not zero. ' +
+      'model API usage (UTC) was not collected for this range: its model API cost is unknown, not zero. ' +
+      'Current period 2026-11-01 to 2026-11-03: serverless usage (UTC) was not collected for 2026-11-02T06:00:00Z to 2026-11-03 (collected through 2026-11-02T06:00:00Z): its serverless cost is unknown, not zero. ' +
+      'model API usage (UTC) was not collected for 2026-11-02T06:00:00Z to 2026-11-03 (collected through 2026-11-02T06:00:00Z): its model API cost is unknown, not zero. ' +
+      'A group seen in one period only is not_collected there, not new or gone.',
+    );
+  });
+
   it('group names cover both products', () => {
     expect(CHANGE_GROUP_NAMES).toEqual(['app', 'environment', 'machine_type', 'surge', 'endpoint', 'api_key', 'unit']);
   });
@@ -123,18 +159,18 @@ describe('costChangesTable, by hand', () => {
     const { store } = fakeStore({ serverless, model, collections });
     const report = await costChangesReport(store, QUERY);
     const table = costChangesTable(report);
-    expect(table.columns).toEqual(['row_type', 'rank', 'product', 'app', 'endpoint', 'surge', 'currency', 'status', 'baseline_cost', 'current_cost', 'difference', 'volume', 'price', 'discount', 'new', 'gone', 'final']);
+    expect(table.columns).toEqual(['row_type', 'rank', 'product', 'app', 'endpoint', 'surge', 'currency', 'status', 'baseline_cost', 'current_cost', 'difference', 'volume', 'price', 'discount', 'new', 'gone', 'not_collected', 'baseline_per_day', 'current_per_day', 'final']);
     expect(table.rows).toEqual([
       { row_type: 'group', rank: 1, product: 'serverless', app: 'acme/a', endpoint: '', surge: 'true', currency: 'USD', status: 'changed',
-        baseline_cost: '0.9', current_cost: '1.8', difference: '0.9', volume: '1', price: '0', discount: '-0.1', new: '0', gone: '0', final: false },
+        baseline_cost: '0.9', current_cost: '1.8', difference: '0.9', volume: '1', price: '0', discount: '-0.1', new: '0', gone: '0', not_collected: '0', baseline_per_day: null, current_per_day: null, final: false },
       { row_type: 'group', rank: 2, product: 'model_api', app: '', endpoint: 'svc-ai/flux', surge: '', currency: 'USD', status: 'gone',
-        baseline_cost: '0.1', current_cost: '0', difference: '-0.1', volume: '0', price: '0', discount: '0', new: '0', gone: '-0.1', final: false },
+        baseline_cost: '0.1', current_cost: '0', difference: '-0.1', volume: '0', price: '0', discount: '0', new: '0', gone: '-0.1', not_collected: '0', baseline_per_day: null, current_per_day: null, final: false },
       { row_type: 'group', rank: 3, product: 'serverless', app: 'acme/b', endpoint: '', surge: 'false', currency: 'EUR', status: 'unchanged',
-        baseline_cost: '5', current_cost: '5', difference: '0', volume: '0', price: '0', discount: '0', new: '0', gone: '0', final: false },
+        baseline_cost: '5', current_cost: '5', difference: '0', volume: '0', price: '0', discount: '0', new: '0', gone: '0', not_collected: '0', baseline_per_day: null, current_per_day: null, final: false },
       { row_type: 'total', rank: null, product: '', app: '', endpoint: '', surge: '', currency: 'EUR', status: '',
-        baseline_cost: '5', current_cost: '5', difference: '0', volume: '0', price: '0', discount: '0', new: '0', gone: '0', final: false },
+        baseline_cost: '5', current_cost: '5', difference: '0', volume: '0', price: '0', discount: '0', new: '0', gone: '0', not_collected: '0', baseline_per_day: '2.5', current_per_day: '2.5', final: false },
       { row_type: 'total', rank: null, product: '', app: '', endpoint: '', surge: '', currency: 'USD', status: '',
-        baseline_cost: '1', current_cost: '1.8', difference: '0.8', volume: '1', price: '0', discount: '-0.1', new: '0', gone: '-0.1', final: false },
+        baseline_cost: '1', current_cost: '1.8', difference: '0.8', volume: '1', price: '0', discount: '-0.1', new: '0', gone: '-0.1', not_collected: '0', baseline_per_day: '0.5', current_per_day: '0.9', final: false },
     ]);
     // The top movers only; the totals still cover every group.
     const top = costChangesTable(report, 1);

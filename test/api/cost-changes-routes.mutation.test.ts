@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { costChangeRoutes } from '../../src/api/cost-changes-routes.js';
 import { badParameter, installErrorHandler, parseQuery } from '../../src/api/http.js';
 import { RouteRegistry } from '../../src/api/routes.js';
-import { dayCollections } from '../../src/store/tables/cost-day-collections.js';
+import { collectedDays, dayCollections } from '../../src/store/tables/cost-day-collections.js';
 import { createLogger } from '../../src/log.js';
 import type { Runtime } from '../../src/runtime.js';
 
@@ -22,10 +22,15 @@ const line = (app: string, quantity: string, subtotal: string) => ({ g_app: app,
 const store = {
   client: {
     query: async ({ query, query_params }: { query: string; query_params: Record<string, unknown> }) => {
-      const name = query === dayCollections.sql ? 'collections' : query.includes('FROM model_usage_buckets') ? 'model' : 'serverless';
+      const name = query === collectedDays.sql ? 'spans' : query === dayCollections.sql ? 'collections' : query.includes('FROM model_usage_buckets') ? 'model' : 'serverless';
       asked.push({ query: name, params: query_params });
       let rows: unknown[] = [];
-      if (name === 'serverless') {
+      if (name === 'spans') {
+        // Coverage: every day of every range read whole on Nov 11 (issue 45.1).
+        for (let d = Date.parse(`${String(query_params.from)}T00:00:00Z`); d < Date.parse(`${String(query_params.to)}T00:00:00Z`); d += 86_400_000) {
+          rows.push({ local_day: new Date(d).toISOString().slice(0, 10), collected_ms: Date.parse('2026-11-11T00:00:00Z') });
+        }
+      } else if (name === 'serverless') {
         rows = query_params.from === '2026-10-30'
           ? [line('acme/a', '10', '1'), line('acme/b', '1', '1'), line('acme/c', '5', '5')]
           : [line('acme/a', '20', '2'), line('acme/b', '3', '3'), line('acme/c', '4.5', '4.5')];
@@ -46,7 +51,7 @@ let built: Promise<void> | undefined;
 const ready = () => (built ??= build());
 async function build(): Promise<void> {
   app = Fastify();
-  const rt = { store, config, logger: createLogger('silent') } as unknown as Runtime;
+  const rt = { store, config, logger: createLogger('silent'), now: () => new Date('2026-11-11T00:00:00Z') } as unknown as Runtime;
   installErrorHandler(app, rt);
   const registry = new RouteRegistry(parseQuery);
   costChangeRoutes(app, registry, rt, async (_rt, tz) => {
@@ -74,7 +79,7 @@ describe('GET /cost/changes, by hand', () => {
       'UTC', '2026-11-01', '2026-11-03', '2026-10-30', '2026-11-01', 'all', ['app', 'endpoint'],
     ]);
     expect(body.groups.map((g: { group: Record<string, string>; difference: string }) => [g.group.app, g.difference])).toEqual([['acme/b', '2'], ['acme/a', '1'], ['acme/c', '-0.5']]);
-    expect(body.totals).toEqual([{ currency: 'USD', baseline: '7', current: '9.5', difference: '2.5', volume: '2.5', price: '0', discount: '0', new: '0', gone: '0' }]);
+    expect(body.totals).toEqual([{ currency: 'USD', baseline: '7', current: '9.5', difference: '2.5', volume: '2.5', price: '0', discount: '0', new: '0', gone: '0', not_collected: '0', baseline_per_day: '3.5', current_per_day: '4.75' }]);
     // October's two days are final under the 48-hour window (collections of 10 and 11 November agree).
     expect(body.final).toEqual({ baseline: true, current: false, provisional_days: ['2026-11-01', '2026-11-02'] });
     expect(asked.filter((a) => a.query === 'serverless').map((a) => [a.params.from, a.params.to])).toEqual([['2026-10-30', '2026-11-01'], ['2026-11-01', '2026-11-03']]);

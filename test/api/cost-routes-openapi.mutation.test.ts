@@ -25,7 +25,12 @@ const store = {
   client: {
     query: async ({ query, query_params }: { query: string; query_params: Record<string, unknown> }) => {
       let rows: unknown[] = [];
-      if (query.includes('FROM usage_buckets') || query.includes('FROM model_usage_buckets')) {
+      if (query.includes('FROM cost_day_collections') && query.includes('collected_ms')) {
+        // Coverage: every day of every range read whole on Nov 11 (issue 45.1).
+        for (let d = Date.parse(`${String(query_params.from)}T00:00:00Z`); d < Date.parse(`${String(query_params.to)}T00:00:00Z`); d += 86_400_000) {
+          rows.push({ local_day: new Date(d).toISOString().slice(0, 10), collected_ms: Date.parse('2026-11-11T00:00:00Z') });
+        }
+      } else if (query.includes('FROM usage_buckets') || query.includes('FROM model_usage_buckets')) {
         rows = query_params.from === '2026-11-01' ? [line('acme/a'), line('acme/u'), line('acme/g')] : [line('acme/a', '2', '3'), line('acme/u'), line('acme/n')];
       }
       return { json: async () => rows };
@@ -40,7 +45,7 @@ const ready = () => build();
 async function build(): Promise<void> {
   await app?.close();
   app = Fastify();
-  const rt = { store, writer: {}, config: { API_MAX_RANGE_DAYS: 31, LATE_BILLING_WINDOW_HOURS: 48, TIMEZONES: ['UTC'] }, logger: createLogger('silent') } as unknown as Runtime;
+  const rt = { store, writer: {}, config: { API_MAX_RANGE_DAYS: 31, LATE_BILLING_WINDOW_HOURS: 48, TIMEZONES: ['UTC'] }, logger: createLogger('silent'), now: () => new Date('2026-11-11T00:00:00Z') } as unknown as Runtime;
   installErrorHandler(app, rt);
   const registry = new RouteRegistry(parseQuery);
   costChangeRoutes(app, registry, rt, async () => {});
@@ -125,17 +130,17 @@ describe('the OpenAPI document of the cost routes', () => {
     await ready();
     const body = (await app.inject({ method: 'GET', url: '/cost/changes?from=2026-11-02&to=2026-11-03' })).json();
     // One changed group: the schema's group and item objects were compared key by key above; here they are not empty.
-    expect(Object.keys(body.groups[0]).sort()).toEqual(['baseline', 'currency', 'current', 'difference', 'discount', 'gone', 'group', 'items', 'new', 'price', 'product', 'status', 'volume']);
-    expect(Object.keys(body.groups[0].items[0]).sort()).toEqual(['baseline', 'current', 'difference', 'discount', 'gone', 'item', 'new', 'price', 'volume']);
+    expect(Object.keys(body.groups[0]).sort()).toEqual(['baseline', 'currency', 'current', 'difference', 'discount', 'gone', 'group', 'items', 'new', 'not_collected', 'price', 'product', 'status', 'volume']);
+    expect(Object.keys(body.groups[0].items[0]).sort()).toEqual(['baseline', 'current', 'difference', 'discount', 'gone', 'item', 'new', 'not_collected', 'price', 'volume']);
     expect(Object.keys(body.groups[0].items[0].baseline).sort()).toEqual(['cost', 'discount', 'quantity', 'subtotal', 'unit_price']);
     const props = paths['/api/v1/cost/changes'].get.responses['200'].content['application/json'].schema.properties!;
     const item = props.groups.items!.properties!.items.items!.properties!;
-    for (const part of ['volume', 'price', 'discount', 'new', 'gone', 'difference']) expect(item[part].description, part).toMatch(/\w{3}/);
+    for (const part of ['volume', 'price', 'discount', 'new', 'gone', 'not_collected', 'difference']) expect(item[part].description, part).toMatch(/\w{3}/);
   });
 
   it('every amount and quantity of the change report is documented as exact decimal text (CONTRIBUTING.md: money is exact)', async () => {
     await ready();
-    const amounts = new Set(['subtotal', 'discount', 'cost', 'difference', 'volume', 'price', 'new', 'gone', 'baseline', 'current', 'quantity']);
+    const amounts = new Set(['subtotal', 'discount', 'cost', 'difference', 'volume', 'price', 'new', 'gone', 'not_collected', 'baseline_per_day', 'current_per_day', 'baseline', 'current', 'quantity']);
     const found: Array<[string, string | undefined]> = [];
     const walk = (schema: Schema, at: string) => {
       for (const [k, v] of Object.entries(schema.properties ?? {})) {
@@ -145,8 +150,9 @@ describe('the OpenAPI document of the cost routes', () => {
       if (schema.items) walk(schema.items, `${at}[]`);
     };
     walk(paths['/api/v1/cost/changes'].get.responses['200'].content['application/json'].schema, '$');
-    // groups: 5 parts, difference, baseline and current figures (3 each); items: the same with 4 figures each; totals: 8.
-    expect(found.length).toBe(5 + 1 + 3 + 3 + 5 + 1 + 4 + 4 + 8);
+    // groups: 6 parts (not_collected too), difference, baseline and current figures (3 each); items: the same with 4
+    // figures each; totals: baseline, current, difference, 6 parts and the 2 per-day figures.
+    expect(found.length).toBe(6 + 1 + 3 + 3 + 6 + 1 + 4 + 4 + 11);
     expect(found.filter(([, d]) => !/^\w.*exact decimal text/.test(d ?? ''))).toEqual([]);
   });
 });

@@ -47,6 +47,7 @@ describe('safeCell (CONTRIBUTING.md rule 18), against literals derived by hand',
 describe('every CSV route is safe to open', () => {
   let service: Service;
   // Logs are kept LOG_RETENTION_DAYS (a TTL): the line is from an hour ago.
+  // wall-clock: log rows must sit inside the logs TTL, which ClickHouse applies on the machine's clock
   const logTime = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 3_600_000);
   const chTime = (d: Date) => d.toISOString().replace('T', ' ').replace('Z', '');
   const TOKEN = 'csv-test-token-0123456789';
@@ -144,6 +145,7 @@ describe('29.3: no line of any cell of any CSV route starts a formula', () => {
   ]);
   const TRIGGER = /^[=+\-@\t\r]/;
   const NUMBER = /^-?\d+(\.\d+)?$/;
+  // wall-clock: log rows must sit inside the logs TTL, which ClickHouse applies on the machine's clock
   const logTime = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 3_600_000);
   const chTime = (d: Date) => d.toISOString().replace('T', ' ').replace('Z', '');
   const TOKEN = 'csv-test-token-0123456789';

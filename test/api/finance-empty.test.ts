@@ -18,17 +18,19 @@ const api = async (path: string) => {
   const res = await fetch(`${service.url}/api/v1${path}`);
   return { status: res.status, text: await res.text() };
 };
-// The month running now (partial) and one long over (complete), in UTC.
-const now = new Date();
-const thisMonth = now.toISOString().slice(0, 7);
+// The service clock: the month running then (partial) and one long over (complete), in UTC. A day of the next
+// month is collected too (a platform's clock runs ahead of ours by a little): that month has not started yet.
+const NOW = new Date('2026-11-30T23:30:00Z');
+const thisMonth = '2026-11';
 
 beforeAll(async () => {
   service = await startService(testConfig({ PORT: '0', TIMEZONES: 'UTC,America/New_York' }), {
+    now: () => NOW,
     logger: createLogger('silent'),
     registry: createRegistry({ defaultMetrics: false }),
     extensions: [apiExtension()],
   });
-  await service.store.client.insert({ table: 'usage_buckets', values: [usageDayRow('2025-03-10'), usageDayRow(`${thisMonth}-01`)], format: 'JSONEachRow' });
+  await service.store.client.insert({ table: 'usage_buckets', values: [usageDayRow('2025-03-10'), usageDayRow(`${thisMonth}-01`), usageDayRow('2026-12-01')], format: 'JSONEachRow' });
 });
 afterAll(async () => {
   await service?.close();
@@ -54,6 +56,11 @@ describe('GET /reports/finance', () => {
     const r = await api('/reports/finance?month=2099-01&timezone=UTC');
     expect(r.status).toBe(400);
     expect(JSON.parse(r.text).error).toMatchObject({ parameter: 'month', message: expect.stringContaining('a month that has started') });
+  });
+
+  it('"has not started" is judged by the service clock, not the machine\'s: December at 2026-11-30 23:30 UTC', async () => {
+    const r = await api('/reports/finance?month=2026-12&timezone=UTC');
+    expect([r.status, JSON.parse(r.text).error?.message]).toEqual([400, 'month: expected a month that has started in UTC; 2026-12 has not']);
   });
 
   it('marks a partial month in JSON and in CSV; a month that is over is complete', async () => {

@@ -210,9 +210,9 @@ describe('financeReport, worked by hand (scenario A: March 2026, UTC)', () => {
     expect(kolkata.month_complete).toBe(true);
     const kolkataBefore = await financeReport(allFinal.store, '2026-03', 'Asia/Kolkata', new Date('2026-03-31T18:29:59.999Z'));
     expect(kolkataBefore.month_complete).toBe(false);
-    // Without a clock: now. A month long past is complete.
-    expect((await financeReport(allFinal.store, '2020-01', 'UTC')).month_complete).toBe(true);
-    expect((await financeReport(allFinal.store, '2999-01', 'UTC')).month_complete).toBe(false);
+    // A month long past is complete; one far ahead is not.
+    expect((await financeReport(allFinal.store, '2020-01', 'UTC', NOW)).month_complete).toBe(true);
+    expect((await financeReport(allFinal.store, '2999-01', 'UTC', NOW)).month_complete).toBe(false);
   });
 
   it('the header of the report; a month that is not YYYY-MM is refused', async () => {
@@ -324,9 +324,10 @@ describe('financeTable and financeProblem', () => {
     });
     expect(financeProblem(report(1), { ...context, now: new Date('2026-02-28T23:00:00.000Z') })).toBeUndefined();
     expect(financeProblem(report(1), { ...context, now: new Date('2026-03-02T00:00:00.000Z') })).toBeUndefined();
-    // No clock given: now, long after March 2026.
-    expect(financeProblem(report(1), context)).toBeUndefined();
-    expect(financeProblem({ ...report(1), month: '2999-01', range: { from: '2999-01-01', to: '2999-02-01' } }, context)?.kind).toBe('future');
+    // Long after March 2026.
+    const later = { ...context, now: new Date('2027-06-01T00:00:00.000Z') };
+    expect(financeProblem(report(1), later)).toBeUndefined();
+    expect(financeProblem({ ...report(1), month: '2999-01', range: { from: '2999-01-01', to: '2999-02-01' } }, later)?.kind).toBe('future');
   });
 
   it('a started month with no rows is "empty", naming the command; an unscheduled timezone says so', () => {

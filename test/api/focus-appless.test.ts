@@ -12,7 +12,7 @@ import { closeRuntime, openTestRuntime } from '../support/store.js';
 import { usageDayRow } from '../support/rows.js';
 import { checkFocusCsv } from '../support/focus/check.js';
 
-const OPTS = { billingAccountId: 'acct-1', billingAccountName: 'Acme', providerName: 'Svc' };
+const OPTS = { billingAccountId: 'acct-1', billingAccountName: 'Acme', providerName: 'Svc', now: new Date('2026-12-02T06:00:00Z') };
 let rt: Runtime;
 
 beforeAll(async () => {

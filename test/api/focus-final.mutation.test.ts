@@ -9,7 +9,7 @@ import { focusModelCharges } from '../../src/store/tables/model-usage.js';
 import { dayCollections } from '../../src/store/tables/cost-day-collections.js';
 import type { Store } from '../../src/store/client.js';
 
-const OPTS = { billingAccountId: 'acct-1', billingAccountName: 'Acme', providerName: 'Svc' };
+const OPTS = { billingAccountId: 'acct-1', billingAccountName: 'Acme', providerName: 'Svc', now: new Date('2026-12-02T06:00:00Z') };
 const SERVERLESS = [{ day: '2026-04-03', app: 'acme/web', machine_type: 'CPU', is_surge: false, currency: 'USD', unit_price: '0.0005', percent_discount: null, quantity: '10', cost: '0.005' }];
 const MODELS = [{
   day: '2026-04-03', endpoint_id: 'svc-ai/flux-dev', unit: 'image', currency: 'USD', api_key_id: 'k', login_username: '', api_key_label: '',

@@ -11,7 +11,7 @@ import { focusModelCharges } from '../../src/store/tables/model-usage.js';
 import type { Store } from '../../src/store/client.js';
 import { checkFocusCsv } from '../support/focus/check.js';
 
-const OPTS = { billingAccountId: 'acct-1', billingAccountName: 'Acme Corp', providerName: 'Svc' };
+const OPTS = { billingAccountId: 'acct-1', billingAccountName: 'Acme Corp', providerName: 'Svc', now: new Date('2026-12-02T06:00:00Z') };
 
 const SERVERLESS = [
   { day: '2026-04-03', app: 'acme/web', machine_type: 'CPU', is_surge: false, currency: 'USD', unit_price: '0.0005', percent_discount: '10', quantity: '3600', cost: '1.62' },
@@ -185,11 +185,11 @@ describe('FOCUS rows, worked by hand', () => {
   });
 
   it('focusOptions: the account name defaults to its id', () => {
-    expect(focusOptions({ FOCUS_BILLING_ACCOUNT_ID: 'acct-7', FOCUS_BILLING_ACCOUNT_NAME: undefined, FOCUS_PROVIDER_NAME: 'Svc' })).toEqual({
-      billingAccountId: 'acct-7', billingAccountName: 'acct-7', providerName: 'Svc',
+    expect(focusOptions({ FOCUS_BILLING_ACCOUNT_ID: 'acct-7', FOCUS_BILLING_ACCOUNT_NAME: undefined, FOCUS_PROVIDER_NAME: 'Svc' }, OPTS.now)).toEqual({
+      billingAccountId: 'acct-7', billingAccountName: 'acct-7', providerName: 'Svc', now: OPTS.now,
     });
-    expect(focusOptions({ FOCUS_BILLING_ACCOUNT_ID: 'acct-7', FOCUS_BILLING_ACCOUNT_NAME: 'Acme', FOCUS_PROVIDER_NAME: 'Svc' })).toEqual({
-      billingAccountId: 'acct-7', billingAccountName: 'Acme', providerName: 'Svc',
+    expect(focusOptions({ FOCUS_BILLING_ACCOUNT_ID: 'acct-7', FOCUS_BILLING_ACCOUNT_NAME: 'Acme', FOCUS_PROVIDER_NAME: 'Svc' }, OPTS.now)).toEqual({
+      billingAccountId: 'acct-7', billingAccountName: 'Acme', providerName: 'Svc', now: OPTS.now,
     });
   });
 });

@@ -100,6 +100,7 @@ describe('29.7: log streams are bounded', () => {
       }
     })();
     await waitFor(async () => (await metric('tallyhouse_log_stream_clients')) === 21);
+    // wall-clock: the live stream follows the machine's clock: rows must be newer than the stream's start
     const now = new Date().toISOString().replace('T', ' ').replace('Z', '');
     const message = 'x'.repeat(LINE_BYTES);
     for (let i = 0; i < LINES; i += 10) {
@@ -149,6 +150,7 @@ describe('the feed keeps up with more lines in its overlap window than one read 
       }
     })();
     await waitFor(async () => (await metric('tallyhouse_log_stream_clients')) >= 1);
+    // wall-clock: the live stream follows the machine's clock: rows must be newer than the stream's start
     const now = new Date().toISOString().replace('T', ' ').replace('Z', '');
     const row = (n: number, message: string, batch: string) => ({
       timestamp: now, level: 'INFO', app: 'flood', app_id: 'a', request_id: '', job_id: '', endpoint: 'acme/flood', node: '', worker: '', source: 'stdout',

@@ -16,6 +16,7 @@ const LINES = 30;
 // Each line's stored text: the message, level INFO (4), app 'big' (3), endpoint 'acme/big' (8), request id 'r00' (3),
 // source 'stdout' (6): 921,624 bytes, so four fit in 4 MiB (3,686,496) and five do not (4,608,120).
 const PER_PAGE = 4;
+// wall-clock: log rows must sit inside the logs TTL, which ClickHouse applies on the machine's clock
 const BASE_MS = Math.floor(Date.now() / 60_000) * 60_000 - 3_600_000;
 const at = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
 

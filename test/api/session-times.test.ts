@@ -9,6 +9,7 @@ import { createRegistry } from '../../src/metrics.js';
 import { testConfig } from '../support/store.js';
 
 // An hour ago, on a whole minute, plus 631 ms (faro_items keep 90 days).
+// wall-clock: log rows must sit inside the logs TTL, which ClickHouse applies on the machine's clock
 const BASE_MS = Math.floor(Date.now() / 60_000) * 60_000 - 3_600_000 + 631;
 const sqlTime = new Date(BASE_MS).toISOString().replace('T', ' ').replace('Z', '');
 const isoTime = new Date(BASE_MS).toISOString();

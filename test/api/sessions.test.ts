@@ -9,6 +9,7 @@ import { testConfig } from '../support/store.js';
 
 const TOKEN = 'sessions-token-0123456789';
 // faro_items keep 90 days (their TTL): rows an hour old.
+// wall-clock: log rows must sit inside the logs TTL, which ClickHouse applies on the machine's clock
 const BASE_MS = Math.floor(Date.now() / 60_000) * 60_000 - 3_600_000;
 const at = (offsetMs: number) => new Date(BASE_MS + offsetMs).toISOString().replace('T', ' ').replace('Z', '');
 

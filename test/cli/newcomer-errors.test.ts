@@ -96,6 +96,7 @@ describe('the CLI beside a service (30.7)', () => {
 describe('collect (30.7)', () => {
   it('a range wholly in the future is refused before anything is opened (it said "0 rows", exit 0)', async () => {
     const dir = freshDir('future');
+    // wall-clock: the CLI refuses a range in the future before the store opens, by the machine's clock
     const year = new Date().getUTCFullYear() + 1;
     const r = await cli(['collect', 'usage', '--from', `${year}-01-01`, '--to', `${year}-02-01`], demo(dir));
     expect(r.code).toBe(2);

@@ -27,7 +27,8 @@ describe('a terminal start', () => {
         void exited.then(() => reject(new Error(`the service exited:\n${plain(out)}`)));
       });
       const lines = plain(out).split('\n');
-      const listening = lines.findIndex((l) => /INFO: tallyhouse listening on http:\/\/127\.0\.0\.1:\d+; try: curl http:\/\/127\.0\.0\.1:\d+\/api\/v1/.test(l));
+      // Issue 47: the web console's address first.
+      const listening = lines.findIndex((l) => /INFO: console http:\/\/127\.0\.0\.1:\d+\/console\/ \| tallyhouse listening on http:\/\/127\.0\.0\.1:\d+; try: curl http:\/\/127\.0\.0\.1:\d+\/api\/v1/.test(l));
       expect(listening, plain(out)).toBeGreaterThanOrEqual(0);
       expect(listening + 1).toBeLessThanOrEqual(15);
       // Each schedule once (the message said them, and the `schedules` field again, one line per job).
@@ -45,6 +46,10 @@ describe('a terminal start', () => {
         check();
       });
       expect(plain(out)).not.toMatch(/WARN: request failed.*"statusCode":400/);
+      const console = /INFO: console (\S+) \|/.exec(lines[listening])![1];
+      expect(console).toBe(`${url}/console/`);
+      const page = await fetch(console);
+      expect([page.status, page.headers.get('content-type')]).toEqual([200, 'text/html; charset=utf-8']);
     } finally {
       try {
         process.kill(-child.pid!, 'SIGTERM');

@@ -123,6 +123,7 @@ describe('apps collector against the simulator', () => {
   });
 
   it('an app no longer listed is tombstoned; re-running keeps one live row per app', async () => {
+    // wall-clock: a version stamp: newer than none before it, as nextVersionMs makes them
     const stamp = toDateTime64(Date.now());
     await rt.store.client.insert({
       table: 'apps',

@@ -104,6 +104,7 @@ describe('LogRowBatch', () => {
   });
 
   it('gives the same insert token for the same rows and another for other rows', async () => {
+    // wall-clock: a comment naming the batch's stamp
     // Rows carry the batch's received_at (Date.now() when it was made): one clock reading for every batch here.
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(new Date('2026-11-21T12:00:00Z'));

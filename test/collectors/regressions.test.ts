@@ -54,7 +54,7 @@ describe('usage across a month end', () => {
       expect(run.status, run.error).toBe('ok');
       await sim.close();
     }
-    const report = await financeReport(rt.store, '2026-10', 'UTC');
+    const report = await financeReport(rt.store, '2026-10', 'UTC', new Date('2026-11-02T06:00:00Z'));
     expect(report.reconciliation.complete_month).toBe(true);
     expect(report.reconciliation.flagged).toBe(0);
     const sim = await startSim({ seed: 3, now: '2026-11-02T06:00:00Z', days: 40, apps: 20 });

@@ -36,6 +36,7 @@ export interface DemoStore {
  * that is down.
  */
 export async function openDemoStore(): Promise<DemoStore> {
+  // wall-clock: the drain stamps what it receives with the machine's clock, and Grafana's time macros read it
   const now = new Date();
   let replayer: SpoolReplayer | undefined;
   const config = testConfig({ PORT: '0', LOG_DRAIN_SECRET: DRAIN_SECRET, JOBS_ENABLED: 'false', TIMEZONES: 'UTC,America/New_York', FARO_APP_KEYS: `demo-web=${FARO_KEY}` });
@@ -120,6 +121,7 @@ export async function openDemoStore(): Promise<DemoStore> {
     service,
     sim,
     // A second on: the time macros cut to whole seconds, and everything above happened within the last one.
+    // wall-clock: the drain stamps what it receives with the machine's clock, and Grafana's time macros read it
     nowMs: Date.now() + 1000,
     drain,
     async close() {

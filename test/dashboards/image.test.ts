@@ -1,3 +1,4 @@
+// wall-clock-file: a deadline for a container to be ready, not an expectation
 // The production image's layout without Docker: the service compiled by `npm run build` (scripts/build.mjs) into
 // dist/, with the migrations in dist/sql/, bin/tallyhouse.js, and no embedded engine (the Dockerfile removes chdb's native
 // library; here a module hook makes `chdb` unresolvable). It must migrate and serve against a ClickHouse server.

@@ -102,6 +102,7 @@ async function receiver(o: Options = {}) {
 const post = (app: FastifyInstance, body: string | Buffer, headers: Record<string, string> = {}) =>
   app.inject({ method: 'POST', url: FARO_PATH, payload: body, headers: { 'content-type': 'application/json', 'x-api-key': KEY, ...headers } });
 
+// wall-clock: the Faro receiver judges item timestamps (retention, future) by the machine's clock
 const NOW_ISO = () => new Date().toISOString();
 const until = (check: () => void) => vi.waitFor(check, { timeout: 20_000, interval: 20 });
 
@@ -217,6 +218,7 @@ describe('Faro receiver: set-up', () => {
 
   it('an item older than FARO_RETENTION_DAYS is refused by that retention', async () => {
     const r = await receiver({ env: { FARO_RETENTION_DAYS: '2' } });
+    // wall-clock: the Faro receiver judges item timestamps (retention, future) by the machine's clock
     const old = new Date(Date.now() - 3 * 86_400_000).toISOString();
     expect((await post(r.app, JSON.stringify({ logs: [{ message: 'm', timestamp: old }] }))).json().errors).toEqual([
       { item: 0, reason: 'log: timestamp is older than the 2-day retention (FARO_RETENTION_DAYS): it would be dropped as soon as stored' },

@@ -56,6 +56,7 @@ const post = (app: FastifyInstance, body: string | Buffer, headers: Record<strin
   app.inject({ method: 'POST', url: FARO_PATH, payload: body, headers: { 'content-type': 'application/json', 'x-api-key': KEY, ...headers } });
 
 const payload = (messages: string[], extra: Record<string, unknown> = {}) =>
+  // wall-clock: the Faro receiver judges item timestamps (retention, future) by the machine's clock
   JSON.stringify({ meta: { session: { id: 'sess-1' } }, logs: messages.map((message) => ({ message, level: 'info', timestamp: new Date().toISOString() })), ...extra });
 
 describe('Faro receiver: off, keys and CORS', () => {
@@ -115,6 +116,7 @@ describe('Faro receiver: bodies', () => {
 
   it('names each refused item, and at most 10 of them', async () => {
     const { app } = await receiver();
+    // wall-clock: the Faro receiver judges item timestamps (retention, future) by the machine's clock
     const logs = [{ message: 'ok', level: 'info', timestamp: new Date().toISOString() }, ...Array.from({ length: 11 }, () => ({ level: 'info', timestamp: 'never' }))];
     const res = await post(app, JSON.stringify({ meta: { session: { id: 's' } }, logs }));
     expect(res.statusCode).toBe(202);

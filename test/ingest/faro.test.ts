@@ -240,6 +240,7 @@ describe('Faro receiver', () => {
 
   it('timestamps are strict ISO 8601 with a zone, within retention and not over an hour ahead (issue 28.6); the answer counts each', async () => {
     // Were accepted ("accepted: 5") and stored in 2001 or past retention, then dropped by the TTL at once.
+    // wall-clock: the Faro receiver judges item timestamps (retention, future) by the machine's clock
     const future = new Date(Date.now() + 2 * 3_600_000).toISOString();
     const stamps = [NOW, '1', '12', 'Tue 5', '2026-11-21T10:00:00', '2026-11-21', '2001-01-01T00:00:00Z', future, '2026-11-21T11:00:00+01:00'];
     const body = JSON.stringify({ meta: { session: { id: 'sess-stamps' } }, logs: stamps.map((timestamp, i) => ({ message: `stamp ${i}`, level: 'info', context: {}, timestamp })) });

@@ -27,6 +27,7 @@ function forgedHeaders(i: number): Record<string, string> {
     'content-type': 'application/json',
     'x-svc-webhook-request-id': `req-forged-${i}`,
     'x-svc-webhook-user-id': 'usr_forger',
+    // wall-clock: the webhook receiver checks the signed timestamp against the machine's clock
     'x-svc-webhook-timestamp': String(Math.floor(Date.now() / 1000)),
     'x-svc-webhook-signature': randomBytes(64).toString('hex'),
   };

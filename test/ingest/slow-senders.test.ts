@@ -77,6 +77,7 @@ afterAll(async () => {
 });
 
 function webhookHeaders(requestId: string, body: Buffer): Record<string, string> {
+  // wall-clock: the webhook receiver checks the signed timestamp against the machine's clock
   const ts = String(Math.floor(Date.now() / 1000));
   const message = `${requestId}\nusr_1\n${ts}\n${createHash('sha256').update(body).digest('hex')}`;
   return {

@@ -93,6 +93,7 @@ describe('POST /v1/webhooks/queue', () => {
     closers.push(() => app.close());
     const port = (app.server.address() as AddressInfo).port;
     const signedHeaders = (requestId: string, body: Buffer) => {
+      // wall-clock: the webhook receiver checks the signed timestamp against the machine's clock
       const ts = String(Math.floor(Date.now() / 1000));
       const message = `${requestId}\nusr_1\n${ts}\n${createHash('sha256').update(body).digest('hex')}`;
       return {

@@ -931,6 +931,7 @@ describe('webhookExtension', () => {
 
   async function deliver(app: FastifyInstance, key: ReturnType<typeof keyPair>, requestId: string) {
     const body = Buffer.from('{"status":"OK"}');
+    // wall-clock: the webhook receiver checks the signed timestamp against the machine's clock
     const ts = String(Math.floor(Date.now() / 1000));
     const res = await app.inject({
       method: 'POST',

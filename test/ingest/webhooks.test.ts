@@ -197,6 +197,7 @@ describe('webhook receiver', () => {
 
     const missing = await send(pick('x-svc-webhook-request-id', 'x-svc-webhook-user-id'));
     expect(missing).toEqual({ status: 401, body: { error: 'Unauthorized', message: 'missing X-Svc-Webhook-Timestamp, X-Svc-Webhook-Signature' } });
+    // wall-clock: the webhook receiver checks the signed timestamp against the machine's clock
     const stale = await send({ ...all, 'x-svc-webhook-timestamp': String(Math.floor(Date.now() / 1000) - 301) });
     expect(stale.status).toBe(401);
     expect(stale.body.message).toMatch(/more than 300 s away/);

@@ -39,10 +39,27 @@ describe('efficiencyByDay', () => {
       date: '2026-11-20', app: 'flux', endpoint_id: 'acme/flux', machine_type: 'GPU-H100', currency: 'USD',
       machine_seconds: '120', busy_machine_seconds: '90', idle_machine_seconds: '30', draining_machine_seconds: '0',
       // 0.0575 × 3/4 = 0.043125, × 1/4 = 0.014375; 0.01725 × 3/4 = 0.0129375, × 1/4 = 0.0043125.
-      cost: '0.07475', busy_cost: '0.0560625', idle_cost: '0.0186875', draining_cost: '0',
-      idle_share: 0.25, gpu_utilization: 0.45, gpu_samples: 4, vram_peak_used_bytes: 20, vram_total_bytes: 80, vram_peak_share: 0.25,
+      unattributed_machine_seconds: '0',
+      cost: '0.07475', busy_cost: '0.0560625', idle_cost: '0.0186875', draining_cost: '0', unattributed_cost: '0',
+      idle_share: 0.25, unattributed_share: 0, gpu_utilization: 0.45, gpu_samples: 4, vram_peak_used_bytes: 20, vram_total_bytes: 80, vram_peak_share: 0.25,
       history_hours: 2,
     }]);
+  });
+
+  it('a day without runner history is unattributed, never idle; idle share is over the attributed cost', () => {
+    const rows = efficiencyByDay({
+      // Nov 20 has history (1:1 busy:idle); Nov 21 has none (not collected yet).
+      usage: [row({}), row({ date: '2026-11-21', quantity: '40', cost_total: '0.03' })],
+      history: [{ app: 'flux', date: '2026-11-20', hour: 3, running: 0.5, idle: 0.5, draining: 0 }],
+      metrics: [],
+      apps: [app],
+    });
+    expect(rows.map((r) => [r.date, r.busy_cost, r.idle_cost, r.draining_cost, r.unattributed_cost, r.unattributed_machine_seconds, r.idle_share, r.unattributed_share])).toEqual([
+      // 0.0575 split 1:1; idle share 0.02875 / 0.0575.
+      ['2026-11-20', '0.02875', '0.02875', '0', '0', '0', 0.5, 0],
+      // Nothing to split by: the whole 0.03 is unattributed, idle share unknown (null), not 1.
+      ['2026-11-21', '0', '0', '0', '0.03', '40', null, 1],
+    ]);
   });
 });
 

@@ -72,7 +72,8 @@ describe('the anomalies job on a seeded store', () => {
   it('finds the price change with its attribution and the error-rate hour, and nothing else', async () => {
     await runAnomalies();
     const findings = await currentFindings();
-    expect(findings.map((f) => [f.series_id, f.measure, f.grain, f.bucket, f.expected, f.actual, f.direction])).toEqual([
+    // expected: the baseline's level, through log and exp (100 within 1e-9)
+    expect(findings.map((f) => [f.series_id, f.measure, f.grain, f.bucket, Number(f.expected.toFixed(9)), f.actual, f.direction])).toEqual([
       ['acme/flux', 'cost', 'day', '2026-11-09 00:00:00.000', 100, 150, 'up'],
       ['acme/flux/infer', 'error_rate', 'hour', '2026-11-09 14:00:00.000', 0.01, 0.3, 'up'],
     ]);

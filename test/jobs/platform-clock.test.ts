@@ -46,9 +46,11 @@ describe('PLATFORM_CLOCK', () => {
   it('wall (the default): the machine clock', async () => {
     const source = await openPlatformSource(config({}), createLogger('silent'));
     try {
+      // wall-clock: PLATFORM_CLOCK=wall is the machine's clock, which is what this test checks
       const before = Date.now();
       const seen = source.now().getTime();
       expect(seen).toBeGreaterThanOrEqual(before);
+      // wall-clock: PLATFORM_CLOCK=wall is the machine's clock, which is what this test checks
       expect(seen).toBeLessThanOrEqual(Date.now());
     } finally {
       await source.close();

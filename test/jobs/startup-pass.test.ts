@@ -11,6 +11,7 @@ import { runCli } from '../support/process.js';
 let sim: Sim;
 beforeAll(async () => {
   // The service runs on the wall clock in real mode: the simulated platform's "now" is the same.
+  // wall-clock: the service child in real mode runs its jobs on the machine's clock; the simulator and the truth read the same instant
   sim = await startSim({ seed: 21, apps: 12, now: new Date(), days: 40 });
 });
 afterAll(async () => {
@@ -26,6 +27,7 @@ describe('first start with real keys', () => {
       const [, url] = await serve.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)"/);
       await serve.waitFor(/"msg":"start-up pass: apps, /);
       await serve.waitFor(/"msg":"start-up pass done"/, 120_000);
+      // wall-clock: the service child in real mode runs its jobs on the machine's clock; the simulator and the truth read the same instant
       const now = new Date();
       const day = (offset: number) => new Date(now.getTime() + offset * 86_400_000).toISOString().slice(0, 10);
       const get = async (path: string) => {

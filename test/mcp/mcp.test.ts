@@ -41,6 +41,7 @@ const insert = (table: string, values: unknown[]) => service.store.client.insert
 const nanos = (v: unknown) => decimalToScaled(String(v), 9);
 
 // The hand-built request a front-end session mentions: 1,250 billable units at 0.002 USD = 2.5 USD, status 503.
+// wall-clock: the request's log rows must sit inside the logs TTL, which ClickHouse applies on the machine's clock
 const TRACE_AT = DateTime.utc().minus({ hours: 1 }).startOf('minute');
 const at = (ms: number) => TRACE_AT.plus({ milliseconds: ms }).toFormat('yyyy-MM-dd HH:mm:ss.SSS');
 const TRACE_ID = 'req-trace-0001';

@@ -80,10 +80,11 @@ describe('PlatformClient: construction and paths', () => {
     expect(server.requests.map((r) => [r.path, r.query.get('next'), r.headers.authorization])).toEqual([['/prefix/v1/serverless/apps', 'http://other.example/x', 'Key api-key-1']]);
   });
 
-  it('sends no key at all when none is set', async () => {
+  it('sends nothing when no key is set (issue 50.6: a configuration error naming SVC_API_KEY)', async () => {
     const server = await serve([json(200, { ok: 1 })]);
-    await client(server.baseUrl, { apiKey: '', adminKey: '' }).getJson(platformPaths.apps);
-    expect(server.requests[0].headers.authorization).toBeUndefined();
+    const error = await failure(client(server.baseUrl, { apiKey: '', adminKey: '' }).getJson(platformPaths.apps));
+    expect(error).toMatchObject({ type: 'missing_key', keyUsed: null, attempts: 0 });
+    expect(server.requests).toHaveLength(0);
   });
 
   it('reports its in-flight limit, at least 1, and makes at least one attempt', async () => {
@@ -201,10 +202,13 @@ describe('PlatformClient: the event stream', () => {
     ]);
   });
 
-  it('sends a null body when none is given, and no key when none is set', async () => {
+  it('sends a null body when none is given, and the API key, never the admin key', async () => {
     const server = await serve([text(200, '', { 'content-type': 'text/event-stream' })]);
-    await readAll(await client(server.baseUrl, { apiKey: '', adminKey: '' }).openEventStream('/v1/serverless/logs/stream'));
-    expect(server.requests.map((r) => [r.body, r.headers.authorization])).toEqual([['null', undefined]]);
+    await readAll(await client(server.baseUrl, { apiKey: 'api-k', adminKey: 'admin-k' }).openEventStream('/v1/serverless/logs/stream'));
+    expect(server.requests.map((r) => [r.body, r.headers.authorization])).toEqual([['null', 'Key api-k']]);
+    const error = await failure(client(server.baseUrl, { apiKey: '', adminKey: 'admin-k' }).openEventStream('/v1/serverless/logs/stream'));
+    expect(error).toMatchObject({ type: 'missing_key', keyUsed: null });
+    expect(server.requests).toHaveLength(1);
   });
 
   it('fails on an error status as the platform error, once, without retrying', async () => {
@@ -307,8 +311,10 @@ describe('PlatformClient: what the first mutation run left', () => {
     const server = await serve([json(500, '')]);
     const none = await failure(client(server.baseUrl, { apiKey: '', adminKey: '', maxAttempts: 1 }).getJson(platformPaths.apps));
     expect(none.keyUsed).toBeNull();
-    const adminOnly = await failure(client(server.baseUrl, { apiKey: '', maxAttempts: 1 }).getJson(platformPaths.apps));
+    const adminOnly = await failure(client(server.baseUrl, { apiKey: '', maxAttempts: 1 }).getJson(platformPaths.serverlessUsage));
     expect(adminOnly.keyUsed).toBe('admin');
+    const apiWithoutKey = await failure(client(server.baseUrl, { apiKey: '', maxAttempts: 1 }).getJson(platformPaths.apps));
+    expect(apiWithoutKey).toMatchObject({ keyUsed: null, type: 'missing_key' });
   });
 
   it('says which key is missing and which query is wrong, sending nothing', async () => {

@@ -88,13 +88,18 @@ describe('PlatformClient: keys and scopes', () => {
     expect(server.requests).toHaveLength(0);
   });
 
-  it('uses the admin key for API-scope calls when no API key is set, and no key on another origin', async () => {
+  it('never sends the admin key to an API-scope call (issue 50.6): without an API key it fails naming SVC_API_KEY; no key on another origin', async () => {
     const server = await serve([json(200, {})]);
     const other = await serve([json(200, { keys: [] })]);
     const platform = client(server, { apiKey: undefined });
-    await platform.getJson(platformPaths.apps);
-    await platform.getJson(`${other.baseUrl}${platformPaths.jwks}`);
+    const error = await failure(platform.getJson(platformPaths.apps));
+    expect(error).toMatchObject({ type: 'missing_key', status: null, retryable: false, scope: 'api', keyUsed: null });
+    expect(error.message).toContain('SVC_API_KEY is not set');
+    expect(authFailureMessage(error, 'the apps collector')).toBe('the apps collector needs an API-scope key; SVC_API_KEY is not set (GET /v1/serverless/apps was not sent)');
+    expect(server.requests).toHaveLength(0);
+    await platform.getJson(platformPaths.serverlessUsage);
     expect(server.requests[0].headers.authorization).toBe(`Key ${ADMIN_KEY}`);
+    await platform.getJson(`${other.baseUrl}${platformPaths.jwks}`);
     expect(other.requests[0].headers.authorization).toBeUndefined();
   });
 

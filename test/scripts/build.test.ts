@@ -4,12 +4,13 @@
 // `npm run build` runs) into a temporary directory, then the compiled CLI's `migrate` on the embedded store; and
 // bin/tallyhouse.js's refusal of a stale dist/, on a checkout-shaped directory with a stand-in compiled entry.
 import { execFile, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { CONSOLE_FILES } from '../../src/console/index.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -28,6 +29,8 @@ describe('npm run build', () => {
     await promisify(execFile)(process.execPath, [join(ROOT, 'scripts/build.mjs'), '--outDir', join(app, 'dist')], { cwd: ROOT });
     expect(readdirSync(join(app, 'dist/sql')).sort()).toEqual(readdirSync(join(ROOT, 'sql')).sort());
     expect(readdirSync(join(app, 'dist/src/sim/scenarios'))).toContain('demo.json');
+    // The web console's files, where the compiled src/console/index.ts reads them (it refuses to start without).
+    for (const file of CONSOLE_FILES) expect(existsSync(join(app, 'dist/console', file)), file).toBe(true);
     cpSync(join(ROOT, 'bin'), join(app, 'bin'), { recursive: true });
     cpSync(join(ROOT, 'package.json'), join(app, 'package.json'));
     symlinkSync(join(ROOT, 'node_modules'), join(app, 'node_modules'), 'dir');

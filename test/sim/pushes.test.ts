@@ -41,6 +41,7 @@ function verifyWebhook(r: Received, keys: ReturnType<typeof createPublicKey>[]):
   const ts = r.headers['x-svc-webhook-timestamp'];
   const sig = r.headers['x-svc-webhook-signature'];
   if (typeof id !== 'string' || typeof user !== 'string' || typeof ts !== 'string' || typeof sig !== 'string') return false;
+  // wall-clock: a receiver checks a signature's timestamp against the machine's clock
   if (Math.abs(Date.now() / 1000 - Number(ts)) > 300) return false;
   const message = Buffer.from([id, user, ts, createHash('sha256').update(r.raw).digest('hex')].join('\n'), 'utf8');
   return keys.some((k) => verify(null, message, k, Buffer.from(sig, 'hex')));

@@ -1,3 +1,4 @@
+// wall-clock-file: a soak run is timed on the machine's clock (deadlines, phases); it asserts no date
 // The soak (issue 19): the simulator with faults and a fast clock pushes drain batches, webhooks and front-end
 // telemetry through a load balancer to two Tallyhouse instances (COLLECTOR_SHARD 0/2 and 1/2) sharing one store
 // (the test ClickHouse endpoint in a process of its own). Instances are SIGKILLed and restarted, the store is

@@ -39,7 +39,9 @@ describe('retention', () => {
       timestamp, level: 'INFO', app: 'ttl-app', app_id: '', request_id: '', job_id: '', endpoint: '', node: '', worker: '',
       source: '', isolate_source: '', message: `line ${line}`, attributes: {}, received_at: timestamp, batch_id: batch, line,
     });
+    // wall-clock: ClickHouse applies a TTL on the machine's clock
     const old = new Date(Date.now() - 10 * 86_400_000).toISOString().replace('T', ' ').replace('Z', '');
+    // wall-clock: ClickHouse applies a TTL on the machine's clock
     const recent = new Date(Date.now() - 3_600_000).toISOString().replace('T', ' ').replace('Z', '');
     const done = rt.writer.insert(logs, [row(old, 1), row(recent, 2)]);
     await rt.writer.flush(logs);

@@ -20,9 +20,10 @@ describe('isoToDateTime64: days that exist', () => {
     }
   });
 
-  it("the expanded year form (a sign and six digits) is checked as well: V8's Date.parse reads it and rolls 30 February over", () => {
-    expect(isoToDateTime64('+002026-02-28T12:00:00Z')).toBe('2026-02-28 12:00:00.000');
-    expect(isoToDateTime64('+002024-02-29T12:00:00Z')).toBe('2024-02-29 12:00:00.000');
+  // Issue 43.2: one ISO 8601 reader for the drain and the platform's fields; the expanded year is not one of its forms.
+  it('the expanded year form (a sign and six digits) is refused, real day or not', () => {
+    expect(isoToDateTime64('+002026-02-28T12:00:00Z')).toBeNull();
+    expect(isoToDateTime64('+002024-02-29T12:00:00Z')).toBeNull();
     for (const day of ['+002026-02-30', '+002026-02-29', '+002026-04-31', '+002026-13-01', '+002026-01-00']) {
       expect(isoToDateTime64(`${day}T00:00:00Z`), day).toBeNull();
     }
@@ -48,10 +49,10 @@ describe('isoToDateTime64: the forms', () => {
     expect(isoToDateTime64('2026-11-26T10:00:00.1259Z')).toBe('2026-11-26 10:00:00.125');
   });
 
-  it('an offset is turned into UTC; a date alone is midnight UTC; text around a timestamp is refused', () => {
+  it('an offset is turned into UTC; a date alone (not a date-time) and text around a timestamp are refused', () => {
     expect(isoToDateTime64('2026-11-26T01:30:00+05:30')).toBe('2026-11-25 20:00:00.000');
     expect(isoToDateTime64('2026-03-01T00:30:00+01:00')).toBe('2026-02-28 23:30:00.000');
-    expect(isoToDateTime64('2026-11-26')).toBe('2026-11-26 00:00:00.000');
+    expect(isoToDateTime64('2026-11-26')).toBeNull();
     expect(isoToDateTime64('x2026-11-26T10:00:00Z')).toBeNull();
     expect(isoToDateTime64('2026-11-26T10:00:00Zx')).toBeNull();
     expect(isoToDateTime64('')).toBeNull();

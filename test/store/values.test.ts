@@ -3,6 +3,7 @@ import { decimalToScaled, isoToDateTime64, nextVersionMs, scaledToDecimal, toDec
 
 describe('nextVersionMs', () => {
   it('never goes below the clock and strictly increases, even many times within one millisecond', () => {
+    // wall-clock: nextVersionMs is at least the machine's clock, which is what this test checks
     const before = Date.now();
     const versions = Array.from({ length: 1000 }, () => nextVersionMs());
     expect(versions[0]).toBeGreaterThanOrEqual(before);

@@ -1,3 +1,4 @@
+// wall-clock-file: deadlines for a real Prometheus to be ready, not expectations
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';

@@ -11,6 +11,7 @@ import type { Logger } from '../../log.js';
 import { passKillPoint } from './spool/kill-points.js';
 import type { RowFormat, Spool, SpoolRecord } from './spool/spool.js';
 import type { DrainMetrics } from './metrics.js';
+import { retryCeilingMs, retryDelayMs, type RetryPolicy } from '../../retry.js';
 
 export const LOGS_TABLE = 'logs';
 
@@ -254,14 +255,16 @@ export class SpoolReplayer {
         }
         if (this.stopping) throw new Stopping();
         this.failingSince ??= Date.now();
-        const delayMs = Math.min(this.opts.backoffMaxMs, this.opts.backoffBaseMs * 2 ** Math.min(attempt - 1, 16));
+        // Exponential with equal jitter, as the batch writer's (instances replaying into one store spread out).
+        const policy: RetryPolicy = { baseMs: this.opts.backoffBaseMs, maxMs: this.opts.backoffMaxMs, growth: 'exponential', jitter: 'equal' };
+        const delayMs = retryCeilingMs(policy, attempt);
         if (attempt === 1 || attempt % 10 === 0) {
           this.o.logger?.warn(
             { table, attempt, delayMs, spoolBytes: this.spool.bytes, err: describeStoreError(err) },
             'store insert from the drain spool failed; the spool keeps the lines and the insert is retried with the same deduplication token',
           );
         }
-        await this.sleep(delayMs * (0.5 + Math.random() / 2));
+        await this.sleep(retryDelayMs(policy, attempt));
         if (this.stopping) throw new Stopping();
       }
     }

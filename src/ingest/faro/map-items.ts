@@ -6,7 +6,7 @@ import type { EventEvent, ExceptionEvent, LogEvent, MeasurementEvent, Meta, Tran
 import { toDateTime64 } from '../../values.js';
 import { MAX_REJECT_RAW_BYTES, truncateUtf8 } from '../../store/writer.js';
 import type { FaroItemRow } from '../../store/tables/faro-items.js';
-import { parseIsoTimestamp } from '../../collectors/log-line.js';
+import { parseIsoTimestamp } from '../../values.js';
 import { boundedJson, MAX_NESTING_DEPTH, valueDepth } from '../../json-nesting.js';
 
 /** A platform request id: a UUID (the queue's ids are UUIDs). */

@@ -22,6 +22,9 @@ export const AnalyticsBucketRow = z.object({
   endpoint_id: z.string(),
   endpoint_scope: z.enum(['app', 'route', 'model']),
   ...metricColumns,
+  // The interface's rates (sql/031), 0-1; NULL when the platform gave counts instead.
+  success_rate: z.number().nullable().optional(),
+  error_rate: z.number().nullable().optional(),
   raw: z.string(),
   version: z.number().int().nonnegative(),
   collected_at: z.string(),

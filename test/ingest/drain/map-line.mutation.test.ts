@@ -3,7 +3,11 @@
 // column order of the `logs` insert, DateTime64(3) text worked out from the ISO text and its offset, the calendar
 // (30-day months, leap years by the Gregorian rule), and DateTime64's range 1900-01-01 .. 2299-12-31 23:59:59.999.
 import { describe, expect, it } from 'vitest';
-import { mapLine, mapLineSafely, toDateTime64Text, tsvField, unescapeTsvField } from '../../../src/collectors/log-line.js';
+import { mapLine, mapLineSafely, tsvField, unescapeTsvField } from '../../../src/collectors/log-line.js';
+import { isoToDateTime64 } from '../../../src/values.js';
+
+/** The drain's reading of a timestamp: the one ISO 8601 reader (src/values.ts), undefined for none. */
+const toDateTime64Text = (text: string): string | undefined => isoToDateTime64(text) ?? undefined;
 
 const ctx = { receivedAt: '2026-11-21 12:00:00.000', batchId: '0b8e7a6c-1f7e-4d64-9a54-3c1b7d1f2e11' };
 

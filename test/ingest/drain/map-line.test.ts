@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { toDateTime64 } from '../../../src/values.js';
-import { LOG_ROW_COLUMNS, mapLine, parseIsoTimestamp, toDateTime64Text } from '../../../src/collectors/log-line.js';
+import { LOG_ROW_COLUMNS, mapLine } from '../../../src/collectors/log-line.js';
+import { isoToDateTime64, parseIsoTimestamp } from '../../../src/values.js';
+
+/** The drain's reading of a timestamp: the one ISO 8601 reader (src/values.ts), undefined for none. */
+const toDateTime64Text = (text: string): string | undefined => isoToDateTime64(text) ?? undefined;
 import { BatchParser } from '../../../src/ingest/drain/parse-body.js';
 import { BodyFormatError, JsonArraySplitter, NdjsonSplitter, SniffingSplitter, wholeCharacters, type LongLineHandler, type Splitter } from '../../../src/ingest/drain/split-lines.js';
 

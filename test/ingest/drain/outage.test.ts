@@ -28,6 +28,7 @@ describe('the store is down for a while', () => {
     const d = await startDrainService({ CLICKHOUSE_URL: ch.url, CLICKHOUSE_CONNECT_TIMEOUT_MS: '5000', DATA_DIR: tempDataDir(), WRITER_FLUSH_INTERVAL_MS: '200' });
     sim = await startSim({ seed: 11, drainUrl: d.drainUrl, drainSecret: SECRET, drainTimeoutMs: 60_000 });
     try {
+      // wall-clock: the drain stamps received rows with the machine's clock; the outage is timed, not asserted
       const since = toDateTime64(Date.now() - 1);
       const batches: DrainBatch[] = [];
       const now = sim.clock.now().getTime();
@@ -44,8 +45,10 @@ describe('the store is down for a while', () => {
 
       await ch.stop();
       const beforeOutage = batches.length;
+      // wall-clock: the drain stamps received rows with the machine's clock; the outage is timed, not asserted
       const outageEnds = Date.now() + OUTAGE_MS;
       let duringOutage = 0;
+      // wall-clock: the drain stamps received rows with the machine's clock; the outage is timed, not asserted
       while (Date.now() < outageEnds) {
         await pushWindow();
         duringOutage++;
@@ -96,6 +99,7 @@ describe('the store is down for a while', () => {
       WRITER_FLUSH_INTERVAL_MS: '100',
     });
     try {
+      // wall-clock: the drain stamps received rows with the machine's clock; the outage is timed, not asserted
       const since = toDateTime64(Date.now() - 1);
       await ch.stop();
       const batch = (k: number) => Array.from({ length: 100 }, (_, i) => line({ message: `full ${k} ${i} ${'x'.repeat(200)}` })).join('\n');

@@ -25,6 +25,7 @@ function rowsOf(tag: string, bytes: number): string {
 }
 
 async function append(spool: Spool, tag: string, bytes: number): Promise<void> {
+  // wall-clock: the spool's dedup window counts from the machine's clock
   const result = await spool.append({ id: tag.padEnd(64, '0'), receivedAtMs: Date.now(), rowFormat: { format: 'JSONEachRow' }, rows: staged(rowsOf(tag, bytes)), rejects: staged('') });
   expect(result).toEqual({ status: 'appended' });
 }

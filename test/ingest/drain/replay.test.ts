@@ -37,6 +37,7 @@ async function appendBatch(spool: Spool, tag: string, lines: number, extraRows: 
   }
   for (const row of extraRows) rows.add(row);
   rejects.add(JSON.stringify({ source: 'log_drain', reason: 'not_json: test', raw: `${tag} bad`, line: 0, batch_id: ctx.batchId }));
+  // wall-clock: the spool's dedup window counts from the machine's clock
   await spool.append({ id: `${tag}`.padEnd(64, '0'), receivedAtMs: Date.now(), rowFormat: FORMAT, rows: await rows.finish(), rejects: await rejects.finish() });
   await Promise.all([rows.release(), rejects.release()]);
 }

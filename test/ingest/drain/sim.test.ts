@@ -19,6 +19,7 @@ afterAll(async () => {
   await d?.close();
 });
 
+// wall-clock: the drain stamps received rows with the machine's clock; the test reads what arrived after it
 const nowText = () => toDateTime64(Date.now() - 1);
 
 describe('the simulator pushes 100,000 lines, 1% malformed', () => {

@@ -17,6 +17,7 @@ afterEach(async () => {
 const staged = (text: string): StagedData => ({ count: text ? text.split('\n').length - 1 : 0, bytes: Buffer.byteLength(text), crc: 0, file: undefined, memory: text ? [Buffer.from(text)] : [] });
 const record = (rows: string): SpoolRecordInput => ({
   id: createHash('sha256').update(rows).digest('hex'),
+  // wall-clock: the spool's dedup window counts from the machine's clock
   receivedAtMs: Date.now(),
   rowFormat: { format: 'JSONEachRow' },
   rows: staged(rows),

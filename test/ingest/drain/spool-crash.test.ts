@@ -43,6 +43,7 @@ const oneRow = (name: string): StagedData => {
 };
 const empty: StagedData = { count: 0, bytes: 0, crc: 0, file: undefined, memory: [] };
 const append = (spool: Spool, name: string) =>
+  // wall-clock: the spool's dedup window counts from the machine's clock
   spool.append({ id: recordId(name), receivedAtMs: Date.now(), rowFormat: { format: 'JSONEachRow' }, rows: oneRow(name), rejects: empty });
 
 describe('spool after a SIGKILL', () => {

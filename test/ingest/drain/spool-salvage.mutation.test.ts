@@ -473,6 +473,7 @@ suite('SQLite spool: a damaged file at open', () => {
     const db = new Database(file);
     const insert = db.prepare('INSERT INTO seen (id, at_ms) VALUES (?, ?)');
     db.transaction(() => {
+      // wall-clock: the spool's dedup window counts from the machine's clock
       for (let i = 0; i < 2000; i++) insert.run(`old-${i}`, Date.now() - i);
     })();
     db.pragma('wal_checkpoint(TRUNCATE)');

@@ -22,6 +22,7 @@ async function record(spool: Spool, rows: string[], rejects: string[] = [], budg
   for (const row of rows) r.add(row);
   for (const row of rejects) j.add(row);
   const id = createHash('sha256').update(JSON.stringify([rows, rejects])).digest('hex');
+  // wall-clock: the spool's dedup window counts from the machine's clock
   return { id, receivedAtMs: Date.now(), rowFormat: { format: 'JSONEachRow' }, rows: await r.finish(), rejects: await j.finish(), release: () => Promise.all([r.release(), j.release()]) };
 }
 
@@ -138,6 +139,7 @@ describe('spool', () => {
     const staged = await stage.finish();
     expect(staged.file).toBeDefined();
     const rejects = await new DataStage(budget, 1 << 20, () => spool.stagingPath()).finish();
+    // wall-clock: the spool's dedup window counts from the machine's clock
     await spool.append({ id: 'f'.repeat(64), receivedAtMs: Date.now(), rowFormat: { format: 'JSONEachRow' }, rows: staged, rejects });
     await stage.release();
     expect(budget.used).toBe(0);
