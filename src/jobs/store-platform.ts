@@ -1,7 +1,7 @@
 /**
  * The store knows its platform (issue 44.1). A shell without the platform keys once ran `collect` in demo mode and
  * wrote the simulator's invented usage and logs into the real store, and nothing recorded where a row came from.
- * So the first collection records which platform filled the store (sql/031), and a command or the service that
+ * So the first collection records which platform filled the store (sql/032), and a command or the service that
  * would write from another one (the built-in simulator included) refuses, naming both, unless
  * ALLOW_PLATFORM_CHANGE is set for a deliberate move.
  *
