@@ -146,7 +146,7 @@ export const ConfigSchema = z.object({
   SVC_BASE_URL: url.default('https://api.svc.example'),
   SVC_API_KEY: optionalString,
   SVC_ADMIN_KEY: optionalString,
-  // A store records the platform that filled it (sql/031); writing from another one (or the built-in simulator)
+  // A store records the platform that filled it (sql/032); writing from another one (or the built-in simulator)
   // into it is refused unless this is set, for a deliberate move (src/jobs/store-platform.ts).
   ALLOW_PLATFORM_CHANGE: bool.default(false),
   // Platform calls in flight at once over every job of the process; backfill windows run concurrently up to it.

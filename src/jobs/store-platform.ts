@@ -1,7 +1,7 @@
 /**
  * The store knows its platform (issue 44.1). A shell without the platform keys once ran `collect` in demo mode and
  * wrote the simulator's invented usage and logs into the real store, and nothing recorded where a row came from.
- * So the first collection records which platform filled the store (sql/031), and a command or the service that
+ * So the first collection records which platform filled the store (sql/032), and a command or the service that
  * would write from another one (the built-in simulator included) refuses, naming both, unless
  * ALLOW_PLATFORM_CHANGE is set for a deliberate move.
  *
@@ -77,7 +77,7 @@ export async function claimStorePlatform(rt: Pick<Runtime, 'config' | 'store' | 
   const current = platformIdentity(config);
   const allow = config.ALLOW_PLATFORM_CHANGE;
   const [recorded] = await latestStorePlatform(rt.store, {});
-  const override = 'ALLOW_PLATFORM_CHANGE=true to write anyway (a deliberate move to another platform)';
+  const override = 'ALLOW_PLATFORM_CHANGE=true writes anyway (a deliberate move to another platform)';
   if (recorded) {
     const was = { kind: recorded.kind, baseUrl: recorded.base_url, keyFingerprint: recorded.key_fingerprint };
     if (samePlatform(was, current)) {
@@ -89,7 +89,7 @@ export async function claimStorePlatform(rt: Pick<Runtime, 'config' | 'store' | 
     }
     if (!allow) {
       const fix = current.kind === 'simulator' ? 'set SVC_API_KEY and SVC_ADMIN_KEY as the service has them, or ' : '';
-      throw new StorePlatformError(`this store was filled from ${describe(was)}; ${writer} would write from ${describe(current)}: refused (${fix}set ${override})`);
+      throw new StorePlatformError(`this store was filled from ${describe(was)}; ${writer} would write from ${describe(current)}: refused (${fix}${override})`);
     }
     rt.logger.warn({ from: describe(was), to: describe(current) }, 'ALLOW_PLATFORM_CHANGE: writing from another platform than the one that filled this store');
     // The simulator never becomes a real store's platform: the override lets one write through, the record stays.
@@ -100,14 +100,14 @@ export async function claimStorePlatform(rt: Pick<Runtime, 'config' | 'store' | 
     // Demo mode never starts implicitly on a store that may hold a real platform's data.
     if (config.CLICKHOUSE_URL && writer !== 'the service') {
       throw new StorePlatformError(
-        `${writer} would write from ${describe(current)} into the ClickHouse server at ${redactUrl(config.CLICKHOUSE_URL)}, a shared store that records no platform yet: refused (set SVC_API_KEY and SVC_ADMIN_KEY, or set ${override})`,
+        `${writer} would write from ${describe(current)} into the ClickHouse server at ${redactUrl(config.CLICKHOUSE_URL)}, a shared store that records no platform yet: refused (set SVC_API_KEY and SVC_ADMIN_KEY, or ${override})`,
       );
     }
     const [{ n }] = await collectedRowCount(rt.store, {});
     const demoStore = !config.CLICKHOUSE_URL && existsSync(join(config.DATA_DIR, DEMO_PRICES_FILE));
     if (n > 0 && !demoStore) {
       throw new StorePlatformError(
-        `this store holds ${n} collected rows from a platform it does not record (filled before this version); ${writer} would write from ${describe(current)}: refused (set SVC_API_KEY and SVC_ADMIN_KEY, or set ${override})`,
+        `this store holds ${n} collected rows from a platform it does not record (filled before this version); ${writer} would write from ${describe(current)}: refused (set SVC_API_KEY and SVC_ADMIN_KEY, or ${override})`,
       );
     }
   }

@@ -39,7 +39,7 @@ async function serverCount(database: string, sql: string): Promise<number> {
 
 const refusal = (url: string) =>
   new RegExp(
-    `^tallyhouse collect usage: demo mode: [^\\n]*\\ntallyhouse: this store was filled from the platform at ${url.replace(/[.:/]/g, '\\$&')} \\(key [0-9a-f]{8}…\\); collect usage would write from the built-in platform simulator \\(demo mode: no SVC_API_KEY / SVC_ADMIN_KEY set\\): refused \\(set SVC_API_KEY and SVC_ADMIN_KEY as the service has them, or set ALLOW_PLATFORM_CHANGE=true to write anyway \\(a deliberate move to another platform\\)\\)\\n$`,
+    `^tallyhouse collect usage: demo mode: [^\\n]*\\ntallyhouse: this store was filled from the platform at ${url.replace(/[.:/]/g, '\\$&')} \\(key [0-9a-f]{8}…\\); collect usage would write from the built-in platform simulator \\(demo mode: no SVC_API_KEY / SVC_ADMIN_KEY set\\): refused \\(set SVC_API_KEY and SVC_ADMIN_KEY as the service has them, or ALLOW_PLATFORM_CHANGE=true writes anyway \\(a deliberate move to another platform\\)\\)\\n$`,
   );
 
 /** Starts `serve` and waits until its admin file names its address (a CLI beside it is handed its commands then). */
@@ -124,7 +124,7 @@ describe('a keyless collect against a store filled from a platform', () => {
     const lines = demo.stderr.split('\n');
     expect(lines[0]).toBe('tallyhouse collect usage: demo mode: no SVC_API_KEY / SVC_ADMIN_KEY set, so this runs on the built-in platform simulator (invented data, not a platform\'s)');
     expect(lines[1]).toBe(
-      `tallyhouse: collect usage would write from the built-in platform simulator (demo mode: no SVC_API_KEY / SVC_ADMIN_KEY set) into the ClickHouse server at ${ch.url}, a shared store that records no platform yet: refused (set SVC_API_KEY and SVC_ADMIN_KEY, or set ALLOW_PLATFORM_CHANGE=true to write anyway (a deliberate move to another platform))`,
+      `tallyhouse: collect usage would write from the built-in platform simulator (demo mode: no SVC_API_KEY / SVC_ADMIN_KEY set) into the ClickHouse server at ${ch.url}, a shared store that records no platform yet: refused (set SVC_API_KEY and SVC_ADMIN_KEY, or ALLOW_PLATFORM_CHANGE=true writes anyway (a deliberate move to another platform))`,
     );
     expect(await serverCount('platform_empty', 'SELECT count() AS n FROM usage_buckets')).toBe(0);
   }, 180_000);

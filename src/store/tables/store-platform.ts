@@ -1,4 +1,4 @@
-// Which platform filled the store (sql/031, issue 44.1): read and recorded by src/jobs/store-platform.ts.
+// Which platform filled the store (sql/032, issue 44.1): read and recorded by src/jobs/store-platform.ts.
 import { z } from 'zod';
 import { chNumber, defineTable, namedQuery } from './table.js';
 
@@ -22,7 +22,7 @@ export const latestStorePlatform = namedQuery(
 );
 
 /**
- * Whether the store already holds collected or pushed data: a store filled before sql/031 has no record, and demo
+ * Whether the store already holds collected or pushed data: a store filled before sql/032 has no record, and demo
  * mode must not start implicitly on it (its rows may be a real platform's).
  */
 export const collectedRowCount = namedQuery(
