@@ -2,9 +2,11 @@
  * Disk pressure as a state (issue 44.2). With DATA_DIR's disk full the drain answered 500 and /readyz 200, and
  * when 40 MiB were freed the drain acknowledged new batches into its spool and used the space up again before the
  * store could write a part, so acknowledged lines stayed unreadable. Now, below DISK_MIN_FREE_BYTES free, the drain
- * answers 503 with Retry-After (the platform retries) and /readyz says why; the state holds until space is back
- * AND the spool's backlog is in the store, so the freed space goes to the replay first: the threshold is the
- * reserve the store and the replay write into.
+ * answers 503 with Retry-After and /readyz says why. The platform does not retry a failed drain batch (the
+ * interface), so a 503 loses that batch: the state lasts only while it must. It holds until the free space is back
+ * above the threshold by at least the spool's backlog, so the freed space goes to the replay first (the threshold
+ * stays the reserve the store writes into), and no longer: a backlog hours long behind a slow store is no reason to
+ * refuse lines while gigabytes are free.
  */
 import { statfsSync } from 'node:fs';
 import type { Registry } from 'prom-client';
@@ -13,7 +15,7 @@ import { Gauge } from 'prom-client';
 export interface DiskPressureOptions {
   path: string;
   minFreeBytes: number;
-  /** Bytes still waiting in the spool for the store: the state ends only once they are stored. */
+  /** Bytes still waiting in the spool for the store: the state ends once the free space holds them above the threshold. */
   backlogBytes: () => number;
   registry?: Registry;
   /** Free bytes of `path` (statfs); tests give their own. */
@@ -52,7 +54,7 @@ export class DiskPressure {
       });
       new Gauge({
         name: 'tallyhouse_disk_pressure',
-        help: '1 while DATA_DIR has less than DISK_MIN_FREE_BYTES free, or its spool backlog is not yet stored after that: the log drain answers 503.',
+        help: '1 while DATA_DIR has less than DISK_MIN_FREE_BYTES free, or after that less than DISK_MIN_FREE_BYTES plus the spool backlog: the log drain answers 503.',
         registers: [opts.registry],
         collect() {
           this.set(self.reason() === undefined ? 0 : 1);
@@ -84,11 +86,11 @@ export class DiskPressure {
     this.refresh();
     const low = this.free < this.opts.minFreeBytes;
     if (low) this.latched = true;
-    else if (this.latched && this.opts.backlogBytes() === 0) this.latched = false;
+    else if (this.latched && this.free >= this.opts.minFreeBytes + this.opts.backlogBytes()) this.latched = false;
     if (!this.latched) return undefined;
     return low
       ? `DATA_DIR ${this.opts.path} has ${MiB(this.free)} free, below DISK_MIN_FREE_BYTES (${MiB(this.opts.minFreeBytes)}): the log drain refuses new lines until space returns`
-      : `DATA_DIR ${this.opts.path} has space again; the log drain takes new lines once its spool backlog (${this.opts.backlogBytes()} bytes) is in the store`;
+      : `DATA_DIR ${this.opts.path} has space again; the log drain takes new lines once there is room for its spool backlog (${this.opts.backlogBytes()} bytes) above DISK_MIN_FREE_BYTES`;
   }
 }
 

@@ -273,7 +273,8 @@ async function processBody(
     // The stage that stopped the body, rather than the aborts the pipeline then raised in the others.
     const err: unknown = meter.limitHit ?? decodedLimitHit ?? gunzipError ?? caught;
     if (err instanceof SpoolFullError) return spoolFull(spool, false);
-    // The disk filled between two looks at it: nothing of this batch was acknowledged, so the platform retries it.
+    // The disk filled between two looks at it: nothing of this batch was acknowledged (the platform does not retry a
+    // drain batch, so it is lost, as it would be on any refusal; the state makes the refusals as short as it can).
     if (isDiskFull(err)) {
       opts.disk?.hitFull();
       return diskLow(opts.disk?.reason() ?? 'DATA_DIR\'s disk is full', spool, !meter.complete);
