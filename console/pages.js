@@ -333,16 +333,17 @@ export async function efficiency(state, ctx) {
     { name: 'from', label: 'From', value: q.from, size: 10 },
     { name: 'to', label: 'To (exclusive)', value: q.to, size: 10 },
     { name: 'app', label: 'App', value: app ?? '', options: apps.map((a) => [a, a]) },
-  ], 'efficiency'), h('p', { class: 'muted' }, `Split rule: ${answer.split_rule}. Unattributed machine time is not split out by this version of the API.`), coverageNote(answer, 'The busy/idle split')];
+  ], 'efficiency'), h('p', { class: 'muted' }, `Split rule: ${answer.split_rule}. Unattributed: cost of days without runner history (its split is unknown, never counted idle); idle share is over attributed cost.`), coverageNote(answer, 'The busy/idle split')];
   const rows = answer.rows.filter((r) => r.app === app).sort((a, b) => a.date.localeCompare(b.date));
   if (app) {
     const days = [...new Set(rows.map((r) => r.date))];
     const pick = (field) => days.map((d) => rows.find((r) => r.date === d)?.[field] ?? null);
-    out.push(panel(`${app}: busy, idle and draining cost per day`,
-      timeChart({ title: `Busy, idle and draining cost of ${app} per day`, x: days, series: [
+    out.push(panel(`${app}: busy, idle, draining and unattributed cost per day`,
+      timeChart({ title: `Busy, idle, draining and unattributed cost of ${app} per day`, x: days, series: [
         { label: 'busy', values: pick('busy_cost'), color: '#2f855a' },
         { label: 'idle', values: pick('idle_cost'), color: '#c05621' },
         { label: 'draining', values: pick('draining_cost'), color: '#6b46c1' },
+        { label: 'unattributed', values: pick('unattributed_cost'), color: '#4a5568' },
       ] }),
       table(`Efficiency of ${app}`, [
         { id: 'date', label: 'Day', cell: (r) => r.date },
@@ -351,6 +352,7 @@ export async function efficiency(state, ctx) {
         { id: 'busy_cost', label: 'Busy', num: true, cell: (r) => money(r.busy_cost, r.currency) },
         { id: 'idle_cost', label: 'Idle', num: true, cell: (r) => money(r.idle_cost, r.currency) },
         { id: 'draining_cost', label: 'Draining', num: true, cell: (r) => money(r.draining_cost, r.currency) },
+        { id: 'unattributed_cost', label: 'Unattributed', num: true, cell: (r) => money(r.unattributed_cost, r.currency) },
         { id: 'idle_share', label: 'Idle share', num: true, cell: (r) => formatShare(r.idle_share) },
         { id: 'vram', label: 'VRAM peak / total', num: true, cell: (r) => (r.vram_total_bytes === null ? '—' : `${formatBytes(r.vram_peak_used_bytes)} / ${formatBytes(r.vram_total_bytes)} (${formatShare(r.vram_peak_share)})`) },
       ], rows, (r) => `${r.date}|${r.machine_type}|${r.currency}`),

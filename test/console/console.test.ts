@@ -248,7 +248,7 @@ const CHECKS: Record<(typeof PAGES)[number], (page: Page) => Promise<void>> = {
     const mine = answer.rows.filter((r) => r.app === app);
     expect(mine.length).toBeGreaterThan(0);
     const shown = await moneyIn(page, `section[aria-label^="${app}:"] table`);
-    const expected = mine.flatMap((r) => ['cost', 'busy_cost', 'idle_cost', 'draining_cost'].map((c) => [`${r.date}|${r.machine_type}|${r.currency}`, c, r[c]]));
+    const expected = mine.flatMap((r) => ['cost', 'busy_cost', 'idle_cost', 'draining_cost', 'unattributed_cost'].map((c) => [`${r.date}|${r.machine_type}|${r.currency}`, c, r[c]]));
     expect(shown.map((f) => [f.key, f.col, f.value]).sort()).toEqual(expected.sort());
     expectShownAsRounded(shown);
   },

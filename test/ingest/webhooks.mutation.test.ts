@@ -817,7 +817,8 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
 
   it('no read slot left (WEBHOOK_MAX_BODIES_READING 1): 503 busy naming the limit, Retry-After 5, counted busy', async () => {
     const registry = new Registry();
-    const budgets = new PushBudgets({ ...defaultPushLimits(), WEBHOOK_MAX_BODIES_READING: 1 }, registry);
+    // No wait for a slot (PUSH_SLOT_MAX_WAIT_MS 0): the refusal itself is what is tested here.
+    const budgets = new PushBudgets({ ...defaultPushLimits(), WEBHOOK_MAX_BODIES_READING: 1, PUSH_SLOT_MAX_WAIT_MS: 0 }, registry);
     const r = await receiver({ budgets });
     const body = Buffer.from('{"status":"OK"}');
     // The first delivery holds the only slot: its headers are in, its body not yet.
@@ -925,7 +926,8 @@ describe('webhookExtension', () => {
       flush: () => Promise.resolve(),
       reject: () => Promise.resolve(),
     };
-    const rt = { config: { ...defaultPushLimits(), ...config }, logger, registry: new Registry(), app, writer, store: undefined };
+    // wall-clock: the service clock of the receiver's range list; deliveries are signed with the machine's clock
+    const rt = { config: { ...defaultPushLimits(), ...config }, logger, registry: new Registry(), app, writer, store: undefined, now: () => new Date() };
     return { rt: rt as never, app, lines, inserted };
   }
 
