@@ -23,6 +23,8 @@ import { logsRoutes } from '../../src/api/logs-routes.js';
 import { sessionRoutes } from '../../src/api/session-routes.js';
 import { efficiencyRoutes } from '../../src/api/efficiency-routes.js';
 import { anomalyRoutes } from '../../src/api/anomaly-routes.js';
+import { fileURLToPath } from 'node:url';
+import { readScenarioFile } from '../../src/sim/scenario.js';
 import { consoleExtension, CONSOLE_CSP } from '../../src/console/index.js';
 import { createLogger } from '../../src/log.js';
 import { createRegistry } from '../../src/metrics.js';
@@ -259,7 +261,10 @@ const CHECKS: Record<(typeof PAGES)[number], (page: Page) => Promise<void>> = {
 
 describe.skipIf(!run)('web console in a browser', () => {
   beforeAll(async () => {
-    sim = await startSim({ seed: 47, now: NOW, days: 36, apps: 6, requestsPerHour: 2 });
+    // The demo's scenario (a runaway key, a price change, an error burst, ...): the Anomalies page has findings to show
+    // whatever the detector's noise calibration makes of the random world around them.
+    const scenario = readScenarioFile(fileURLToPath(new URL('../../src/sim/scenarios/demo.json', import.meta.url)));
+    sim = await startSim({ seed: 47, now: NOW, days: 36, apps: 6, requestsPerHour: 2, scenario });
     proxy = await startPrefixProxy(() => service.url);
     proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
     service = await startService(
