@@ -103,7 +103,7 @@ describe('the admin endpoint', () => {
 
   it('admin.json: mode 0600, this pid, the loopback url it listens on, a 64-hex-digit token', () => {
     expect(modeOf(join(s.dataDir, 'admin.json'))).toBe('600');
-    expect(adminJson(s.dataDir)).toEqual({ pid: process.pid, url: `http://127.0.0.1:${s.port}`, token: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(adminJson(s.dataDir)).toEqual({ pid: process.pid, url: `http://127.0.0.1:${s.port}`, token: expect.stringMatching(/^[0-9a-f]{64}$/), started: expect.stringMatching(/^\d+$/) });
   });
 
   it('with the token: the command runs; its stdout, stderr, file and exit code come back as NDJSON', async () => {

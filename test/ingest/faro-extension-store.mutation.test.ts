@@ -316,7 +316,8 @@ describe('Faro receiver: request ids per session', () => {
 
 describe('Faro receiver: busy and full', () => {
   it('beyond FARO_MAX_BODIES_READING bodies read at once: 503 with Retry-After 5, naming the limit; the slot comes back', async () => {
-    const r = await receiver({ env: { FARO_MAX_BODIES_READING: '1' } });
+    // No wait for a slot (PUSH_SLOT_MAX_WAIT_MS 0): the refusal itself is what is tested here.
+    const r = await receiver({ env: { FARO_MAX_BODIES_READING: '1', PUSH_SLOT_MAX_WAIT_MS: '0' } });
     await r.app.listen({ host: '127.0.0.1', port: 0 });
     const { port } = r.app.server.address() as AddressInfo;
     const slow = request({ host: '127.0.0.1', port, method: 'POST', path: FARO_PATH, headers: { 'content-type': 'application/json', 'x-api-key': KEY, 'transfer-encoding': 'chunked' } });
@@ -344,7 +345,8 @@ describe('Faro receiver: busy and full', () => {
   });
 
   it('a sender that goes away mid-body gives its read slot back', async () => {
-    const r = await receiver({ env: { FARO_MAX_BODIES_READING: '1' } });
+    // No wait for a slot (PUSH_SLOT_MAX_WAIT_MS 0): the refusal itself is what is tested here.
+    const r = await receiver({ env: { FARO_MAX_BODIES_READING: '1', PUSH_SLOT_MAX_WAIT_MS: '0' } });
     await r.app.listen({ host: '127.0.0.1', port: 0 });
     const { port } = r.app.server.address() as AddressInfo;
     const gone = request({ host: '127.0.0.1', port, method: 'POST', path: FARO_PATH, headers: { 'content-type': 'application/json', 'x-api-key': KEY, 'transfer-encoding': 'chunked' } });
