@@ -32,6 +32,8 @@ beforeAll(async () => {
     logger: createLogger('silent'),
     registry: createRegistry(),
     extensions: [businessMetricsExtension()],
+    // The gauges' "this month" is the service clock's (luxon's Settings.now above no longer reaches it).
+    now: () => new Date(NOW),
   });
   fixtures = createServer((req, res) => {
     const f = bodies.get(req.url ?? '');
