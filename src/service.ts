@@ -144,7 +144,7 @@ const SLOW_REQUEST_MS = 2_000;
 
 export class PortInUseError extends Error {
   constructor(host: string, port: number) {
-    super(`port ${port} on ${host} is already in use (another Tallyhouse?): stop that process or set PORT to a free port`);
+    super(`port ${port} on ${host} is already in use (another Tallyhouse?): stop that process or set TALLYHOUSE_PORT to a free port`);
     this.name = 'PortInUseError';
   }
 }

@@ -13,9 +13,9 @@ describe('start-up conflicts', () => {
     const port = (busy.address() as AddressInfo).port;
     const dataDir = join(mkdtempSync(join(tmpdir(), 'th-port-')), 'data');
     try {
-      const p = runCli(['serve'], { PORT: String(port), DATA_DIR: dataDir });
+      const p = runCli(['serve'], { TALLYHOUSE_PORT: String(port), DATA_DIR: dataDir });
       expect((await p.exited).code).toBe(1);
-      expect(p.stderr().trim().split('\n')).toEqual([`tallyhouse: port ${port} on 127.0.0.1 is already in use (another Tallyhouse?): stop that process or set PORT to a free port`]);
+      expect(p.stderr().trim().split('\n')).toEqual([`tallyhouse: port ${port} on 127.0.0.1 is already in use (another Tallyhouse?): stop that process or set TALLYHOUSE_PORT to a free port`]);
       // Nothing was opened: no data directory, no migration, no job.
       expect(existsSync(dataDir)).toBe(false);
       expect(p.stdout()).not.toMatch(/store ready|job started/);
@@ -45,7 +45,7 @@ describe('the CLI answers --version and --help without opening anything', () => 
 describe('settings that would fail later are refused or flagged at start-up', () => {
   it('PRICES_FILE that cannot be read: exit 2 naming the variable, nothing opened', async () => {
     const dataDir = join(mkdtempSync(join(tmpdir(), 'th-prices-')), 'data');
-    const p = runCli(['serve'], { PORT: '0', DATA_DIR: dataDir, PRICES_FILE: '/nonexistent/prices.json' });
+    const p = runCli(['serve'], { TALLYHOUSE_PORT: '0', DATA_DIR: dataDir, PRICES_FILE: '/nonexistent/prices.json' });
     expect((await p.exited).code).toBe(2);
     expect(p.stderr().trim()).toBe('tallyhouse: invalid configuration: PRICES_FILE: a readable prices file; /nonexistent/prices.json: cannot be read (ENOENT)');
     expect(existsSync(dataDir)).toBe(false);
@@ -53,7 +53,7 @@ describe('settings that would fail later are refused or flagged at start-up', ()
 
   it('an API key without the admin key is warned about at start-up', async () => {
     const p = runCli(['serve'], {
-      PORT: '0',
+      TALLYHOUSE_PORT: '0',
       DATA_DIR: mkdtempSync(join(tmpdir(), 'th-keys-')),
       SVC_API_KEY: 'api-key-0123456789abcdef',
       SVC_ADMIN_KEY: '',

@@ -27,6 +27,7 @@ beforeAll(async () => {
     logger: createLogger('silent'),
     registry: createRegistry({ defaultMetrics: false }),
     extensions: [apiExtension()],
+    now: () => new Date(NOW),
   });
   const run = await runJob(service, sim, 'usage', { from: '2026-10-01', to: '2026-11-22', timezone: 'UTC' });
   expect(run.status, run.error).toBe('ok');
