@@ -183,6 +183,9 @@ export const ConfigSchema = z.object({
   PLATFORM_CLOCK: z.enum(['wall', 'simulator']).default('wall'),
   MODEL_ENDPOINT_IDS: csvList.optional(), // model endpoints the models job collects prices and billing events of, beyond those seen in usage
   REQUESTS_RECOLLECT_HOURS: z.coerce.number().int().min(0).max(24 * 14).default(6),
+  // Requests still unbilled after the re-collection window are fetched again at ages 1, 2, 4, 8... days, up to this
+  // age (issue 50.3): past it, they are given up on and stay unbilled (the tallyhouse_requests_unbilled gauges show them).
+  REQUESTS_UNBILLED_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(400).default(35),
   PRICES_FILE: optionalString,
   ANALYTICS_TIMEFRAME: z.enum(['minute', 'hour', 'day']).default('hour'),
   // Days of history the anomaly baseline of a daily series uses at most (issue 46.1; 8-12 weeks): a longer one holds
