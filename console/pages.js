@@ -363,7 +363,7 @@ export async function efficiency(state, ctx) {
   const hints = [...recs.hints].sort(byCostDesc('amount'));
   const recColumns = [
     { id: 'kind', label: 'Kind', cell: (r) => r.kind.replace('_', ' ') },
-    { id: 'app', label: 'App', cell: (r) => `${r.app} (${r.machine_type}${r.recommended_machine_type ? ` → ${r.recommended_machine_type}` : ''})` },
+    { id: 'app', label: 'App', cell: (r) => (r.machine_type === null ? r.app : `${r.app} (${r.machine_type}${r.recommended_machine_type ? ` → ${r.recommended_machine_type}` : ''})`) },
     { id: 'amount', label: 'Saving', num: true, cell: (r) => money(r.amount, r.currency) },
     { id: 'evidence', label: 'Evidence', cell: (r) => r.evidence },
   ];

@@ -344,6 +344,9 @@ export const ConfigSchema = z.object({
   API_QUERY_MAX_RESULT_ROWS: positiveInt.default(1_000_000),
   API_MAX_RANGE_DAYS: positiveInt.default(400),
   // Right-sizing: VRAM headroom over an app's observed peak that a cheaper machine must still offer (percent).
+  // Share of an app's requests (with a known outcome) failing with runner_scheduling_failure from which
+  // /recommendations advises raising max_concurrency (issue 50.7).
+  SCHEDULING_FAILURE_HINT_PERCENT: z.coerce.number().min(0, 'expected a percent from 0 to 100').max(100, 'expected a percent from 0 to 100').default(1),
   RIGHTSIZING_VRAM_MARGIN_PERCENT: z.coerce.number().min(0, 'expected a percent from 0 to 1000').max(1000, 'expected a percent from 0 to 1000').default(20),
   // The FOCUS export's BillingAccountId/Name (the platform account the invoice is for) and provider name.
   FOCUS_BILLING_ACCOUNT_ID: z.string().min(1).default('svc-account'),

@@ -222,6 +222,31 @@ export function createMcpServer(opts: McpOptions): McpServer {
   );
 
   server.registerTool(
+    'recommendations',
+    {
+      title: 'Recommendations',
+      description:
+        'Right-sizing (a cheaper machine whose VRAM covers the observed peak, and the month saving), keep-warm idle cost, and raising max_concurrency where requests often fail with runner_scheduling_failure (the platform\'s own advice; evidence: share of requests, last seen, the app\'s current max_concurrency) (GET /api/v1/recommendations).',
+      inputSchema: {
+        month: month().optional().describe('default: the current month'),
+        timezone: z.string().max(64).optional().describe('default: UTC'),
+      },
+      outputSchema: open({ month: z.string(), timezone: z.string(), hints: Rows }),
+      annotations: readOnly,
+    },
+    (a) =>
+      run(async () => {
+        const body = await ask(opts, '/recommendations', a);
+        const hints = body.hints as Array<Record<string, unknown>>;
+        capRows(opts, 'hints', hints.length, 'ask for one month at a time, or read GET /api/v1/recommendations');
+        const kinds = new Map<string, number>();
+        for (const h of hints) kinds.set(String(h.kind), (kinds.get(String(h.kind)) ?? 0) + 1);
+        const concurrency = hints.filter((h) => h.kind === 'raise_max_concurrency').map((h) => `${h.app}: ${h.scheduling_failures} of ${h.requests} requests failed with runner_scheduling_failure, max_concurrency ${h.max_concurrency ?? 'unknown'}`);
+        return answer(body, `${hints.length} hint(s) for ${body.month}${kinds.size ? ` (${[...kinds].map(([k, n]) => `${n} ${k}`).join(', ')})` : ''}${concurrency.length ? `; ${concurrency.join('; ')}` : ''}`);
+      }),
+  );
+
+  server.registerTool(
     'finance_report',
     {
       title: 'Finance report',

@@ -37,3 +37,38 @@ export const webhookErrorCounts = namedQuery(
    GROUP BY error_type ORDER BY deliveries DESC, error_type`,
   z.object({ error_type: z.string(), deliveries: chNumber }),
 );
+
+const SchedulingFailuresRow = z.object({
+  /** `owner/app` (a route's requests count for its app). */
+  app: z.string(),
+  /** Requests of the app that ended in the range with a stored webhook delivery: their error type is known. */
+  requests: chNumber,
+  /** Of those, failed with runner_scheduling_failure (payload detail type). */
+  scheduling_failures: chNumber,
+  /** DateTime64(3) UTC text: when the latest of them ended; null when none. */
+  last_seen: z.string().nullable(),
+});
+
+/**
+ * Per app, the queued requests that ended in [{from}, {to}) whose webhook delivery is stored, and how many of them
+ * failed with `runner_scheduling_failure` (issue 50.7): the interface's advice "frequent runner_scheduling_failure
+ * suggests raising max_concurrency" rests on these counts. Requests without a delivery are left out (their error
+ * type is not known), so the share is of the requests whose outcome is.
+ */
+export const schedulingFailuresByApp = namedQuery<{ from: string; to: string }, typeof SchedulingFailuresRow>(
+  'scheduling_failures_by_app',
+  `SELECT arrayStringConcat(arraySlice(splitByChar('/', r.endpoint_id), 1, 2), '/') AS app,
+          count() AS requests,
+          countIf(has(w.error_types, 'runner_scheduling_failure')) AS scheduling_failures,
+          if(scheduling_failures = 0, NULL, toString(maxIf(r.ended_at, has(w.error_types, 'runner_scheduling_failure')))) AS last_seen
+   FROM
+   (
+     SELECT request_id, endpoint_id, ended_at
+     FROM requests FINAL
+     WHERE ended_at >= {from:DateTime64(3, 'UTC')} AND ended_at < {to:DateTime64(3, 'UTC')}
+   ) AS r
+   INNER JOIN (SELECT request_id, error_types FROM webhook_deliveries FINAL) AS w ON w.request_id = r.request_id
+   GROUP BY app
+   ORDER BY app`,
+  SchedulingFailuresRow,
+);
