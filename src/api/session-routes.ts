@@ -8,6 +8,7 @@ import { ApiError, badParameter, checkRangeDays } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { SessionResponse, SessionsResponse } from './responses.js';
 import { modelRequestCosts, requestsByIds, sessionItems, sessionRanking, sessionRequestLogs } from '../store/tables/faro-items.js';
+import { webhookOutcomes } from '../store/tables/webhook-deliveries.js';
 
 /** A log line's message is cut here in a session's answer (GET /logs has it whole). */
 const MAX_LINE_CHARS = 16_384;
@@ -29,14 +30,16 @@ const outcome = (status: number) => (status >= 500 ? 'error' : status >= 400 ? '
  */
 export async function requestDetails(rt: Runtime, ids: string[], window: { from: DateTime; to: DateTime }) {
   const perRequest = rt.config.API_SESSION_MAX_LOG_LINES;
-  // Three queries whatever the number of ids (one per request made a 5,000-request session take 38 s).
-  const [serverless, model, lines] = ids.length === 0
-    ? [[], [], []]
+  // Four queries whatever the number of ids (one per request made a 5,000-request session take 38 s).
+  const [serverless, model, lines, hooks] = ids.length === 0
+    ? [[], [], [], []]
     : await Promise.all([
         requestsByIds(rt.store, { ids, endpoint_ids: [], from: sql(window.from), to: sql(window.to) }),
         modelRequestCosts(rt.store, { ids }),
         sessionRequestLogs(rt.store, { ids, per_request: perRequest + 1, max_chars: MAX_LINE_CHARS }),
+        webhookOutcomes(rt.store, { ids }),
       ]);
+  const hookById = new Map(hooks.map((w) => [w.request_id, w]));
   const serverlessById = new Map(serverless.map((r) => [r.request_id, r]));
   const modelById = new Map(model.map((m) => [m.request_id, m]));
   const linesById = new Map<string, typeof lines>();
@@ -59,8 +62,23 @@ export async function requestDetails(rt: Runtime, ids: string[], window: { from:
       currency: s?.currency ?? m?.currency ?? null,
       log_lines: logs.slice(0, perRequest).map((l) => ({ timestamp: l.line_time, level: l.level, message: l.line_message, message_truncated: l.message_truncated })),
       log_lines_truncated: logs.length > perRequest,
+      webhook: webhookOf(hookById.get(id)),
     };
   });
+}
+
+/** A request's queue webhook as the receiver stored it (issue 50.8); null when no delivery is stored. */
+function webhookOf(w: Awaited<ReturnType<typeof webhookOutcomes>>[number] | undefined) {
+  if (!w) return null;
+  return {
+    status: w.status,
+    attempts: w.attempts,
+    // The delivery body's `error` (the request's failure), else its `payload_error` (a result that could not be sent).
+    last_error: w.error || w.payload_error || null,
+    error_types: w.error_types,
+    first_received_at: isoUtc(w.first_received_at),
+    last_received_at: isoUtc(w.last_received_at),
+  };
 }
 
 export function sessionRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {

@@ -252,7 +252,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       annotations: readOnly,
     },
     (a) =>
-      run(async () => {
+      run(opts, async () => {
         const body = await ask(opts, '/recommendations', a);
         const hints = body.hints as Array<Record<string, unknown>>;
         capRows(opts, 'hints', hints.length, 'ask for one month at a time, or read GET /api/v1/recommendations');
@@ -312,7 +312,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
     {
       title: 'Trace one request',
       description:
-        'One platform request by id: the Faro session that mentions it, its status, duration, billable units and cost (as GET /api/v1/sessions/{id} reports them; without a session, looked up among requests that ended in the searched range, a day either side), and its log lines (GET /api/v1/logs?request_id=, newest first).',
+        'One platform request by id: the Faro session that mentions it, its status, duration, billable units and cost (as GET /api/v1/sessions/{id} reports them; without a session, looked up among requests that ended in the searched range, a day either side), its queue webhook delivery beside the cost (status, deliveries received, last error), and its log lines (GET /api/v1/logs?request_id=, newest first).',
       inputSchema: {
         request_id: z.string().min(1).max(200),
         from: instant('start of the log search, inclusive (default: 24 hours before to)').optional(),
@@ -343,9 +343,11 @@ export function createMcpServer(opts: McpOptions): McpServer {
           log_lines: lines,
           log_lines_more: Boolean(logs.has_more),
         };
+        const hook = request.webhook as { status: string; attempts: number; last_error: string | null } | null | undefined;
+        const hookText = hook ? `webhook ${hook.status || 'without status'} after ${hook.attempts} delivery(ies)${hook.last_error ? ` (${hook.last_error})` : ''}` : 'no webhook delivery stored';
         const what = request.found
-          ? `status ${request.status_code ?? 'unknown'}, ${request.billable_units ?? '?'} billable units, cost ${request.cost ?? 'not priced'} ${request.currency ?? ''}`.trim()
-          : `not found among the requests collected that ended between ${window.from} and ${window.to} (a day either side)`;
+          ? `status ${request.status_code ?? 'unknown'}, ${request.billable_units ?? '?'} billable units, cost ${`${request.cost ?? 'not priced'} ${request.currency ?? ''}`.trim()}; ${hookText}`
+          : `not found among the requests collected that ended between ${window.from} and ${window.to} (a day either side); ${hookText}`;
         return answer(structured, `request ${a.request_id}: ${what}; session ${sessionId ?? 'none (no stored Faro session mentions it)'}; ${lines.length} log line(s)`);
       }),
   );

@@ -72,3 +72,44 @@ export const schedulingFailuresByApp = namedQuery<{ from: string; to: string }, 
    ORDER BY app`,
   SchedulingFailuresRow,
 );
+
+const WebhookOutcomeRow = z.object({
+  request_id: z.string(),
+  status: z.string(),
+  error: z.string(),
+  error_types: z.array(z.string()),
+  payload_error: z.string(),
+  /** Verified deliveries received for the request (repeats and retries that reached the receiver), at least 1. */
+  attempts: chNumber,
+  /** DateTime64(3) UTC text. */
+  first_received_at: z.string(),
+  last_received_at: z.string(),
+});
+
+/**
+ * The webhook outcome of each request id that has a stored delivery (issue 50.8): the latest delivery's status and
+ * error (FINAL) beside the number of deliveries received (webhook_receipts, sql/035). A delivery stored before
+ * sql/035 has no earlier receipts: it counts once.
+ */
+export const webhookOutcomes = namedQuery<{ ids: string[] }, typeof WebhookOutcomeRow>(
+  'webhook_outcomes',
+  `SELECT d.request_id AS request_id, d.status AS status, d.error AS error, d.error_types AS error_types,
+          d.payload_error AS payload_error, greatest(r.attempts, 1) AS attempts,
+          toString(if(r.attempts = 0, d.received_at, least(r.first_received_at, d.received_at))) AS first_received_at,
+          toString(d.received_at) AS last_received_at
+   FROM
+   (
+     SELECT request_id, status, error, error_types, payload_error, received_at
+     FROM webhook_deliveries FINAL
+     WHERE request_id IN {ids:Array(String)}
+   ) AS d
+   LEFT JOIN
+   (
+     SELECT request_id, count() AS attempts, min(received_at) AS first_received_at
+     FROM webhook_receipts
+     WHERE request_id IN {ids:Array(String)}
+     GROUP BY request_id
+   ) AS r ON r.request_id = d.request_id
+   ORDER BY request_id`,
+  WebhookOutcomeRow,
+);
