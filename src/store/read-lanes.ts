@@ -5,8 +5,9 @@
  *
  * - an **interactive** read (a query-API route, one MCP tool call, the push endpoints: the default) goes to the
  *   engine at once;
- * - a **heavy** read (a session of thousands of requests, an MCP batch, a report, every job) waits for one of
- *   `EMBEDDED_HEAVY_READS_MAX` slots, so at most that many heavy queries are ever ahead of an interactive one.
+ * - a **heavy** read (a session of thousands of requests, an MCP batch, a report, every job) does not start while
+ *   interactive work is running (for up to a second), and then waits for one of `EMBEDDED_HEAVY_READS_MAX` slots:
+ *   a person's request of several queries waits for the heavy queries already running, never for those after.
  *
  * The lane travels with the async context (AsyncLocalStorage), so a route or job says once what it is and every
  * query it causes, however deep, is placed by it. Heavy is sticky: a route asked from inside a heavy caller (an
@@ -19,9 +20,51 @@ export type ReadLane = 'interactive' | 'heavy';
 
 const lanes = new AsyncLocalStorage<ReadLane>();
 
-/** Runs `fn` with its reads in `lane`; inside a heavy caller everything stays heavy. */
+let interactiveWork = 0;
+let idleWaiters: Array<() => void> = [];
+
+function interactiveDone(): void {
+  interactiveWork--;
+  if (interactiveWork > 0) return;
+  const waiters = idleWaiters;
+  idleWaiters = [];
+  for (const wake of waiters) wake();
+}
+
+/**
+ * Runs `fn` with its reads in `lane`; inside a heavy caller everything stays heavy. Interactive work (a route's
+ * whole handler, not only its queries) is counted while it runs: heavy reads do not start meanwhile (up to the
+ * gate's maxWaitMs), so a request of several queries waits for at most the heavy query already running.
+ */
 export function inReadLane<T>(lane: ReadLane, fn: () => T): T {
-  return lanes.run(lanes.getStore() === 'heavy' ? 'heavy' : lane, fn);
+  if (lane === 'heavy' || lanes.getStore() === 'heavy') return lanes.run('heavy', fn);
+  interactiveWork++;
+  let result: T;
+  try {
+    result = lanes.run('interactive', fn);
+  } catch (err) {
+    interactiveDone();
+    throw err;
+  }
+  if (result instanceof Promise) return result.finally(interactiveDone) as T;
+  interactiveDone();
+  return result;
+}
+
+/** Resolves once no interactive work runs, or after `ms`. */
+function interactiveIdle(ms: number): Promise<void> {
+  if (interactiveWork === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      idleWaiters = idleWaiters.filter((w) => w !== wake);
+      resolve();
+    }, ms);
+    const wake = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    idleWaiters.push(wake);
+  });
 }
 
 /** The lane of the reads made here: interactive unless a caller said heavy. */
@@ -42,7 +85,14 @@ export class ReadGate {
   private interactiveRunning = 0;
   private readonly waiting: Array<() => void> = [];
 
-  constructor(private readonly maxHeavy: number) {
+  /**
+   * `maxHeavy` heavy reads at once; a heavy read holds back at most `maxWaitMs` for interactive work to finish
+   * (so a steady stream of people's questions slows the jobs, never stops them).
+   */
+  constructor(
+    private readonly maxHeavy: number,
+    private readonly maxWaitMs = 1000,
+  ) {
     if (!Number.isInteger(maxHeavy) || maxHeavy < 1) throw new RangeError(`maxHeavy: expected a positive integer, got ${maxHeavy}`);
   }
 
@@ -55,6 +105,7 @@ export class ReadGate {
         this.interactiveRunning--;
       }
     }
+    await interactiveIdle(this.maxWaitMs);
     if (this.heavyRunning >= this.maxHeavy) await new Promise<void>((resolve) => this.waiting.push(resolve));
     else this.heavyRunning++;
     try {
