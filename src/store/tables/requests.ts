@@ -234,15 +234,15 @@ const UnbilledSummaryRow = z.object({
   oldest_ended_at: z.string().nullable(),
 });
 
-/** How many requests that ended before {before} are still unbilled, and when the oldest of them ended. */
-export const unbilledRequestsSummary = namedQuery<{ before: string }, typeof UnbilledSummaryRow>(
+/** How many requests that ended in [{after}, {before}) are still unbilled, and when the oldest of them ended. */
+export const unbilledRequestsSummary = namedQuery<{ after: string; before: string }, typeof UnbilledSummaryRow>(
   'unbilled_requests_summary',
   `SELECT count() AS unbilled, if(count() = 0, NULL, toString(min(ended_at))) AS oldest_ended_at
    FROM
    (
      SELECT ended_at, billable_units
      FROM requests FINAL
-     WHERE ended_at < {before:DateTime64(3, 'UTC')}
+     WHERE ended_at >= {after:DateTime64(3, 'UTC')} AND ended_at < {before:DateTime64(3, 'UTC')}
    )
    WHERE billable_units IS NULL`,
   UnbilledSummaryRow,
