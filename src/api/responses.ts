@@ -197,6 +197,17 @@ export const SessionResponse = z.object({
         }),
       ),
       log_lines_truncated: z.boolean().describe('the request has more lines than API_SESSION_MAX_LOG_LINES; GET /logs?request_id= has them all'),
+      webhook: z
+        .object({
+          status: z.string().describe("the delivery body's status: OK or ERROR ('' when the body had none)"),
+          attempts: z.number().describe('verified deliveries received for the request (the platform repeats and retries; deliveries stored before sql/035 count once)'),
+          last_error: z.string().nullable().describe("the latest delivery's error (or payload_error); null when none"),
+          error_types: z.array(z.string()).describe('the request-level error types of its payload (e.g. runner_scheduling_failure)'),
+          first_received_at: z.string().describe('ISO 8601 UTC'),
+          last_received_at: z.string().describe('ISO 8601 UTC'),
+        })
+        .nullable()
+        .describe("the request's queue webhook delivery as the receiver stored it; null when none is stored (not queued with a webhook, or not delivered yet)"),
     }),
   ),
   request_ids_total: z.number().describe('distinct request ids the returned items mention'),

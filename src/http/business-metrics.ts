@@ -5,6 +5,7 @@ import { lastSuccessByJob } from '../store/tables/job-runs.js';
 import { costSinceByApp } from '../store/tables/usage-buckets.js';
 import { latestQueueSizes } from '../store/tables/queue-samples.js';
 import { openFindingsByMeasure } from '../store/tables/anomalies.js';
+import { unbilledRequestsSummary } from '../store/tables/requests.js';
 import { MEASURES } from '../insights/anomalies.js';
 import { toDateTime64 } from '../values.js';
 import { budgetsReport, configuredBudgets } from '../api/budgets-report.js';
@@ -77,6 +78,50 @@ export const appBudgets: BusinessGauge = {
   labelNames: ['app', 'currency'],
   async read(rt) {
     return Object.entries(rt.config.APP_BUDGETS).map(([app, value]) => ({ labels: { app, currency: rt.config.BUDGET_CURRENCY }, value }));
+  },
+};
+
+/**
+ * Requests still unbilled past the re-collection window (REQUESTS_RECOLLECT_HOURS): what only the late-billing
+ * re-check can fill. The scan is bounded (CONTRIBUTING.md rule 21): requests up to twice REQUESTS_UNBILLED_MAX_AGE_DAYS
+ * old, so those given up on stay visible for as long again. Both gauges read one query (shared for a few seconds).
+ */
+let unbilledRead: { rt: Runtime; atMs: number; value: Promise<{ unbilled: number; oldestAgeSeconds: number }> } | undefined;
+function readUnbilled(rt: Runtime): Promise<{ unbilled: number; oldestAgeSeconds: number }> {
+  if (unbilledRead && unbilledRead.rt === rt && Date.now() - unbilledRead.atMs < 5_000) return unbilledRead.value;
+  const value = (async () => {
+    const nowMs = rt.now().getTime();
+    const before = new Date(nowMs - rt.config.REQUESTS_RECOLLECT_HOURS * 3_600_000);
+    const after = new Date(nowMs - 2 * rt.config.REQUESTS_UNBILLED_MAX_AGE_DAYS * 86_400_000);
+    const [row] = await unbilledRequestsSummary(rt.store, { after: toDateTime64(after), before: toDateTime64(before) });
+    const oldestMs = row?.oldest_ended_at ? Date.parse(`${row.oldest_ended_at.replace(' ', 'T')}Z`) : nowMs;
+    return { unbilled: row?.unbilled ?? 0, oldestAgeSeconds: Math.max(0, (nowMs - oldestMs) / 1000) };
+  })();
+  unbilledRead = { rt, atMs: Date.now(), value };
+  // A failed read is not shared: the next gauge (or scrape) asks again.
+  value.catch(() => {
+    unbilledRead = undefined;
+  });
+  return value;
+}
+
+/** Requests stored without billable units that ended before the re-collection window (issue 50.3). */
+export const requestsUnbilled: BusinessGauge = {
+  name: 'tallyhouse_requests_unbilled',
+  help: 'Requests still unbilled (billable_units null) that ended more than REQUESTS_RECOLLECT_HOURS ago (and at most twice REQUESTS_UNBILLED_MAX_AGE_DAYS): re-checked at 1, 2, 4... days of age up to REQUESTS_UNBILLED_MAX_AGE_DAYS; their cost is missing until billed.',
+  labelNames: [],
+  async read(rt) {
+    return [{ labels: {}, value: (await readUnbilled(rt)).unbilled }];
+  },
+};
+
+/** Age of the oldest of those requests (0 when none): past REQUESTS_UNBILLED_MAX_AGE_DAYS it is no longer re-checked. */
+export const requestsUnbilledOldestAge: BusinessGauge = {
+  name: 'tallyhouse_requests_unbilled_oldest_age_seconds',
+  help: 'Seconds since the oldest still-unbilled request (of tallyhouse_requests_unbilled) ended; 0 when none. Past REQUESTS_UNBILLED_MAX_AGE_DAYS it is given up on.',
+  labelNames: [],
+  async read(rt) {
+    return [{ labels: {}, value: (await readUnbilled(rt)).oldestAgeSeconds }];
   },
 };
 
@@ -171,7 +216,7 @@ export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): v
 
 /** Registers the business gauges with the service's registry. */
 /** The gauges every service registers (main.ts adds those of other areas, e.g. the idle share of spend). */
-export const DEFAULT_BUSINESS_GAUGES: readonly BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize, budgetFiguresGauge, budgetStatusGauge, anomaliesOpen];
+export const DEFAULT_BUSINESS_GAUGES: readonly BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize, budgetFiguresGauge, budgetStatusGauge, anomaliesOpen, requestsUnbilled, requestsUnbilledOldestAge];
 
 export function businessMetricsExtension(gauges: BusinessGauge[] = [...DEFAULT_BUSINESS_GAUGES]): Extension {
   return async (rt) => {
