@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchWriter } from './store/writer.js';
 import { healthRoutes } from './http/health.js';
 import { installHostCheck } from './http/host-check.js';
+import { installProblemHandlers } from './http/problem.js';
 import { DRAIN_PATH, drainPath, redactDrainPath } from './ingest/drain/auth.js';
 import type { Component, Extension, Runtime } from './runtime.js';
 import { commandHost } from './http/command-host.js';
@@ -231,14 +232,16 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   }) as unknown as FastifyInstance;
   // First of all hooks, so every route (API, /metrics, push endpoints, admin) refuses a rebound Host.
   installHostCheck(app, config);
+  // Every error any route answers is application/problem+json (src/http/problem.ts), unknown paths included.
+  installProblemHandlers(app);
   // A refused request's reason, from the error body it is answered with (issue 30.13: every 400 was logged as
   // "WARN request failed" with no reason, so the log could not say what the client got wrong).
   const reasons = new WeakMap<object, string>();
   app.addHook('onSend', async (request, reply, payload) => {
     if (reply.statusCode >= 400 && typeof payload === 'string' && payload.length <= 16_384 && payload.startsWith('{')) {
       try {
-        const body = JSON.parse(payload) as { error?: { message?: unknown } | string; message?: unknown };
-        const reason = typeof body.error === 'object' ? body.error?.message : body.message ?? body.error;
+        const body = JSON.parse(payload) as { detail?: unknown; error?: { message?: unknown } | string; message?: unknown };
+        const reason = body.detail ?? (typeof body.error === 'object' ? body.error?.message : body.message ?? body.error);
         if (typeof reason === 'string') reasons.set(request, reason.slice(0, 500));
       } catch {
         // not JSON after all: no reason to add

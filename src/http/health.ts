@@ -1,9 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Store } from '../store/client.js';
 import { pendingMigrations } from '../store/migrate.js';
 import { describeStoreError } from '../store/errors.js';
+import { sendProblem } from './problem.js';
 
 export interface HealthOptions {
   store: Store;
@@ -22,6 +23,9 @@ export function addReadinessCondition(server: object, condition: () => string | 
   set.add(condition);
   return () => set.delete(condition);
 }
+
+/** A 503 of /readyz: a problem whose `reason` (as before) says why not ready. */
+const notReady = (reply: FastifyReply, reason: string) => sendProblem(reply, 503, reason, { code: 'not_ready', extensions: { reason } });
 
 /** /healthz (the process answers), /readyz (the store answers and is migrated), /metrics (Prometheus). */
 export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): Promise<void> {
@@ -42,7 +46,7 @@ export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): P
     }
     for (const condition of readinessConditions.get(app.server) ?? []) {
       const reason = condition();
-      if (reason) return reply.code(503).send({ status: 'unavailable', reason });
+      if (reason) return notReady(reply, reason);
     }
     return { status: 'ready' };
   });
@@ -53,7 +57,7 @@ export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): P
       const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
       const given = m ? createHash('sha256').update(m[1].trim()).digest() : null;
       if (!given || !timingSafeEqual(given, expected)) {
-        return reply.code(401).send({ error: { type: 'authorization_error', message: 'GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>"' } });
+        return sendProblem(reply, 401, 'GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>"', { code: 'authorization_error' });
       }
     }
     const body = await opts.registry.metrics();
