@@ -40,11 +40,9 @@ const TITLES: Record<string, string> = {
   validation_error: 'Invalid parameter',
   authorization_error: 'Authorization required',
   no_data: 'Nothing collected',
-  not_found: 'Not found',
   query_limit: 'Query over its limit',
   internal_error: 'Internal error',
   misdirected_request: 'Misdirected request',
-  unavailable: 'Service unavailable',
   too_many_streams: 'Too many streams',
 };
 
