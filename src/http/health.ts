@@ -34,15 +34,15 @@ export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): P
   app.get('/readyz', { logLevel: 'warn' }, async (_req, reply) => {
     const ping = await opts.store.client.ping();
     if (!ping.success) {
-      return reply.code(503).send({ status: 'unavailable', reason: `store ${opts.store.location} does not answer: ${describeStoreError(ping.error)}` });
+      return notReady(reply, `store ${opts.store.location} does not answer: ${describeStoreError(ping.error)}`);
     }
     try {
       const pending = await pendingMigrations(opts.store);
       if (pending.length > 0) {
-        return reply.code(503).send({ status: 'unavailable', reason: `migrations not applied: ${pending.join(', ')}` });
+        return notReady(reply, `migrations not applied: ${pending.join(', ')}`);
       }
     } catch (err) {
-      return reply.code(503).send({ status: 'unavailable', reason: `cannot read schema_migrations: ${describeStoreError(err)}` });
+      return notReady(reply, `cannot read schema_migrations: ${describeStoreError(err)}`);
     }
     for (const condition of readinessConditions.get(app.server) ?? []) {
       const reason = condition();
