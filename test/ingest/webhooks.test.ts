@@ -190,7 +190,7 @@ describe('webhook receiver', () => {
     const { headers, body } = captured[0];
     const send = async (h: Record<string, string>, b = body) => {
       const res = await request(hookUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...h }, body: b });
-      return { status: res.statusCode, body: (await res.body.json()) as { message: string } };
+      return { status: res.statusCode, body: (await res.body.json()) as { detail: string } };
     };
     const pick = (...names: string[]) => Object.fromEntries(names.map((n) => [n, headers[n]]));
     const all = pick('x-svc-webhook-request-id', 'x-svc-webhook-user-id', 'x-svc-webhook-timestamp', 'x-svc-webhook-signature');

@@ -215,7 +215,7 @@ describe('limits (each answered with its status and message; nothing of the requ
           for (let i = 0; i < lines.length; i += 65536) yield Buffer.from(lines.slice(i, i + 65536));
         })()),
       });
-      return { status: res.statusCode, body: (await res.body.json()) as { message: string } };
+      return { status: res.statusCode, body: (await res.body.json()) as { detail: string } };
     });
     expect(streamed.status).toBe(413);
     expect(streamed.body.detail).toMatch(/exceeds LOG_DRAIN_MAX_BODY_BYTES \(4194304 bytes\)/);
