@@ -13,7 +13,7 @@ import { BatchWriter } from './store/writer.js';
 import { activeReadGate } from './store/read-lanes.js';
 import { healthRoutes } from './http/health.js';
 import { installHostCheck } from './http/host-check.js';
-import { installProblemHandlers } from './http/problem.js';
+import { installProblemHandlers, problemClientErrorHandler, sendProblem } from './http/problem.js';
 import { DRAIN_PATH, drainPath, redactDrainPath } from './ingest/drain/auth.js';
 import type { Component, Extension, Runtime } from './runtime.js';
 import { commandHost } from './http/command-host.js';
@@ -233,7 +233,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     bodyLimit: 1024 * 1024,
     // Behind compose/k8s a stuck client must not hold shutdown hostage.
     forceCloseConnections: 'idle',
-    return503OnClosing: true,
+    // Requests that still arrive on an open connection while the service stops are answered 503 by the hook below,
+    // as a problem document (fastify's own answer had another shape); so are the errors Node meets before a request.
+    return503OnClosing: false,
+    clientErrorHandler: problemClientErrorHandler,
     // A request (a push body above all) not received whole within PUSH_BODY_TIMEOUT_MS: Node answers 408 and closes
     // the connection; checked often enough that the deadline holds to a small fraction (src/ingest/body-budget.ts).
     // headersTimeout must not exceed it: Node then swaps the two, and the body deadline becomes the headers' 60 s.
@@ -247,6 +250,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   installHostCheck(app, config);
   // Every error any route answers is application/problem+json (src/http/problem.ts), unknown paths included.
   installProblemHandlers(app);
+  let stopping = false;
+  app.addHook('onRequest', async (_request, reply) => {
+    if (stopping) return sendProblem(reply.header('connection', 'close'), 503, 'the service is stopping; retry (on another instance)', { code: 'stopping' });
+  });
   // A refused request's reason, from the error body it is answered with (issue 30.13: every 400 was logged as
   // "WARN request failed" with no reason, so the log could not say what the client got wrong).
   const reasons = new WeakMap<object, string>();
@@ -303,6 +310,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
+      stopping = true;
       await app.close();
       for (const c of [...components].reverse()) {
         try {

@@ -2,6 +2,7 @@
 // `error` object the query API has always answered (`{error: {type, message, parameter?}}`) kept beside the
 // standard members, so a client that reads `error.type` or `error.message` reads them still.
 import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { queryLimitHit } from '../store/errors.js';
 
@@ -146,4 +147,28 @@ export function installProblemHandlers(app: FastifyInstance, opts: { notFound?: 
 export function redactStatement(message: string): string {
   const cut = message.search(/\b(SELECT|WITH|INSERT|ALTER|CREATE|DELETE|OPTIMIZE|SYSTEM|DROP)\b/);
   return (cut === -1 ? message : `${message.slice(0, cut)}[statement redacted]`).slice(0, 500);
+}
+
+/**
+ * fastify's clientErrorHandler: what Node refuses before a request exists (a request not whole within
+ * PUSH_BODY_TIMEOUT_MS: 408; headers over the size limit: 431; a malformed request: 400) answered as a problem too
+ * (fastify's default wrote `{"error", "message", "statusCode"}`). No `instance`: the request line may not have been read.
+ */
+export function problemClientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  // A reset connection has gone: nothing to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, detail] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', 'the request was not received whole within PUSH_BODY_TIMEOUT_MS']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'request_header_fields_too_large', 'the request headers exceed the size limit']
+        : [400, 'bad_request', 'the request is not valid HTTP'];
+  const title = STATUS_CODES[status] ?? 'Error';
+  const body = JSON.stringify({ type: `${PROBLEM_TYPE_PREFIX}${code}`, title, status, detail, error: { type: code, message: detail } });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${title}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }

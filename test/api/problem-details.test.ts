@@ -3,6 +3,7 @@
 // `error` object ({type, message, parameter}) the query API's clients read; so do /metrics, /readyz, the push
 // endpoints, MCP's refusals before JSON-RPC, the console and an unknown path.
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../../src/service.js';
@@ -249,5 +250,47 @@ describe('the one handler answers a query over its limit (422) and a failure (50
     expect(body.request_id).toEqual(expect.any(String));
     expect(body.error.request_id).toBe(body.request_id);
     expect(boom.body).not.toContain('secret_value');
+  });
+});
+
+describe('what the service refuses before a route runs is a problem too', () => {
+  it('headers over the size limit: 431 from the client-error handler', async () => {
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      let got = '';
+      socket.on('data', (c) => (got += c.toString('utf8')));
+      socket.on('close', () => resolve(got));
+      socket.on('error', (err) => (got ? resolve(got) : reject(err)));
+      socket.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Big: ${'x'.repeat(20_000)}\r\n\r\n`);
+    });
+    const [head, body] = text.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 431 /);
+    expect(head).toMatch(/\r\nContent-Type: application\/problem\+json/);
+    expect(JSON.parse(body)).toMatchObject({ type: 'urn:tallyhouse:problem:request_header_fields_too_large', status: 431, title: 'Request Header Fields Too Large', error: { type: 'request_header_fields_too_large' } });
+  });
+
+  it('a request that arrives while the service stops: 503', async () => {
+    let during: Answer | undefined;
+    const stopping = await startService(testConfig({ PORT: '0' }), {
+      logger: createLogger('silent'),
+      registry: createRegistry({ defaultMetrics: false }),
+      // preClose runs once close() has begun and before the server stops listening: a request then is one that
+      // arrives on a connection while the service stops.
+      extensions: [
+        async (rt) => {
+          rt.app.addHook('preClose', async () => {
+            const saved = port;
+            port = Number(new URL(stopping.url).port);
+            try {
+              during = await ask('/healthz');
+            } finally {
+              port = saved;
+            }
+          });
+        },
+      ],
+    });
+    await stopping.close();
+    expectProblem(during!, 503, '/healthz', 'stopping');
   });
 });
