@@ -11,7 +11,7 @@ import { schedulingFailuresByApp } from '../store/tables/webhook-deliveries.js';
 import { schedulingHints } from '../insights/scheduling.js';
 import { toDateTime64 } from '../values.js';
 import { efficiencyByDay, efficiencyByHour, recommendations, type AppInput, type EfficiencyHourRow, type EfficiencyRow, type Hint, type HistoryHourInput } from '../insights/efficiency.js';
-import { badParameter, checkRangeDays, dateParam, formatParam, listParam, monthParam, sendTable, type Table } from './http.js';
+import { badParameter, checkRangeDays, dateParam, formatParam, listParam, monthParam, sendTable, type Table, isoDay } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { CoverageResponse, loadCoverage } from './coverage-report.js';
 import type { Coverage } from '../insights/coverage.js';
@@ -184,7 +184,7 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
   registry.get(app, {
     path: '/efficiency',
     operationId: 'getEfficiency',
-    response: z.object({ from: z.string(), to: z.string(), timezone: z.string(), split_rule: z.string(), coverage: CoverageResponse, rows: z.array(EfficiencyRowSchema) }),
+    response: z.object({ from: isoDay(), to: isoDay(), timezone: z.string(), split_rule: z.string(), coverage: CoverageResponse, rows: z.array(EfficiencyRowSchema) }),
     summary: 'Busy, idle and draining machine-seconds and cost per local day, app, machine type and currency, with GPU utilisation and VRAM headroom',
     description:
       'Each daily usage row is split by the app-day\'s hourly avg runner history (running : idle : draining), exactly (largest remainder at 12 decimals); ' +
@@ -211,7 +211,7 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
     path: '/efficiency/hourly',
     operationId: 'getEfficiencyHourly',
     response: z.object({
-      from: z.string(), to: z.string(), timezone: z.string(), coverage: CoverageResponse,
+      from: isoDay(), to: isoDay(), timezone: z.string(), coverage: CoverageResponse,
       rows: z.array(z.object({
         date: z.string(), hour: z.number().describe('local hour of day, 0-23'), app: z.string(), endpoint_id: z.string(), machine_type: z.string(), currency: z.string(),
         busy_machine_seconds: z.string(), idle_machine_seconds: z.string(), draining_machine_seconds: z.string(),

@@ -49,27 +49,36 @@ export const monthToDateCost: BusinessGauge = {
 export const jobSuccessAge: BusinessGauge = {
   name: 'tallyhouse_job_last_success_age_seconds',
   help: 'Seconds since the job last finished successfully (from job_runs).',
-  labelNames: ['job'],
+  labelNames: ['job_name'],
   async read(rt) {
     const rows = await lastSuccessByJob(rt.store, {});
     const now = rt.now().getTime();
-    return rows.map((r) => ({ labels: { job: r.job }, value: Math.max(0, (now - r.finished_ms) / 1000) }));
+    return rows.map((r) => ({ labels: { job_name: r.job }, value: Math.max(0, (now - r.finished_ms) / 1000) }));
   },
 };
 
-/** Each app's latest queue backlog sample (the queue job); apps beyond METRICS_MAX_APPS are summed under __other__. */
+/**
+ * Each app's latest queue backlog sample (the queue job); apps beyond METRICS_MAX_APPS are summed under __other__.
+ * `app` is the app's name, as in every other metric (the cost and budget gauges join on it); its owner is `owner`.
+ */
 export const appQueueSize: BusinessGauge = {
   name: 'tallyhouse_app_queue_size',
-  help: 'Requests waiting in each app\'s queue at the latest sample (GET .../queue, sampled by the queue job).',
-  labelNames: ['app'],
+  help: 'Requests waiting in each app\'s queue at the latest sample (GET .../queue, sampled by the queue job); app is the name, owner its owner.',
+  labelNames: ['app', 'owner'],
   async read(rt) {
     const rows = await latestQueueSizes(rt.store, {});
     const max = rt.config.METRICS_MAX_APPS;
-    const out = rows.slice(0, max).map((r) => ({ labels: { app: r.endpoint_id }, value: Number(r.queue_size) }));
-    if (rows.length > max) out.push({ labels: { app: OTHER_APPS }, value: rows.slice(max).reduce((n, r) => n + Number(r.queue_size), 0) });
+    const out = rows.slice(0, max).map((r) => ({ labels: appLabels(r.endpoint_id), value: Number(r.queue_size) }));
+    if (rows.length > max) out.push({ labels: { app: OTHER_APPS, owner: '' }, value: rows.slice(max).reduce((n, r) => n + Number(r.queue_size), 0) });
     return out;
   },
 };
+
+/** `owner/name` → the app label (its name) and its owner, as the queue samples name an app. */
+export function appLabels(endpointId: string): { app: string; owner: string } {
+  const slash = endpointId.indexOf('/');
+  return slash < 0 ? { app: endpointId, owner: '' } : { app: endpointId.slice(slash + 1), owner: endpointId.slice(0, slash) };
+}
 
 /** The monthly budget per app from APP_BUDGETS, for the alert "month-to-date cost above budget". */
 export const appBudgets: BusinessGauge = {
@@ -161,18 +170,23 @@ export const budgetFiguresGauge: BusinessGauge = {
   },
 };
 
-const STATUS_VALUE = { ok: 0, at_risk: 1, over: 2 } as const;
+const BUDGET_STATES = ['ok', 'at_risk', 'over'] as const;
 
-/** Each budget's status as a number: 0 ok, 1 at_risk, 2 over (the alert rules TallyhouseBudgetAtRisk and TallyhouseBudgetOver). */
+/**
+ * Each budget's state as an enum (Prometheus naming guide): one series per state, 1 for the budget's state and 0 for
+ * the others (the alert rules TallyhouseBudgetAtRisk and TallyhouseBudgetOver). It was a 0/1/2 number.
+ */
 export const budgetStatusGauge: BusinessGauge = {
-  name: 'tallyhouse_budget_status',
-  help: 'Budget status this month: 0 ok, 1 at_risk (the forecast interval reaches the amount), 2 over (spent passed it).',
-  labelNames: ['scope', 'name', 'currency'],
+  name: 'tallyhouse_budget_state',
+  help: 'Budget state this month, 1 for the budget\'s state: ok, at_risk (the forecast interval reaches the amount), over (spent passed it).',
+  labelNames: ['scope', 'name', 'currency', 'state'],
   async read(rt) {
     const budgets = configuredBudgets(rt.config);
     if (budgets.length === 0) return [];
     const report = await budgetsReport(rt.store, budgets, { timezone: rt.config.TIMEZONES[0], now: rt.now() });
-    return report.budgets.map((b) => ({ labels: { scope: b.scope, name: b.name, currency: b.currency }, value: STATUS_VALUE[b.status] }));
+    return report.budgets.flatMap((b) =>
+      BUDGET_STATES.map((state) => ({ labels: { scope: b.scope, name: b.name, currency: b.currency, state }, value: b.status === state ? 1 : 0 })),
+    );
   },
 };
 
@@ -183,8 +197,8 @@ export const budgetStatusGauge: BusinessGauge = {
  */
 export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): void {
   const failures = gauge(rt.registry, {
-    name: 'tallyhouse_business_metrics_read_failures',
-    help: 'Whether the last read of a business gauge from the store failed (1; it keeps its previous values).',
+    name: 'tallyhouse_business_metric_last_read_failed',
+    help: '1 when the last read of a business gauge from the store failed (it keeps its previous values), else 0.',
     labelNames: ['metric'],
   });
   for (const g of gauges) {
