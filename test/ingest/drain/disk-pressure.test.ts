@@ -98,12 +98,12 @@ describe.skipIf(!mounted)(`the drain under disk pressure (tmpfs${mounted ? '' : 
     for (let i = 0; i < 100 && d.spool.bytes > 0; i++) await new Promise((r) => setTimeout(r, 100));
     // Ready again once the store's own writes and merges (on the same small disk) leave the threshold free: a
     // state to wait for, not a moment (a loaded run once saw 503 right after the spool emptied). The answer says why.
-    let ready = await get('/readyz');
-    for (let i = 0; i < 150 && ready.status !== 200; i++) {
+    let again = await get('/readyz');
+    for (let i = 0; i < 150 && again.status !== 200; i++) {
       await new Promise((r) => setTimeout(r, 200));
-      ready = await get('/readyz');
+      again = await get('/readyz');
     }
-    expect(ready.status, `${ready.text} (free ${free()} bytes)`).toBe(200);
+    expect(again.status, `${again.text} (free ${free()} bytes)`).toBe(200);
     expect((await postSigned(d.drainUrl, batch(999, 10))).status).toBe(200);
     expect((await get('/metrics')).text).toMatch(/^tallyhouse_disk_pressure 0$/m);
   }, 240_000);
