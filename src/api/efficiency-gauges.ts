@@ -35,6 +35,19 @@ async function lastWeek(rt: Runtime): Promise<{ timezone: string; apps: AppShare
 const share = (part: bigint, whole: bigint) => Number((part * 1_000_000n) / whole) / 1e6;
 
 /**
+ * One sample per app with a non-zero `whole`: part / whole, the largest parts first (ties by app name), at most
+ * METRICS_MAX_APPS of them.
+ */
+async function shares(rt: Runtime, part: (e: AppShares) => bigint, whole: (e: AppShares) => bigint) {
+  const { timezone, apps } = await lastWeek(rt);
+  return apps
+    .filter((e) => whole(e) > 0n)
+    .sort((a, b) => (part(b) > part(a) ? 1 : part(b) < part(a) ? -1 : a.app < b.app ? -1 : 1))
+    .slice(0, rt.config.METRICS_MAX_APPS)
+    .map((e) => ({ labels: { app: e.app, currency: e.currency, timezone }, value: share(part(e), whole(e)) }));
+}
+
+/**
  * Idle share of each app's attributed usage cost (cost with runner history) over the last 7 local days in the first
  * TIMEZONES zone, from the same module as /api/v1/efficiency; the alert TallyhouseIdleSpendHigh reads it. Cost without
  * runner history is left out (issue 45.2: before a history backfill it would read 1.0 for every app); an app with none
@@ -44,14 +57,7 @@ export const idleCostShare: BusinessGauge = {
   name: 'tallyhouse_idle_cost_ratio',
   help: 'Idle cost / attributed usage cost (0-1) per app over the last 7 local days: billed runner time kept warm by keep_alive or min_concurrency. Cost without runner history is left out (see tallyhouse_unattributed_cost_ratio).',
   labelNames: ['app', 'currency', 'timezone'],
-  async read(rt) {
-    const { timezone, apps } = await lastWeek(rt);
-    return apps
-      .filter((e) => e.cost - e.unattributed > 0n)
-      .sort((a, b) => (b.idle > a.idle ? 1 : b.idle < a.idle ? -1 : a.app < b.app ? -1 : 1))
-      .slice(0, rt.config.METRICS_MAX_APPS)
-      .map((e) => ({ labels: { app: e.app, currency: e.currency, timezone }, value: share(e.idle, e.cost - e.unattributed) }));
-  },
+  read: (rt) => shares(rt, (e) => e.idle, (e) => e.cost - e.unattributed),
 };
 
 /** The share of each app's usage cost over the same 7 days that has no runner history to split it (unknown, not idle). */
@@ -59,12 +65,5 @@ export const unattributedCostShare: BusinessGauge = {
   name: 'tallyhouse_unattributed_cost_ratio',
   help: 'Usage cost without runner history / usage cost (0-1) per app over the last 7 local days: its busy/idle split is unknown until the runner history is collected.',
   labelNames: ['app', 'currency', 'timezone'],
-  async read(rt) {
-    const { timezone, apps } = await lastWeek(rt);
-    return apps
-      .filter((e) => e.cost > 0n)
-      .sort((a, b) => (b.unattributed > a.unattributed ? 1 : b.unattributed < a.unattributed ? -1 : a.app < b.app ? -1 : 1))
-      .slice(0, rt.config.METRICS_MAX_APPS)
-      .map((e) => ({ labels: { app: e.app, currency: e.currency, timezone }, value: share(e.unattributed, e.cost) }));
-  },
+  read: (rt) => shares(rt, (e) => e.unattributed, (e) => e.cost),
 };
