@@ -23,7 +23,7 @@ import { servedGauge } from './optional-endpoint.js';
 export type AnalyticsKind = 'serverless' | 'models';
 export type AnalyticsTimeframe = Timeframe;
 
-const PATHS: Record<AnalyticsKind, string> = {
+export const PATHS: Record<AnalyticsKind, string> = {
   serverless: platformPaths.serverlessAnalytics,
   models: platformPaths.modelsAnalytics,
 };
@@ -181,12 +181,17 @@ export async function collectAnalyticsRange(
   return { rows: rows.length, rejected };
 }
 
+/** Whether this platform has not refused the notes' extra metric names (asked for until it does). */
+export function extrasAccepted(ctx: JobContext): boolean {
+  return extrasState.get(ctx.platform) !== 'refused';
+}
+
 /**
  * Runs `call` asking for the notes' extra metric names too, unless this platform refused them before. A platform
  * that checks `expand` against the interface refuses them (422, or 400 validation_error): noted once, and the
  * call made again with the interface's set only, as every later one is (issue 50.2).
  */
-async function withExtrasProbe<T>(ctx: JobContext, call: (withExtras: boolean) => Promise<T>): Promise<T> {
+export async function withExtrasProbe<T>(ctx: JobContext, call: (withExtras: boolean) => Promise<T>): Promise<T> {
   const withExtras = extrasState.get(ctx.platform) !== 'refused';
   try {
     return await call(withExtras);
