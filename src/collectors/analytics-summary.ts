@@ -4,7 +4,7 @@
 // month's p95/p99 cannot be known.
 import { DateTime } from 'luxon';
 import type { JobContext } from './job.js';
-import { AnalyticsRow, ANALYTICS_METRIC_NAMES, chunk, isPlatformError, SeriesPage, type AnalyticsMetricName, type PlatformError } from '../platform/index.js';
+import { AnalyticsRow, ANALYTICS_METRIC_NAMES, chunk, SeriesPage, type AnalyticsMetricName } from '../platform/index.js';
 import { analyticsSummaries, type AnalyticsSummaryRow, type SummaryPeriod } from '../store/tables/analytics-summaries.js';
 import { nextVersionMs, toDateTime64 } from '../values.js';
 import { collectorRejects, commitRows, describeZodIssue, tableWrite } from './common.js';
@@ -13,27 +13,15 @@ import {
   EXTRA_EXPAND_METRICS,
   INTERFACE_EXPAND_METRICS,
   extrasAccepted,
+  isSummaryNotServed,
+  noteSummaryRefused,
   PATHS,
+  SUMMARY_ENDPOINT,
+  summaryRefused,
   type AnalyticsKind,
   type AnalyticsTargets,
   type RefusedEndpoints,
 } from './analytics.js';
-
-/** The label a refusal is shown under (tallyhouse_platform_endpoint_served, the run's note, coverage of extras). */
-export const SUMMARY_ENDPOINT = 'analytics expand=summary (whole-range percentiles)';
-
-/**
- * 4xx answers that say "summary is not served" (platform-notes.md rule 3: optional): a strict `expand` check
- * (400 validation_error, 422), no such feature (404, 405, 501). 403 is the ownership refusal of an endpoint id,
- * handled where the time series are collected (refused ids are not asked for here); 401/429 are not refusals.
- */
-const NOT_SERVED: ReadonlySet<number> = new Set([400, 404, 405, 422, 501]);
-
-const isNotServed = (err: unknown): err is PlatformError => isPlatformError(err) && err.status !== null && NOT_SERVED.has(err.status);
-
-/** Per platform client: summary refused once, never asked again by this process. */
-const summaryState = new WeakMap<object, 'refused'>();
-let refusalLogged = false;
 
 export interface SummaryRange {
   period: SummaryPeriod;
@@ -73,8 +61,8 @@ export async function collectAnalyticsSummaries(
   targets: AnalyticsTargets,
   refused: RefusedEndpoints,
 ): Promise<{ rows: number }> {
-  if (summaryState.get(ctx.platform) === 'refused') {
-    noteRefused(ctx, null);
+  if (summaryRefused(ctx)) {
+    noteSummaryRefused(ctx, null);
     return { rows: 0 };
   }
   const { timezone } = window;
@@ -95,7 +83,7 @@ export async function collectAnalyticsSummaries(
           } catch (err) {
             // The time series already settled whether the extras are served; a refusal here with them named is
             // tried once without them before the summary itself is taken as refused.
-            if (!withExtras || !isNotServed(err)) throw err;
+            if (!withExtras || !isSummaryNotServed(err)) throw err;
             withExtras = false;
             got = await summaryOf(ctx, kind, r, timezone, ids, withExtras);
           }
@@ -112,9 +100,8 @@ export async function collectAnalyticsSummaries(
       }
     }
   } catch (err) {
-    if (!isNotServed(err)) throw err;
-    summaryState.set(ctx.platform, 'refused');
-    noteRefused(ctx, err);
+    if (!isSummaryNotServed(err)) throw err;
+    noteSummaryRefused(ctx, err);
     return { rows: 0 };
   }
   servedGauge(ctx).set({ endpoint: SUMMARY_ENDPOINT }, 1);
@@ -142,15 +129,6 @@ async function summaryOf(ctx: JobContext, kind: AnalyticsKind, r: SummaryRange, 
     for (const raw of page.summary ?? []) out.push(raw);
   }
   return out;
-}
-
-function noteRefused(ctx: JobContext, err: PlatformError | null): void {
-  servedGauge(ctx).set({ endpoint: SUMMARY_ENDPOINT }, 0);
-  const note = `${SUMMARY_ENDPOINT} not served: a period's percentiles fall back to the buckets' maximum (an upper bound)`;
-  ctx.note(note);
-  if (refusalLogged || !err) return;
-  refusalLogged = true;
-  ctx.log.warn({ endpoint: SUMMARY_ENDPOINT, status: err.status }, `the platform refused the analytics summary (${err.status}); ${note}`);
 }
 
 function toRow(
