@@ -12,6 +12,7 @@ import {
   type AnalyticsTimeframe,
   type RefusedEndpoints,
 } from '../src/collectors/analytics.js';
+import { collectAnalyticsSummaries } from '../src/collectors/analytics-summary.js';
 import { bucketStart, TIMEFRAMES } from '../src/collectors/time.js';
 import { runResumable } from '../src/jobs/resumable.js';
 
@@ -27,7 +28,9 @@ const DEFAULT_RECOLLECT_HOURS = 2;
  * timezone, at ANALYTICS_TIMEFRAME (default hour). A scheduled run collects from where the last run got to,
  * re-collecting the last --recollect-hours (the current bucket is partial; recent ones may still fill in).
  * With --from/--to it backfills that range in chunks and resumes after an interruption. Endpoints the platform
- * refuses (not owned) are skipped with one warning naming them.
+ * refuses (not owned) are skipped with one warning naming them. Then the platform's whole-range summary of each
+ * local day and calendar month the run covered (src/collectors/analytics-summary.ts), optional: a platform that
+ * refuses `expand=summary` is noted once and the run ends ok.
  */
 export const analyticsJob = defineJob({
   name: 'analytics',
@@ -92,6 +95,9 @@ async function scheduled(ctx: JobContext, plan: RunPlan, recollectHours: number)
     await collectAnalyticsRange(ctx, { timezone, timeframe, ...c }, plan.targets, plan.refused);
     await ctx.checkpoints.save('analytics', key, new Date(Math.min(c.endMs, current)).toISOString());
   }
+  // The platform's own summary of every local day and month the run touched (the current ones re-collected as
+  // they fill in): a period's percentiles are the platform's, not a merge of buckets.
+  await collectAnalyticsSummaries(ctx, { timezone, fromMs: from, toMs: nowMs }, plan.targets, plan.refused);
 }
 
 async function backfill(ctx: JobContext, range: TimeRange, plan: RunPlan): Promise<void> {
@@ -111,4 +117,5 @@ async function backfill(ctx: JobContext, range: TimeRange, plan: RunPlan): Promi
       return `${new Date(c.startMs).toISOString()}: ${result.rows} rows`;
     },
   });
+  await collectAnalyticsSummaries(ctx, { timezone, fromMs: from, toMs: to }, plan.targets, plan.refused);
 }

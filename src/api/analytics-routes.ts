@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { DateTime, IANAZone } from 'luxon';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
-import { ERROR_METRICS, errorsByBucket, latencyByBucket } from '../store/tables/analytics-buckets.js';
+import { ERROR_METRICS, errorsByBucket, LATENCY_METRICS, latencyByBucket } from '../store/tables/analytics-buckets.js';
+import { latencySummaries } from '../store/tables/analytics-summaries.js';
 import { runnerHistoryByBucket } from '../store/tables/runner-history.js';
 import { webhookErrorCounts } from '../store/tables/webhook-deliveries.js';
 import { badParameter, DAY_OR_INSTANT, checkRangeDays, formatParam, listParam, sendTable, type Table } from './http.js';
@@ -52,6 +53,49 @@ function table<T extends Record<string, unknown>>(rows: T[], columns: string[]):
   return { columns, rows: rows.map((r) => Object.fromEntries(columns.map((c) => [c, (r[c] ?? null) as string | number | null]))) };
 }
 
+type Metrics = Record<(typeof LATENCY_METRICS)[number], number | null>;
+type LatencySummary = { endpoint_id: string; endpoint_scope: string; percentiles_source: 'platform_summary' | 'bucket_max'; covered_until: string | null } & Metrics;
+
+/**
+ * The whole range per endpoint (issue 50.2). Where the platform's own summary of exactly this range is stored (a
+ * local day or calendar month the analytics job collected): its figures, `platform_summary`. Otherwise, from the
+ * buckets, never merged into a false percentile: counts summed, each percentile the largest bucket value
+ * (`bucket_max`: an upper bound of the range's percentile, not the percentile itself; equal to it only when one
+ * bucket spans the range).
+ */
+function wholeRange(
+  stored: Array<{ endpoint_id: string; endpoint_scope: string; covered_until: string } & Metrics>,
+  buckets: Array<{ endpoint_id: string; endpoint_scope: string } & Metrics>,
+): LatencySummary[] {
+  const out = new Map<string, LatencySummary>();
+  for (const s of stored) {
+    const metrics = Object.fromEntries(LATENCY_METRICS.map((m) => [m, s[m]])) as Metrics;
+    out.set(s.endpoint_id, {
+      endpoint_id: s.endpoint_id,
+      endpoint_scope: s.endpoint_scope,
+      percentiles_source: 'platform_summary',
+      covered_until: DateTime.fromSQL(s.covered_until, { zone: 'utc' }).toISO({ suppressMilliseconds: true }),
+      ...metrics,
+    });
+  }
+  const fallback = new Map<string, LatencySummary>();
+  for (const b of buckets) {
+    if (out.has(b.endpoint_id)) continue;
+    let f = fallback.get(b.endpoint_id);
+    if (!f) {
+      f = { endpoint_id: b.endpoint_id, endpoint_scope: b.endpoint_scope, percentiles_source: 'bucket_max', covered_until: null, ...(Object.fromEntries(LATENCY_METRICS.map((m) => [m, null])) as Metrics) };
+      fallback.set(b.endpoint_id, f);
+    }
+    for (const m of LATENCY_METRICS) {
+      const v = b[m];
+      if (v === null || v === undefined) continue;
+      const cur = f[m];
+      f[m] = m.endsWith('_count') ? (cur ?? 0) + v : cur === null ? v : Math.max(cur, v);
+    }
+  }
+  return [...out.values(), ...fallback.values()].sort((a, b) => (a.endpoint_id < b.endpoint_id ? -1 : a.endpoint_id > b.endpoint_id ? 1 : 0));
+}
+
 /** GET /latency, /errors, /runners: the analytics and runner history as delivered, per endpoint and bucket. */
 export function analyticsRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
   const kind = z.enum(['serverless', 'models']).default('serverless').describe('serverless apps or the platform models');
@@ -61,7 +105,8 @@ export function analyticsRoutes(app: FastifyInstance, registry: RouteRegistry, r
     operationId: 'getLatency',
     response: LatencyResponse,
     summary: 'Duration, prepare-time and cold-boot percentiles per endpoint and bucket, as the platform computed them',
-    description: 'Percentiles are never averaged or summed across buckets; app-scope rows include their routes.',
+    description:
+      "Percentiles are never averaged or summed across buckets; app-scope rows include their routes. `summary` gives the whole range per endpoint: the platform's own percentiles when the range is a local day or calendar month the analytics job collected (percentiles_source platform_summary), else the largest bucket value, an upper bound (bucket_max). The CSV holds the bucket rows only.",
     query: z.strictObject({ ...RangeQuery, kind }),
     csv: true,
     handler: async (q, request, reply) => {
@@ -72,7 +117,9 @@ export function analyticsRoutes(app: FastifyInstance, registry: RouteRegistry, r
       }));
       const metrics = Object.keys(rows[0] ?? {}).filter((k) => /duration$|_count$/.test(k));
       const t = table(rows, ['endpoint_id', 'endpoint_scope', 'bucket', ...(metrics.length ? metrics : ['request_count'])]);
-      return sendTable(reply, request, q.format, t, () => ({ ...r, kind: q.kind, rows: t.rows }), 'latency.csv');
+      const stored = await latencySummaries(rt.store, { kind: q.kind, timezone: r.timezone, from: r.from, to: r.to, endpoint_ids: q.endpoint_id });
+      const summary = wholeRange(stored, rows);
+      return sendTable(reply, request, q.format, t, () => ({ ...r, kind: q.kind, summary, rows: t.rows }), 'latency.csv');
     },
   });
 

@@ -140,6 +140,21 @@ export const RequestCostResponse = z.object({
 export const LatencyResponse = z.object({
   ...range,
   kind: z.string(),
+  summary: z
+    .array(
+      z.object({
+        endpoint_id: z.string(),
+        endpoint_scope: z.string().describe('app (all its routes), route or model'),
+        percentiles_source: z
+          .enum(['platform_summary', 'bucket_max'])
+          .describe(
+            "platform_summary: the platform's own percentiles over every request of the range (a local day or calendar month collected with expand=summary); bucket_max: no summary of this range is stored, each percentile is the largest bucket value, an upper bound of the range's percentile (counts are summed)",
+          ),
+        covered_until: isoInstant().nullable().describe('platform_summary: the summary covers the range up to this instant (the current day or month fills in); null for bucket_max'),
+        ...Object.fromEntries(LATENCY_METRICS.map((m) => [m, metricColumn(m)])),
+      }),
+    )
+    .describe('the whole range [from, to) per endpoint; percentiles of buckets are never merged'),
   rows: z.array(z.object({ ...bucketKeys, ...Object.fromEntries(LATENCY_METRICS.map((m) => [m, metricColumn(m)])) })),
 });
 

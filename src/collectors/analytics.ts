@@ -23,7 +23,7 @@ import { servedGauge } from './optional-endpoint.js';
 export type AnalyticsKind = 'serverless' | 'models';
 export type AnalyticsTimeframe = Timeframe;
 
-const PATHS: Record<AnalyticsKind, string> = {
+export const PATHS: Record<AnalyticsKind, string> = {
   serverless: platformPaths.serverlessAnalytics,
   models: platformPaths.modelsAnalytics,
 };
@@ -48,6 +48,38 @@ let extrasRefusalLogged = false;
 
 /** The label the refusal is shown under (tallyhouse_platform_endpoint_served, the run's note). */
 export const EXTRAS_ENDPOINT = 'analytics expand (notes-only metric names)';
+
+/** The label a refusal is shown under (tallyhouse_platform_endpoint_served, the run's note, coverage of extras). */
+export const SUMMARY_ENDPOINT = 'analytics expand=summary (whole-range percentiles)';
+
+/**
+ * 4xx answers that say "summary is not served" (platform-notes.md rule 3: optional): a strict `expand` check
+ * (400 validation_error, 422), no such feature (404, 405, 501). 403 is the ownership refusal of an endpoint id,
+ * handled where the time series are collected (refused ids are not asked for here); 401/429 are not refusals.
+ */
+const NOT_SERVED: ReadonlySet<number> = new Set([400, 404, 405, 422, 501]);
+
+export const isSummaryNotServed = (err: unknown): err is PlatformError => isPlatformError(err) && err.status !== null && NOT_SERVED.has(err.status);
+
+/** Per platform client: summary refused once, never asked again by this process. */
+const summaryState = new WeakMap<object, 'refused'>();
+let summaryRefusalLogged = false;
+
+/** Whether this platform refused `expand=summary` before (then it is not asked again). */
+export function summaryRefused(ctx: JobContext): boolean {
+  return summaryState.get(ctx.platform) === 'refused';
+}
+
+/** Records the refusal (err) or notes it again in a later run (null): gauge 0, the run's note, one log line per process. */
+export function noteSummaryRefused(ctx: JobContext, err: PlatformError | null): void {
+  if (err) summaryState.set(ctx.platform, 'refused');
+  servedGauge(ctx).set({ endpoint: SUMMARY_ENDPOINT }, 0);
+  const note = `${SUMMARY_ENDPOINT} not served: a period's percentiles fall back to the buckets' maximum (an upper bound)`;
+  ctx.note(note);
+  if (summaryRefusalLogged || !err) return;
+  summaryRefusalLogged = true;
+  ctx.log.warn({ endpoint: SUMMARY_ENDPOINT, status: err.status }, `the platform refused the analytics summary (${err.status}); ${note}`);
+}
 
 export interface AnalyticsTargets {
   serverless: string[];
@@ -181,12 +213,17 @@ export async function collectAnalyticsRange(
   return { rows: rows.length, rejected };
 }
 
+/** Whether this platform has not refused the notes' extra metric names (asked for until it does). */
+export function extrasAccepted(ctx: JobContext): boolean {
+  return extrasState.get(ctx.platform) !== 'refused';
+}
+
 /**
  * Runs `call` asking for the notes' extra metric names too, unless this platform refused them before. A platform
  * that checks `expand` against the interface refuses them (422, or 400 validation_error): noted once, and the
  * call made again with the interface's set only, as every later one is (issue 50.2).
  */
-async function withExtrasProbe<T>(ctx: JobContext, call: (withExtras: boolean) => Promise<T>): Promise<T> {
+export async function withExtrasProbe<T>(ctx: JobContext, call: (withExtras: boolean) => Promise<T>): Promise<T> {
   const withExtras = extrasState.get(ctx.platform) !== 'refused';
   try {
     return await call(withExtras);
@@ -214,7 +251,24 @@ async function usedModels(
   base: Record<string, string | number>,
   rejects: CollectorRejects,
 ): Promise<string[]> {
-  return withExtrasProbe(ctx, (withExtras) => usedModelsWith(ctx, ids, base, rejects, withExtras));
+  // The summary says which models were used; a platform that does not serve it (notes rule 3) gets every model
+  // asked for (rows of zeros for the unused), not a failed run.
+  if (summaryRefused(ctx)) return ids;
+  let withExtras = extrasAccepted(ctx);
+  for (;;) {
+    try {
+      return await usedModelsWith(ctx, ids, base, rejects, withExtras);
+    } catch (err) {
+      if (!isSummaryNotServed(err)) throw err;
+      // Named with the extras, the refusal may be of those (settled by the time series, not here): once without.
+      if (withExtras) {
+        withExtras = false;
+        continue;
+      }
+      noteSummaryRefused(ctx, err);
+      return ids;
+    }
+  }
 }
 
 async function usedModelsWith(

@@ -384,7 +384,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
     {
       title: 'Latency and errors',
       description:
-        'Per endpoint and bucket: duration, prepare-time and cold-boot percentiles as the platform computed them (GET /api/v1/latency), and outcomes with error-type counts (GET /api/v1/errors).',
+        "Per endpoint and bucket: duration, prepare-time and cold-boot percentiles as the platform computed them (GET /api/v1/latency), and outcomes with error-type counts (GET /api/v1/errors). latency_summary: the whole range per endpoint, the platform's own percentiles for a local day or calendar month (percentiles_source platform_summary), else the largest bucket value, an upper bound (bucket_max).",
       inputSchema: {
         from: instant('start, inclusive'),
         to: instant('end, exclusive'),
@@ -393,7 +393,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
         endpoint_id: ids('only these endpoint ids'),
         kind: z.enum(['serverless', 'models']).default('serverless'),
       },
-      outputSchema: open({ latency: Rows, errors: Rows, webhook_errors: z.unknown() }),
+      outputSchema: open({ latency: Rows, latency_summary: z.unknown(), errors: Rows, webhook_errors: z.unknown() }),
       annotations: readOnly,
     },
     (a) =>
@@ -405,7 +405,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
         capRows(opts, 'rows', l.length + e.length, 'shorten the range, use a larger timeframe or fewer endpoints');
         const failed = e.reduce((s, r) => s + Number(r.error_count ?? 0), 0);
         return answer(
-          { from: latency.from, to: latency.to, timezone: latency.timezone, timeframe: latency.timeframe, kind: a.kind, latency: l, errors: e, webhook_errors: errors.webhook_errors },
+          { from: latency.from, to: latency.to, timezone: latency.timezone, timeframe: latency.timeframe, kind: a.kind, latency: l, latency_summary: latency.summary, errors: e, webhook_errors: errors.webhook_errors },
           `${l.length} latency and ${e.length} outcome bucket(s); ${failed} error(s) counted`,
         );
       }),

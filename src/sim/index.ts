@@ -101,6 +101,8 @@ export interface Sim {
   setFaults(rate: number, kinds?: FaultKind[]): void;
   /** Answer paths matching `pattern` with a 200 whose body never ends (null: stop); a lying platform for tests. */
   setEndless(pattern: RegExp | null): void;
+  /** Analytics calls naming any of these `expand` values are refused with 422 (a platform without them); [] to serve all. */
+  setRefusedExpand(values: string[]): void;
   webhooks: {
     /** The key set served at /.well-known/jwks.json. */
     jwks(): { keys: Array<{ kty: 'OKP'; crv: 'Ed25519'; x: string; kid: string }> };
@@ -177,7 +179,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
   const truth = createTruth(model, webhooks, drain);
   const stats = { requestsServed: 0, recordsServed: 0, faultsInjected: {} as Record<string, number> };
   const requestLog = new RequestLog(opts.requestLogLimit ?? DEFAULT_REQUEST_LOG_LIMIT);
-  const lying: { endless: RegExp | null } = { endless: null };
+  const lying: { endless: RegExp | null; refusedExpand: Set<string> } = { endless: null, refusedExpand: new Set() };
   const { server, pendingTimers, logStreams } = createSimServer({
     model, keys, faults, webhooks, truth, stats, requestLog, selfMetrics: opts.selfMetrics ?? false,
     log: opts.logger ?? createLogger('warn'),
@@ -225,6 +227,9 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     setFaults: (rate, kinds) => faults.configure(rate, kinds),
     setEndless: (pattern) => {
       lying.endless = pattern;
+    },
+    setRefusedExpand: (values) => {
+      lying.refusedExpand = new Set(values);
     },
     webhooks: {
       jwks: () => webhooks.jwks(),

@@ -37,7 +37,7 @@ export interface ServerDeps {
    * A lying platform (issue 49.2): paths matching `endless` are answered 200 with a body that never ends (written
    * as fast as the client reads, until it hangs up). Set through Sim.setEndless or /_sim/faults {"endless": regex}.
    */
-  lying: { endless: RegExp | null };
+  lying: { endless: RegExp | null; refusedExpand: Set<string> };
   /** Serve exactly the interface (sim --strict-interface): the notes-only routes answer 404. */
   strictInterface: boolean;
 }
@@ -96,13 +96,13 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
     { method: 'GET', pattern: /^\/v1\/meta$/, scope: 'none', faultable: true, handle: () => h.meta() },
     { method: 'GET', pattern: /^\/\.well-known\/jwks\.json$/, scope: 'none', faultable: false, handle: () => json(deps.webhooks.jwks()) },
     { method: 'GET', pattern: /^\/v1\/models$/, scope: 'api', faultable: true, handle: (c) => h.models(c.params, c.nowMs) },
-    { method: 'GET', pattern: /^\/v1\/models\/analytics$/, scope: 'api', faultable: true, handle: (c) => h.analytics(c.params, c.nowMs, 'models') },
+    { method: 'GET', pattern: /^\/v1\/models\/analytics$/, scope: 'api', faultable: true, handle: (c) => analyticsReply(c.params, c.nowMs, 'models') },
     { method: 'GET', pattern: /^\/v1\/models\/usage$/, scope: 'admin', faultable: true, handle: (c) => h.modelsUsage(c.params, c.nowMs) },
     { method: 'GET', pattern: /^\/v1\/models\/pricing$/, scope: 'api', faultable: true, notesOnly: true, handle: (c) => h.modelsPricing(c.params, c.nowMs) },
     { method: 'GET', pattern: /^\/v1\/models\/billing-events$/, scope: 'admin', faultable: true, notesOnly: true, handle: (c) => h.modelsBillingEvents(c.params, c.nowMs) },
     { method: 'GET', pattern: /^\/v1\/serverless\/usage$/, scope: 'admin', faultable: true, handle: (c) => h.usage(c.params, c.nowMs) },
     { method: 'GET', pattern: /^\/v1\/serverless\/requests\/by-endpoint$/, scope: 'api', faultable: true, handle: (c) => h.requestsByEndpoint(c.params, c.nowMs) },
-    { method: 'GET', pattern: /^\/v1\/serverless\/analytics$/, scope: 'api', faultable: true, handle: (c) => h.analytics(c.params, c.nowMs, 'serverless') },
+    { method: 'GET', pattern: /^\/v1\/serverless\/analytics$/, scope: 'api', faultable: true, handle: (c) => analyticsReply(c.params, c.nowMs, 'serverless') },
     { method: 'GET', pattern: /^\/v1\/serverless\/apps$/, scope: 'api', faultable: true, handle: (c) => h.apps(c.params, c.nowMs) },
     { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/events$`), scope: 'api', faultable: true, handle: (c) => h.events(c.match[1], c.match[2], c.params, c.nowMs) },
     { method: 'GET', pattern: new RegExp(`^/v1/serverless/apps/${seg}/${seg}/revisions$`), scope: 'api', faultable: true, handle: (c) => h.revisions(c.match[1], c.match[2], c.params, c.nowMs) },
@@ -120,6 +120,13 @@ export function createSimServer(deps: ServerDeps): { server: Server; pendingTime
     { method: 'POST', pattern: /^\/_sim\/faults$/, scope: 'admin', faultable: false, handle: (c) => faultsReply(c.body) },
   ];
   const routes = allRoutes.filter((r) => !(deps.strictInterface && r.notesOnly));
+
+  /** A platform that refuses some `expand` values (Sim.setRefusedExpand): 422 validation_error, as a strict check would. */
+  function analyticsReply(p: Params, nowMs: number, kind: 'serverless' | 'models'): Reply {
+    const refused = (p.list('expand') ?? []).find((e) => deps.lying.refusedExpand.has(e));
+    if (refused !== undefined) throw new ApiError(422, 'validation_error', `expand: '${refused}' is not supported`);
+    return h.analytics(p, nowMs, kind);
+  }
 
   async function metricsReply(nowMs: number): Promise<Reply> {
     const self = deps.selfMetrics ? simMemory(model.caches) : undefined;

@@ -173,6 +173,8 @@ export interface Truth {
   requests(q: { from: string; to: string; timezone?: string; endpointIds?: string[] }): RequestDayTruth[];
   requestList(q: { endpointId: string; from: string; to: string }): RequestTruth[];
   analytics(q: { endpointIds: string[]; from: string; to: string; timezone?: string; timeframe?: Timeframe; kind?: 'serverless' | 'models' }): Array<{ bucket: string; endpoint_id: string; [metric: string]: unknown }>;
+  /** The whole-range summary per endpoint id (expand=summary), from the raw requests: the range's own percentiles. */
+  analyticsSummary(q: { endpointIds: string[]; from: string; to: string; timezone?: string; timeframe?: Timeframe; kind?: 'serverless' | 'models' }): Array<{ endpoint_id: string; [metric: string]: unknown }>;
   runnerHistory(q: { owner: string; name: string; from: string; to: string; timeframe?: Timeframe; aggregation?: 'max' | 'avg'; timezone?: string }): RunnerHistoryPoint[];
   runnerStates(q: { owner: string; name: string }): Array<{ runner_id: string; state: string; since: string; machine_type: string; termination_reason: string | null }>;
   apps(): AppTruth[];
@@ -382,6 +384,18 @@ export function createTruth(model: SimModel, webhooks: Webhooks, drain: Drain): 
       return computeAnalytics(model.requests, targets, buckets, ANALYTICS_METRICS).series.map((r) => ({
         bucket: r.bucket!, endpoint_id: r.endpointId, ...r.values,
       }));
+    },
+
+    analyticsSummary(q) {
+      const tz = q.timezone ?? 'UTC';
+      const buckets = bucketize(time(q.from, tz, 'from'), time(q.to, tz, 'to'), q.timeframe ?? 'day', tz, true, now());
+      if (!buckets) throw new Error('truth: too many buckets');
+      const targets = q.endpointIds.map((id) => {
+        const ep = world.endpointById.get(id);
+        if (!ep) throw new Error(`truth: no endpoint ${id}`);
+        return { id, endpoints: ep.route === null && !ep.isModel ? world.apps[ep.appIndex].endpoints : [ep] };
+      });
+      return computeAnalytics(model.requests, targets, buckets, ANALYTICS_METRICS).summary.map((r) => ({ endpoint_id: r.endpointId, ...r.values }));
     },
 
     runnerHistory(q) {

@@ -8,6 +8,7 @@ import { usageSummaries } from './usage-summaries.js';
 import { apps } from './apps.js';
 import { appEndpoints } from './app-endpoints.js';
 import { analyticsBuckets } from './analytics-buckets.js';
+import { analyticsSummaries } from './analytics-summaries.js';
 import { runnerHistory } from './runner-history.js';
 import { appEvents } from './app-events.js';
 import { appRevisions } from './app-revisions.js';
@@ -39,5 +40,5 @@ export const ingestRejects = defineTable(
 );
 
 /** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
-export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, requestsDaily, unitPrices, metricSeries, metricSamples, scrapes, modelUsageBuckets, modelUsageSummaries, modelCatalogue, modelPrices, modelBillingEvents, faroItems, queueSamples, runnerMetrics];
+export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, analyticsSummaries, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, requestsDaily, unitPrices, metricSeries, metricSamples, scrapes, modelUsageBuckets, modelUsageSummaries, modelCatalogue, modelPrices, modelBillingEvents, faroItems, queueSamples, runnerMetrics];
 allTables.push(costDayCollections, anomalies, anomalyNotifications, collectedRanges, storePlatform, webhookReceipts);
