@@ -115,9 +115,12 @@ export function derivedUnitPrice(cost: string, quantity: string): string {
   const c = decimalToScaled(cost, MONEY_SCALE) * 10n ** BigInt(QUANTITY_SCALE);
   const q = decimalToScaled(quantity, QUANTITY_SCALE);
   if (q === 0n) return '0';
-  const scaled = (c * 10n ** BigInt(MONEY_SCALE)) / q / 10n ** BigInt(MONEY_SCALE);
-  const rem = c - scaled * q;
-  return scaledToDecimal(scaled + (rem * 2n >= q ? 1n : 0n), MONEY_SCALE);
+  // Half away from zero on the magnitude, the sign put back after: a credit rounds as its charge does (BigInt
+  // division truncates toward zero, so rounding the signed quotient cut -2/3 to -0.666666666666).
+  const a = c < 0n ? -c : c;
+  const b = q < 0n ? -q : q;
+  const magnitude = a / b + ((a % b) * 2n >= b ? 1n : 0n);
+  return scaledToDecimal((c < 0n) !== (q < 0n) ? -magnitude : magnitude, MONEY_SCALE);
 }
 
 /** A model unit as FOCUS's UnitFormat writes count units: capitalised plural ("image" → "Images"). */

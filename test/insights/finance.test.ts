@@ -66,4 +66,15 @@ describe('the FOCUS unit price derived from a cost (no store)', () => {
     expect(derivedUnitPrice('0.000000000005', '0.000000002')).toBe('0.0025');
     expect(derivedUnitPrice('1', '0')).toBe('0');
   });
+
+  it('rounds a credit (negative cost) as its charge, half away from zero', () => {
+    // 2 / 3 = 0.666666666666|67 -> 0.666666666667; the credit is its mirror image (it was cut to -0.666666666666).
+    expect(derivedUnitPrice('2', '3')).toBe('0.666666666667');
+    expect(derivedUnitPrice('-2', '3')).toBe('-0.666666666667');
+    // -0.000000000008 / 5 = -0.0000000000016 -> -0.000000000002 (was -0.000000000001).
+    expect(derivedUnitPrice('-0.000000000008', '5')).toBe('-0.000000000002');
+    expect(derivedUnitPrice('-0.000000000001', '2')).toBe('-0.000000000001');
+    // Below half of the last place a credit is 0, never "-0".
+    expect(derivedUnitPrice('-0.000000000001', '3')).toBe('0');
+  });
 });
