@@ -17,8 +17,8 @@
  */
 export const MUTATION_GROUPS = [
   { name: 'values', mutate: ['src/values.ts'], tests: ['test/store/values.test.ts', 'test/store/values-mutants.test.ts', 'test/store/values-dates.mutation.test.ts', 'test/collectors/requests-units.test.ts'] },
-  { name: 'finance', mutate: ['src/api/finance.ts'], tests: ['test/api/finance.mutation.test.ts'] },
-  { name: 'focus', mutate: ['src/api/focus.ts'], tests: ['test/api/focus-money.test.ts', 'test/api/focus-rows.test.ts', 'test/api/focus-final.mutation.test.ts'] },
+  { name: 'finance', mutate: ['src/api/finance.ts', 'src/insights/finance.ts'], tests: ['test/api/finance.mutation.test.ts'] },
+  { name: 'focus', mutate: ['src/api/focus.ts', 'src/insights/focus.ts'], tests: ['test/api/focus-money.test.ts', 'test/api/focus-rows.test.ts', 'test/api/focus-final.mutation.test.ts'] },
   {
     name: 'cost',
     mutate: ['src/api/*cost*.ts'],

@@ -2,7 +2,8 @@
 // empty on model API rows (they read as 0 seconds). Hand-built rows; the CSV is parsed back by csv-parse.
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { financeTable, type FinanceReport } from '../../src/api/finance.js';
+import { financeTable } from '../../src/api/finance.js';
+import type { FinanceReport } from '../../src/insights/finance.js';
 import { toCsv } from '../../src/api/http.js';
 
 const common = { platform_summary_total: null, difference: null, flagged: false, month_complete: true, subtotal: '2', discount: '0', total: '2', currency: 'USD' };

@@ -5,7 +5,8 @@
 // summary is compared over the range it covers (the daily sums up to its end); a difference is flagged above
 // 0.01 (0.01 itself is not), or when one side is missing; quantities add up only within one unit.
 import { describe, expect, it } from 'vitest';
-import { FINANCE_COLUMNS, financeProblem, financeReport, financeTable, PRODUCTS, type FinanceReport } from '../../src/api/finance.js';
+import { financeReport, financeTable } from '../../src/api/finance.js';
+import { FINANCE_COLUMNS, financeProblem, PRODUCTS, type FinanceReport } from '../../src/insights/finance.js';
 import { monthlyCostByAppMachine } from '../../src/store/tables/usage-buckets.js';
 import { summaryRangeOfMonth, summaryTotalsByAppMachine } from '../../src/store/tables/usage-summaries.js';
 import { modelSummaryRangeOfMonth, modelSummaryTotals, monthlyModelCost } from '../../src/store/tables/model-usage.js';

@@ -4,7 +4,8 @@
 // contracted costs are unit price x quantity exactly; the contracted price is the list price less the discount; a
 // price delivered without one is cost / quantity rounded half up to 12 places; app-less usage names no resource).
 import { describe, expect, it } from 'vitest';
-import { FOCUS_COLUMNS, FocusNoDataError, focusOptions, focusReport, focusTable, type FocusRow } from '../../src/api/focus.js';
+import { focusReport, focusTable } from '../../src/api/focus.js';
+import { FOCUS_COLUMNS, FocusNoDataError, focusOptions, type FocusRow } from '../../src/insights/focus.js';
 import { toCsv } from '../../src/api/http.js';
 import { focusServerlessCharges } from '../../src/store/tables/usage-buckets.js';
 import { focusModelCharges } from '../../src/store/tables/model-usage.js';
