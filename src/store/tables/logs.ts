@@ -160,13 +160,14 @@ export type LogOrigin = 'drain' | 'history' | 'tail';
 
 /**
  * Inserts TabSeparated rows of mapLine's columns (src/collectors/log-line.ts, LOG_ROW_COLUMNS) that came by
- * history or the tail. The token makes a retried insert of the same rows a no-op.
+ * history or the tail, or the drain's lines `tallyhouse spool salvage` reads from a damaged spool file (the drain's
+ * own lines go through its spool and replayer). The token makes a retried insert of the same rows a no-op.
  */
 export async function insertLogRows(
   store: Pick<Store, 'client' | 'mode'>,
   columns: readonly string[],
   rows: readonly string[],
-  origin: Exclude<LogOrigin, 'drain'>,
+  origin: LogOrigin,
   dedupToken: string,
 ): Promise<void> {
   if (rows.length === 0) return;
