@@ -134,6 +134,9 @@ export const ConfigSchema = z.object({
   // The embedded engine's bounds (README, "Sizing"): its whole memory, and each of its mark caches.
   EMBEDDED_MAX_MEMORY_BYTES: positiveInt.default(2 * 1024 * 1024 * 1024),
   EMBEDDED_CACHE_BYTES: positiveInt.default(64 * 1024 * 1024),
+  // Heavy reads (jobs, large sessions, MCP batches, reports) the embedded engine is handed at once; interactive
+  // reads (a query-API route, one MCP tool) never wait for a slot (src/store/read-lanes.ts, issue 49.4).
+  EMBEDDED_HEAVY_READS_MAX: positiveInt.default(1),
   CLICKHOUSE_CONNECT_TIMEOUT_MS: positiveInt.default(30_000),
 
   // 10,000: what a collector holds in memory per batch (two per sink); larger batches were no faster (bench collect).
@@ -365,6 +368,8 @@ export const ConfigSchema = z.object({
   MCP_MAX_STREAMS: positiveInt.default(32),
   MCP_MAX_STREAMS_PER_CLIENT: positiveInt.default(4),
   MCP_MAX_BATCH_MESSAGES: positiveInt.default(8),
+  // Bytes of tool answers one POST /mcp may carry, over all the calls of a batch (a tool error beyond it).
+  MCP_MAX_RESPONSE_BYTES: positiveInt.default(4 * 1024 * 1024),
   LOG_STREAM_MAX_PER_CLIENT: positiveInt.default(10),
   LOG_STREAM_MAX_BUFFER_BYTES: positiveInt.default(1024 * 1024),
   API_TOKENS: csvList

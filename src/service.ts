@@ -4,12 +4,13 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { ConfigError, isDemoMode, isLoopbackHost, MIN_TOKEN_LENGTH, type Config } from './config.js';
 import { createCommandLogger, createLogger, type Logger } from './log.js';
-import { createRegistry } from './metrics.js';
+import { createRegistry, gauge } from './metrics.js';
 import { openStore, StoreUnavailableError, type Store } from './store/client.js';
 import { classifyStoreError, storeErrorCode } from './store/errors.js';
 import { migrate, MigrationError, pendingMigrations, type MigrateResult } from './store/migrate.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchWriter } from './store/writer.js';
+import { activeReadGate } from './store/read-lanes.js';
 import { healthRoutes } from './http/health.js';
 import { installHostCheck } from './http/host-check.js';
 import { DRAIN_PATH, drainPath, redactDrainPath } from './ingest/drain/auth.js';
@@ -89,7 +90,7 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
     cluster: config.CLICKHOUSE_CLUSTER,
     dataDir: config.DATA_DIR,
     connectTimeoutMs: config.CLICKHOUSE_CONNECT_TIMEOUT_MS,
-    embedded: { maxMemoryBytes: config.EMBEDDED_MAX_MEMORY_BYTES, cacheBytes: config.EMBEDDED_CACHE_BYTES },
+    embedded: { maxMemoryBytes: config.EMBEDDED_MAX_MEMORY_BYTES, cacheBytes: config.EMBEDDED_CACHE_BYTES, heavyReads: config.EMBEDDED_HEAVY_READS_MAX },
     logger,
   });
   try {
@@ -105,6 +106,18 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
     await store.close().catch(() => undefined);
     throw err;
   }
+  gauge(registry, {
+    name: 'tallyhouse_store_reads',
+    help: 'Reads of the embedded store by lane and state: interactive running, heavy running, heavy waiting for one of EMBEDDED_HEAVY_READS_MAX slots',
+    labelNames: ['lane', 'state'] as const,
+    collect() {
+      const stats = activeReadGate()?.stats();
+      if (!stats) return;
+      this.set({ lane: 'interactive', state: 'running' }, stats.interactiveRunning);
+      this.set({ lane: 'heavy', state: 'running' }, stats.heavyRunning);
+      this.set({ lane: 'heavy', state: 'waiting' }, stats.heavyWaiting);
+    },
+  });
   const writer = new BatchWriter(store, {
     maxRows: config.WRITER_MAX_ROWS,
     maxBytes: config.WRITER_MAX_BYTES,

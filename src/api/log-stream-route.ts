@@ -179,6 +179,7 @@ export function logStreamRoutes(app: FastifyInstance, registry: RouteRegistry, r
   registry.get(app, {
     path: '/logs/stream',
     operationId: 'streamLogs',
+    heavy: true,
     summary: 'Server-Sent Events: each log line as it is stored (drain, history or tail), with the filters of /logs',
     description:
       'One `data:` event per line, a JSON object with the fields of a /logs line and `origin` (drain, history, tail); a comment line every 15 s keeps the connection open. Lines stored before the connection are not sent (use /logs for them). At most LOG_STREAM_MAX_CLIENTS streams at once (503) and LOG_STREAM_MAX_PER_CLIENT per token, or per address without tokens (429); a client that leaves more than LOG_STREAM_MAX_BUFFER_BYTES unread is disconnected.',

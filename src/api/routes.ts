@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { inReadLane } from '../store/read-lanes.js';
 
 /** A query-API route: its query schema is used both to validate requests and to write the OpenAPI document. */
 export interface RouteSpec<Q extends z.ZodType> {
@@ -16,6 +17,11 @@ export interface RouteSpec<Q extends z.ZodType> {
   csv?: boolean;
   /** The answer is Server-Sent Events of `response` objects (one per `data:` line), not one JSON document. */
   eventStream?: boolean;
+  /**
+   * The route reads a lot (a session of thousands of requests, a month's report): its queries wait behind
+   * interactive ones for one of EMBEDDED_HEAVY_READS_MAX slots (src/store/read-lanes.ts).
+   */
+  heavy?: boolean;
   /** Headers of the 200 answer, by name: what each carries. */
   responseHeaders?: Record<string, string>;
   handler: (query: z.output<Q>, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -31,7 +37,7 @@ export class RouteRegistry {
     app.get(spec.path, async (request, reply) => {
       if (spec.params) request.params = this.parse(spec.params, { query: request.params } as FastifyRequest);
       const query = this.parse(spec.query, request);
-      return spec.handler(query, request, reply);
+      return inReadLane(spec.heavy ? 'heavy' : 'interactive', () => spec.handler(query, request, reply));
     });
   }
 

@@ -67,6 +67,7 @@ export function sessionRoutes(app: FastifyInstance, registry: RouteRegistry, rt:
   registry.get(app, {
     path: '/sessions/:session_id',
     operationId: 'getSession',
+    heavy: true,
     response: SessionResponse,
     summary: "A front-end session: its Faro items in time order, and each platform request it mentions with status, duration, billable units, cost and log lines",
     description:

@@ -10,6 +10,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { inReadLane } from '../store/read-lanes.js';
 import { runHosted, type CommandHost, type HostedJobRunner } from './command-host.js';
 import type { Extension } from '../runtime.js';
 import { preparePrivateDataDir, writePrivateFile } from '../store/private-files.js';
@@ -112,7 +113,8 @@ export function adminExtension(opts: AdminOptions): Extension {
       request.log.info({ command: name }, 'running a command for a CLI beside the service');
       let code: number;
       try {
-        code = await runHosted(host, () => command(args));
+        // A command is bulk work (collect, report, migrate): its reads wait behind interactive ones (49.4).
+        code = await inReadLane('heavy', () => runHosted(host, () => command(args)));
       } catch (err) {
         code = opts.reportFatal(err, host.io.err);
       }

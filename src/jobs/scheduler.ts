@@ -1,3 +1,4 @@
+import { inReadLane } from '../store/read-lanes.js';
 import { randomUUID } from 'node:crypto';
 import cron, { type ScheduledTask } from 'node-cron';
 import { jobCronVariable } from '../config.js';
@@ -231,7 +232,8 @@ export class Scheduler {
     const notes: string[] = [];
     try {
       const { range, timezone, options } = args ?? parseJobArgs(job);
-      await job.run(
+      // Every job reads in the heavy lane: a person's query goes first (src/store/read-lanes.ts).
+      await inReadLane('heavy', () => job.run(
         {
           runtime: job.sharded ? this.opts.runtime : this.unshardedRuntime,
           platform: this.opts.platform,
@@ -259,7 +261,7 @@ export class Scheduler {
           timezone,
         },
         options,
-      );
+      ));
     } catch (err) {
       status = 'failed';
       error = describeJobError(job, err);

@@ -9,6 +9,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hostAllowList } from '../http/host-check.js';
 import type { Extension } from '../runtime.js';
+import { inReadLane } from '../store/read-lanes.js';
 import { mcpOptions } from './host.js';
 import { createMcpServer } from './server.js';
 
@@ -100,7 +101,10 @@ export function mcpExtension(version: string): Extension {
         return handle(request, reply);
       };
       const handle = async (request: FastifyRequest, reply: FastifyReply) => {
-        const server = createMcpServer(options);
+        // Each request's answers share one byte budget; a batch's calls read in the heavy lane, behind a
+        // person's single questions (src/store/read-lanes.ts).
+        const limit = rt.config.MCP_MAX_RESPONSE_BYTES;
+        const server = createMcpServer({ ...options, answerBytes: { left: limit, limit } });
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
         reply.hijack();
         reply.raw.on('close', () => {
@@ -108,7 +112,8 @@ export function mcpExtension(version: string): Extension {
           void server.close();
         });
         await server.connect(transport);
-        await transport.handleRequest(request.raw, reply.raw, request.body);
+        const batch = Array.isArray(request.body) && request.body.length > 1;
+        await inReadLane(batch ? 'heavy' : 'interactive', () => transport.handleRequest(request.raw, reply.raw, request.body));
       };
       app.post(MCP_PATH, { bodyLimit: 1024 * 1024 }, post);
       app.get(MCP_PATH, openStream);

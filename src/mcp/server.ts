@@ -37,6 +37,11 @@ export interface McpOptions {
   /** The Faro sessions whose items mention a request id, earliest first (a few at most). */
   sessionsMentioning: (requestId: string) => Promise<string[]>;
   version: string;
+  /**
+   * What one HTTP request's answers may still hold, in bytes (MCP_MAX_RESPONSE_BYTES over all the calls of a
+   * batch); a tool answer beyond it is a tool error naming the limit, never a cut answer. None: no limit (stdio).
+   */
+  answerBytes?: { left: number; readonly limit: number };
 }
 
 /** The error of a tool call: isError with one line, so the assistant reads what to change. */
@@ -72,13 +77,25 @@ const answer = (structured: Record<string, unknown>, summary: string): CallToolR
   content: [{ type: 'text', text: summary }],
 });
 
-async function run(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
+async function run(opts: McpOptions, fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  let result: CallToolResult;
   try {
-    return await fn();
+    result = await fn();
   } catch (err) {
     if (err instanceof ToolFailure) return toolError(err.message);
     throw err;
   }
+  const budget = opts.answerBytes;
+  if (budget) {
+    const bytes = Buffer.byteLength(JSON.stringify(result));
+    if (bytes > budget.left) {
+      return toolError(
+        `the answer is ${bytes} bytes, over the ${budget.left} bytes this request may still carry (MCP_MAX_RESPONSE_BYTES, ${budget.limit} per request); no partial answer is given: narrow the question, or ask it in a request of its own`,
+      );
+    }
+    budget.left -= bytes;
+  }
+  return result;
 }
 
 const month = () => z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected a month YYYY-MM');
@@ -134,7 +151,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       annotations: readOnly,
     },
     (a) =>
-      run(async () => {
+      run(opts, async () => {
         const body = await ask(opts, '/cost', { ...a, group_by: a.group_by.length ? a.group_by : undefined });
         const rows = body.rows as Array<Record<string, unknown>>;
         capRows(opts, 'rows', rows.length, 'group by fewer dimensions, filter apps or endpoints, or shorten the range');
@@ -162,7 +179,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       annotations: readOnly,
     },
     (a) =>
-      run(async () => {
+      run(opts, async () => {
         capRows(opts, 'groups', a.limit, 'ask for fewer top movers (limit)');
         const body = await ask(opts, '/cost/changes', { ...a, group_by: a.group_by.length ? a.group_by.join(',') : undefined });
         const totals = body.totals as Array<Record<string, unknown>>;
@@ -188,7 +205,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       annotations: readOnly,
     },
     (a) =>
-      run(async () => {
+      run(opts, async () => {
         // One more than the cap is asked for: more findings than an answer holds is an error, never a cut list.
         const body = await ask(opts, '/anomalies', { ...a, limit: opts.maxRows + 1 });
         const rows = body.rows as Array<Record<string, unknown>>;
@@ -212,7 +229,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       annotations: readOnly,
     },
     (a) =>
-      run(async () => {
+      run(opts, async () => {
         const body = await ask(opts, '/budgets', a);
         const budgets = body.budgets as Array<Record<string, unknown>>;
         capRows(opts, 'budgets', budgets.length, 'the configured budgets are more than one answer holds: read GET /api/v1/budgets');
@@ -235,7 +252,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       annotations: readOnly,
     },
     (a) =>
-      run(async () => {
+      run(opts, async () => {
         const body = await ask(opts, '/reports/finance', a);
         const rows = body.rows as Array<Record<string, unknown>>;
         capRows(opts, 'rows', rows.length, 'the month has more app and machine-type rows than one answer holds: use GET /api/v1/reports/finance?format=csv');
@@ -256,7 +273,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       annotations: readOnly,
     },
     (a) =>
-      run(async () => {
+      run(opts, async () => {
         const body = await ask(opts, `/sessions/${encodeURIComponent(a.session_id)}`);
         const items = body.items as unknown[];
         const requests = body.requests as Array<Record<string, unknown>>;
@@ -281,7 +298,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       annotations: readOnly,
     },
     (a) =>
-      run(async () => {
+      run(opts, async () => {
         capRows(opts, 'log lines', a.log_limit, 'ask for fewer log lines (log_limit)');
         const sessionIds = await opts.sessionsMentioning(a.request_id);
         const sessionId = sessionIds[0] ?? null;
@@ -327,7 +344,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       annotations: readOnly,
     },
     (a) =>
-      run(async () => {
+      run(opts, async () => {
         capRows(opts, 'lines', a.limit, 'ask for fewer lines (limit) and page with cursor');
         const body = await ask(opts, '/logs', a);
         const lines = body.lines as unknown[];
@@ -353,7 +370,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       annotations: readOnly,
     },
     (a) =>
-      run(async () => {
+      run(opts, async () => {
         const latency = await ask(opts, '/latency', a);
         const errors = await ask(opts, '/errors', a);
         const l = latency.rows as Array<Record<string, unknown>>;
@@ -384,7 +401,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       annotations: readOnly,
     },
     (a) =>
-      run(async () => {
+      run(opts, async () => {
         const body = await ask(opts, '/runners', a);
         const rows = body.rows as unknown[];
         capRows(opts, 'rows', rows.length, 'shorten the range, use a larger timeframe or fewer endpoints');
@@ -402,7 +419,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
       annotations: readOnly,
     },
     () =>
-      run(async () => {
+      run(opts, async () => {
         const health = await opts.pipelineHealth();
         const failing = health.jobs.filter((j) => j.last_run?.status === 'failed').map((j) => j.job);
         return answer(health as unknown as Record<string, unknown>, `${health.jobs.length} job(s)${failing.length ? `, last run failed: ${failing.join(', ')}` : ''}`);

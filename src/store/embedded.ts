@@ -1,4 +1,5 @@
 import { drainPending, Session } from 'chdb';
+import { installReadGate } from './read-lanes.js';
 import { createChdbConnection } from 'chdb/connection';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { Connection } from '@clickhouse/client/dist/common/connection.js';
@@ -63,7 +64,10 @@ export interface EmbeddedLimits {
   maxMemoryBytes: number;
   /** Each of the mark caches (mark_cache_size, index_mark_cache_size); the uncompressed cache stays off. */
   cacheBytes: number;
+  /** Heavy reads handed to the engine at once (EMBEDDED_HEAVY_READS_MAX; src/store/read-lanes.ts); default 1. */
+  heavyReads?: number;
 }
+
 
 /**
  * The engine's server settings for the embedded store. The defaults of a ClickHouse server (5 GiB mark caches, a
@@ -98,9 +102,11 @@ export function createEmbeddedConnection(path: string, limits?: EmbeddedLimits):
     query: inlineSettings(params.query, params.clickhouse_settings),
     clickhouse_settings: {},
   });
+  const gate = installReadGate(limits?.heavyReads ?? 1);
   return {
     ping: (p) => inner.ping(p),
-    query: (p) => inner.query(scoped(p)),
+    // Reads pass the gate (interactive first); writes and commands go straight to the engine.
+    query: (p) => gate.run(() => inner.query(scoped(p))),
     insert: (p) => inner.insert(scoped(p)),
     exec: (p) => inner.exec(scoped(p)),
     command: (p) => inner.command(scoped(p)),

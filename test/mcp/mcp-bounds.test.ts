@@ -39,8 +39,8 @@ function openStream(token: string): Promise<number> {
   });
 }
 
-async function postMcp(body: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${service.url}/mcp`, {
+async function postMcp(body: unknown, url = service.url): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${url}/mcp`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TOKENS[0]}` },
     body: JSON.stringify(body),
@@ -86,5 +86,38 @@ describe('MCP bounds', () => {
     const pings = await postMcp(Array.from({ length: 8 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' })));
     expect(pings.status).toBe(200);
     expect((pings.body as Array<{ id: number; result: unknown }>).map((r) => r.id).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+  }, 60_000);
+});
+
+describe('MCP answer bytes per request (MCP_MAX_RESPONSE_BYTES)', () => {
+  const health = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'pipeline_health', arguments: {} } });
+  type Answer = { id: number; result: { isError?: boolean; content: Array<{ text: string }> } };
+
+  it("a batch's answers share the request's budget: past it a call is a tool error naming the limit, and the next request starts afresh", async () => {
+    const one = await postMcp(health(1));
+    expect(one.status).toBe(200);
+    expect(one.body.result.isError).toBeUndefined();
+    const size = Buffer.byteLength(JSON.stringify(one.body.result));
+    // Room for two answers, not three: a second service on the same store with that limit.
+    const limit = Math.floor(size * 2.5);
+    const small = await startService(
+      testConfig({ PORT: '0', JOBS_ENABLED: 'false', API_TOKENS: TOKENS.join(','), METRICS_TOKEN: 'metrics-token-0123456789', MCP_MAX_RESPONSE_BYTES: String(limit) }),
+      { logger: createLogger('silent'), registry: createRegistry({ defaultMetrics: false }), extensions: [mcpExtension('test')] },
+    );
+    try {
+      const batch = await postMcp([health(1), health(2), health(3)], small.url);
+      expect(batch.status).toBe(200);
+      const answers = (batch.body as Answer[]).sort((a, b) => a.id - b.id);
+      const refused = answers.filter((a) => a.result.isError);
+      expect([answers.length, refused.length]).toEqual([3, 1]);
+      expect(refused[0].result.content[0].text).toMatch(
+        new RegExp(`^the answer is \\d+ bytes, over the \\d+ bytes this request may still carry \\(MCP_MAX_RESPONSE_BYTES, ${limit} per request\\); no partial answer is given`),
+      );
+      // A request of its own has the whole budget again.
+      const again = await postMcp(health(4), small.url);
+      expect(again.body.result.isError).toBeUndefined();
+    } finally {
+      await small.close();
+    }
   }, 60_000);
 });
