@@ -26,6 +26,8 @@ export interface Salvage {
   records: SalvagedRecord[];
   /** The batch saved for the replayer, when it could be read. */
   plan: { from_seq: number; to_seq: number } | undefined;
+  /** The ids of the saved batch's records (newline-separated, in seq order), when they could be read. */
+  planIds?: string;
   /** Dedup entries that could be read (redeliveries of these bodies stay duplicates). */
   seen: Array<{ id: string; at_ms: number }>;
   /**
@@ -67,7 +69,14 @@ export function salvageSpool(path: string, scratchDir: string): Salvage {
     }
     if (!db) return { ...empty, headerRebuilt };
     try {
-      return { ...readRecords(db), plan: tryGet(() => db.prepare<[], { from_seq: number; to_seq: number }>('SELECT from_seq, to_seq FROM plan WHERE one = 1').get()), seen: readSeen(db), headerRebuilt };
+      const planIds = tryGet(() => db.prepare<[], { ids: string }>('SELECT ids FROM plan_ids WHERE one = 1').get()?.ids);
+      return {
+        ...readRecords(db),
+        plan: tryGet(() => db.prepare<[], { from_seq: number; to_seq: number }>('SELECT from_seq, to_seq FROM plan WHERE one = 1').get()),
+        ...(typeof planIds === 'string' ? { planIds } : {}),
+        seen: readSeen(db),
+        headerRebuilt,
+      };
     } finally {
       db.close();
     }

@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS seen (id TEXT PRIMARY KEY, at_ms INTEGER NOT NULL) WI
 CREATE INDEX IF NOT EXISTS seen_by_age ON seen (at_ms);
 CREATE TABLE IF NOT EXISTS plan (one INTEGER PRIMARY KEY CHECK (one = 1), from_seq INTEGER NOT NULL, to_seq INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS replayed (one INTEGER PRIMARY KEY CHECK (one = 1), through_seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS plan_ids (one INTEGER PRIMARY KEY CHECK (one = 1), ids TEXT NOT NULL);
 `;
 
 // The replay watermark: every seq up to through_seq is in the store (moved up in the transaction that deletes a
@@ -107,6 +108,9 @@ export class SqliteSpool implements Spool {
     plan: SqlStatement<[], { from_seq: number; to_seq: number } | undefined>;
     savePlan: SqlStatement<[number, number], unknown>;
     dropPlan: SqlStatement<[], unknown>;
+    savePlanIds: SqlStatement<[string], unknown>;
+    planIds: SqlStatement<[], { ids: string } | undefined>;
+    dropPlanIds: SqlStatement<[], unknown>;
     range: SqlStatement<[number, number], RecordRow>;
     oldest: SqlStatement<[], RecordRow>;
     deleteRange: SqlStatement<[number, number], unknown>;
@@ -170,6 +174,9 @@ export class SqliteSpool implements Spool {
       plan: prepare('SELECT from_seq, to_seq FROM plan WHERE one = 1'),
       savePlan: prepare('INSERT OR REPLACE INTO plan (one, from_seq, to_seq) VALUES (1, ?, ?)'),
       dropPlan: prepare('DELETE FROM plan'),
+      savePlanIds: prepare('INSERT OR REPLACE INTO plan_ids (one, ids) VALUES (1, ?)'),
+      planIds: prepare('SELECT ids FROM plan_ids WHERE one = 1'),
+      dropPlanIds: prepare('DELETE FROM plan_ids'),
       range: prepare('SELECT * FROM records WHERE seq BETWEEN ? AND ? ORDER BY seq'),
       oldest: prepare('SELECT * FROM records ORDER BY seq'),
       deleteRange: prepare('DELETE FROM records WHERE seq BETWEEN ? AND ?'),
@@ -223,6 +230,7 @@ export class SqliteSpool implements Spool {
     const seqs = new Set(records.map((r) => r.seq));
     // The saved batch may already be in the store: replayed with the same records it gets the same token. Kept only
     // when every one of its records was read (otherwise its token differs anyway).
+    const planRead = plan === undefined ? [] : records.filter((r) => r.seq >= plan.from_seq && r.seq <= plan.to_seq);
     const keepPlan = plan !== undefined && records.some((r) => r.seq >= plan.from_seq && r.seq <= plan.to_seq) && Array.from({ length: plan.to_seq - plan.from_seq + 1 }, (_, i) => plan.from_seq + i).every((s) => seqs.has(s));
     // The salvaged records take consecutive seqs from the first one's (the token is made of their ids, never their
     // seqs), so the fresh file's live run has no holes: a later salvage of it counts only what that one loses.
@@ -236,6 +244,13 @@ export class SqliteSpool implements Spool {
       for (const s of seen) this.sql.markSeen.run(s.id, s.at_ms);
       for (const r of records) this.sql.markSeen.run(r.id, Date.now());
       if (keepPlan) this.sql.savePlan.run(renumbered.get(plan.from_seq)!, renumbered.get(plan.to_seq)!);
+      else if (plan !== undefined && salvage.planIds !== undefined && planRead.length > 0) {
+        // Some of the saved batch was lost: the rest (consecutive once renumbered) is replayed as the batch, under
+        // the tokens of all of its first records' ids, so that if the store took the batch before the damage it is
+        // not stored again (issue 44.6: `faro_items` is a plain MergeTree, and a doubled item stays doubled).
+        this.sql.savePlan.run(renumbered.get(planRead[0].seq)!, renumbered.get(planRead[planRead.length - 1].seq)!);
+      }
+      if ((keepPlan || planRead.length > 0) && salvage.planIds !== undefined) this.sql.savePlanIds.run(salvage.planIds);
       this.db.prepare<[number], unknown>('INSERT OR REPLACE INTO replayed (one, through_seq) VALUES (1, ?)').run(base - 1);
     });
     this.readTotals();
@@ -404,13 +419,25 @@ export class SqliteSpool implements Spool {
       }
     }
     if (rows.length === 0) {
-      if (plan) this.sql.dropPlan.run();
+      if (plan) {
+        this.sql.dropPlan.run();
+        this.sql.dropPlanIds.run();
+      }
       return null;
     }
     const fromSeq = rows[0].seq;
     const toSeq = rows[rows.length - 1].seq;
-    if (!plan) this.sql.savePlan.run(fromSeq, toSeq);
-    const batch: SpoolBatch = { records: rows.map(toRecord), resumed: plan !== undefined };
+    const ids = rows.map((r) => r.id).join('\n');
+    // The plan and its ids together: a salvage that loses some of the plan's records replays the rest under the
+    // tokens of all of them (SpoolBatch.tokenIds).
+    if (!plan) {
+      this.db.transaction(() => {
+        this.sql.savePlan.run(fromSeq, toSeq);
+        this.sql.savePlanIds.run(ids);
+      });
+    }
+    const planIds = plan ? this.sql.planIds.get()?.ids : undefined;
+    const batch: SpoolBatch = { records: rows.map(toRecord), resumed: plan !== undefined, ...(planIds !== undefined && planIds !== ids ? { tokenIds: planIds } : {}) };
     this.current = { batch, fromSeq, toSeq };
     return batch;
   }
@@ -425,6 +452,7 @@ export class SqliteSpool implements Spool {
         this.sql.deleteRange.run(current.fromSeq, current.toSeq);
         this.sql.markReplayed.run(current.toSeq);
         this.sql.dropPlan.run();
+        this.sql.dropPlanIds.run();
         passKillPoint('cleanup');
         this.sql.forgetOld.run(now - this.windowMs);
         this.sql.forgetBeyond.run(this.maxSeen);
