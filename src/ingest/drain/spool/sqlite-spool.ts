@@ -198,6 +198,25 @@ export class SqliteSpool implements Spool {
   }
 
   /**
+   * A group failed without a damaged file: usually it was rolled back, and the totals stay as they are. But a commit
+   * thread that dies (or whose answer cannot be read) after its transaction committed fails a group that is in the
+   * file (issue 44.6: a lost answer): counted as not appended, bytes and pendingRows fell short of the file, the
+   * replayer slept on records it did not know of, and the replay of them drove the totals below zero. The file's own
+   * totals are read again instead (its senders, answered with an error, are told "duplicate" when they retry).
+   */
+  private resyncTotals(): void {
+    try {
+      const before = this.appendedRecords;
+      this.readTotals();
+      // Records the replayer did not know of: it is woken as by an append (their senders' retries append nothing).
+      if (this.appendedRecords > before) for (const l of this.appendListeners) l();
+    } catch (err) {
+      if (isDamagedFileError(err)) this.recover(err);
+      // Otherwise (the file busy): the totals are read again at the next failure or open.
+    }
+  }
+
+  /**
    * The file is damaged: it goes aside with its WAL, what can be read of it is salvaged into a fresh file, and the
    * loss is logged and counted. Synchronous, so no append or replay step runs in between.
    */
@@ -371,6 +390,7 @@ export class SqliteSpool implements Spool {
           }
           // Not acknowledged: the senders retry into the recovered file.
           if (!this.closed && isDamagedFileError(err)) this.recover(err);
+          else if (!this.closed) this.resyncTotals();
           continue;
         }
         this.commits++;
