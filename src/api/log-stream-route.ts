@@ -10,7 +10,7 @@ import type { Runtime } from '../runtime.js';
 import { counter, gauge } from '../metrics.js';
 import { logFilterFields } from './logs-routes.js';
 import type { RouteRegistry } from './routes.js';
-import { FoundLogLine, LOG_LEVELS, logsStoredSince, storeNow } from '../store/tables/logs.js';
+import { FoundLogLine, LOG_LEVELS, logsStoredSince, storedCopiesOf, storeNow } from '../store/tables/logs.js';
 import { toDateTime64 } from '../values.js';
 
 const POLL_MS = 250;
@@ -98,6 +98,44 @@ export class LogFeed {
     };
   }
 
+  /**
+   * The lines of a page (as `batch:line`) whose record has a copy stored before them (issue 44.6: the feed showed
+   * each stored copy of a record until a merge). One keyed read of the page's records' copies.
+   */
+  private async laterCopies(lines: StoredLine[]): Promise<Set<string>> {
+    const later = new Set<string>();
+    if (lines.length === 0) return later;
+    const keyOf = (l: StoredLine) => identity({ ts: l.timestamp, app: l.app, request_id: l.request_id, worker: l.worker, message: l.message });
+    let from = lines[0].timestamp;
+    let to = lines[0].timestamp;
+    for (const l of lines) {
+      if (l.timestamp < from) from = l.timestamp;
+      if (l.timestamp > to) to = l.timestamp;
+    }
+    const copies = await storedCopiesOf(this.rt.store, {
+      apps: [...new Set(lines.map((l) => l.app))],
+      from,
+      to,
+      key_ts: lines.map((l) => l.timestamp),
+      key_app: lines.map((l) => l.app),
+      key_request: lines.map((l) => l.request_id),
+      key_worker: lines.map((l) => l.worker),
+      key_message: lines.map((l) => l.message),
+    });
+    const first = new Map<string, string>();
+    for (const c of copies) {
+      const at = position(c.stored_text, c.batch_text, c.line);
+      const k = identity(c);
+      const known = first.get(k);
+      if (known === undefined || at < known) first.set(k, at);
+    }
+    for (const l of lines) {
+      const earliest = first.get(keyOf(l));
+      if (earliest !== undefined && earliest < position(l.stored_at, l.batch_id, l.line)) later.add(`${l.batch_id}:${l.line}`);
+    }
+    return later;
+  }
+
   private async poll(): Promise<void> {
     if (this.polling) return;
     this.polling = true;
@@ -114,12 +152,16 @@ export class LogFeed {
         const lines = await logsStoredSince(this.rt.store, { ...after, received_since: receivedSince, limit: PAGE_LINES });
         // The last client left while the store answered: the feed starts afresh with the next one.
         if (this.timer === null || this.watermarkMs === null) return;
+        const later = await this.laterCopies(lines.filter((l) => !this.seen.has(`${l.batch_id}:${l.line}`)));
+        if (this.timer === null || this.watermarkMs === null) return;
         for (const line of lines) {
           const key = `${line.batch_id}:${line.line}`;
           if (this.seen.has(key)) continue;
           const storedMs = Date.parse(`${line.stored_at.replace(' ', 'T')}Z`);
           this.seen.set(key, storedMs);
           if (storedMs > this.watermarkMs) this.watermarkMs = storedMs;
+          // A copy of a record stored before (the drain's line and a history fill of it, two fills): shown once.
+          if (later.has(key)) continue;
           const text = `data: ${JSON.stringify(asFound(line))}\n\n`;
           for (const c of [...this.clients]) if (c.matches(line)) c.send(text);
           // Sockets take data only between turns of the event loop: a burst sent in one turn would sit whole in every
@@ -139,6 +181,11 @@ export class LogFeed {
     }
   }
 }
+
+/** Where a stored copy sits in the feed's order: (stored_at, batch, line), comparable as text. */
+const position = (storedAt: string, batchId: string, line: number) => `${storedAt}\u0000${batchId}\u0000${String(line).padStart(10, '0')}`;
+const identity = (l: { ts: string; app: string; request_id: string; worker: string; message: string }) =>
+  `${l.ts}\u0000${l.app}\u0000${l.request_id}\u0000${l.worker}\u0000${l.message}`;
 
 function asFound(line: StoredLine): z.input<typeof FoundLogLine> & { origin: string } {
   const { stored_at: _stored, ...rest } = line;

@@ -1,0 +1,87 @@
+// Issue 44.6 (left from earlier rounds): the live log stream showed each stored copy of a record until a merge: a
+// record the drain delivered and a history fill stored again (or two fills) came twice. The feed now shows a record's
+// first stored copy only. Oracle: the records written, each once, in the order first stored; copies are inserted
+// through the store as the logs job inserts them (insertLogRows, origin history).
+// Not covered, and not fixed: a record history filled before the drain delivered it (a spool replaying after an
+// outage). The drain's replay deletes the history copy (dropCopiesOfDrainLines); once a merge has dropped the deleted
+// row the feed has no trace that it showed the record, and shows the drain's copy too.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiExtension } from '../../src/api/index.js';
+import { logStreamRoutes } from '../../src/api/log-stream-route.js';
+import { LOG_ROW_COLUMNS, mapLine } from '../../src/collectors/log-line.js';
+import { insertLogRows } from '../../src/store/tables/logs.js';
+import { startDrainService, postSigned, line, type DrainService } from '../ingest/drain/helpers.js';
+import { toDateTime64 } from '../../src/values.js';
+
+let d: DrainService;
+beforeAll(async () => {
+  d = await startDrainService({}, {}, [apiExtension([logStreamRoutes])]);
+});
+afterAll(async () => {
+  await d?.close();
+});
+
+async function listen(): Promise<{ messages: () => string[]; next(message: string): Promise<void>; close(): void }> {
+  const controller = new AbortController();
+  const res = await fetch(`${d.url}/api/v1/logs/stream`, { signal: controller.signal });
+  expect(res.status).toBe(200);
+  const events: string[] = [];
+  let raw = '';
+  const waiters: Array<() => void> = [];
+  void (async () => {
+    try {
+      for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) {
+        raw += chunk;
+        let at: number;
+        while ((at = raw.indexOf('\n\n')) >= 0) {
+          for (const l of raw.slice(0, at).split('\n')) if (l.startsWith('data: ')) events.push(String((JSON.parse(l.slice(6)) as { message: unknown }).message));
+          raw = raw.slice(at + 2);
+        }
+        for (const w of waiters.splice(0)) w();
+      }
+    } catch {
+      // aborted by close()
+    }
+  })();
+  return {
+    messages: () => [...events],
+    async next(message) {
+      while (!events.includes(message)) await new Promise<void>((r) => waiters.push(r));
+    },
+    close: () => controller.abort(),
+  };
+}
+
+/** Stores the record of a drain line again, as a history fill does. */
+async function historyCopy(text: string): Promise<void> {
+  const batchId = randomUUID();
+  // Received now: the feed follows lines received since it opened (a day back), whatever their own time.
+  const mapped = mapLine(text, 1, { receivedAt: toDateTime64(Date.now()), batchId });
+  if (!mapped.ok) throw new Error(mapped.reason);
+  await insertLogRows(d.service.store, LOG_ROW_COLUMNS, [mapped.row], 'history', batchId);
+}
+
+describe('the live log stream shows each record once', () => {
+  it('a record the drain stored and history stored again, a record two fills stored: once each', async () => {
+    const feed = await listen();
+    const id = randomUUID();
+    const drained = line({ message: `drained ${id}`, svc_app_name: 'copies', svc_request_id: 'r-1' });
+    const filledTwice = line({ message: `filled twice ${id}`, svc_app_name: 'copies', svc_request_id: 'r-2' });
+    const filledFirst = line({ message: `filled first ${id}`, svc_app_name: 'copies', svc_request_id: 'r-3' });
+    expect((await postSigned(d.drainUrl, drained)).status).toBe(200);
+    await feed.next(`drained ${id}`);
+    await historyCopy(drained);
+    await historyCopy(filledTwice);
+    await historyCopy(filledTwice);
+    await historyCopy(filledFirst);
+    await feed.next(`filled first ${id}`);
+    const sentinel = `sentinel ${id}`;
+    expect((await postSigned(d.drainUrl, line({ message: sentinel, svc_app_name: 'copies' }))).status).toBe(200);
+    await feed.next(sentinel);
+    // (Whether a copy is still a row of its own when the feed reads it depends on the store's merges; the code
+    // before this change showed both copies, seen failing.)
+    expect(feed.messages()).toEqual([`drained ${id}`, `filled twice ${id}`, `filled first ${id}`, sentinel]);
+    feed.close();
+  });
+});
