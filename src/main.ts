@@ -337,7 +337,9 @@ export function reportFatal(err: unknown, write: (text: string) => void = (t) =>
   }
   if (err instanceof Error && ONE_LINE_ERRORS.has(err.name)) {
     write(`tallyhouse: ${err.message}\n`);
-    return 1;
+    // A conflict a retry resolves says so by its code (DataDirInUseError: 75, EX_TEMPFAIL); the others exit 1.
+    const code = (err as { exitCode?: unknown }).exitCode;
+    return typeof code === 'number' ? code : 1;
   }
   // Anything else is a bug: one line naming it, and the stack only when asked for (--debug, LOG_LEVEL=debug).
   if (err instanceof Error && !debugRequested()) {
