@@ -18,7 +18,7 @@ COPY console ./console
 # scripts/build.mjs: dist/ with sql/ and the demo's simulator scenario beside the compiled code.
 RUN npm run build
 
-# ---- deps: production dependencies only ---------------------------------------------------------------------
+# ---- deps: production dependencies only (no tsx, esbuild, TypeScript or @grafana/faro-core: dev tools) -----------
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -31,8 +31,8 @@ RUN npm ci --omit=dev --no-audit --no-fund \
 # ---- runtime ------------------------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
-    HOST=0.0.0.0 \
-    PORT=8080 \
+    TALLYHOUSE_HOST=0.0.0.0 \
+    TALLYHOUSE_PORT=8080 \
     DATA_DIR=/var/lib/tallyhouse
 WORKDIR /app
 COPY --chown=root:root package.json ./
@@ -45,6 +45,6 @@ RUN mkdir -p /var/lib/tallyhouse && chown node:node /var/lib/tallyhouse
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.TALLYHOUSE_PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["node", "bin/tallyhouse.js"]
 CMD ["serve"]

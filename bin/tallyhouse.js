@@ -15,7 +15,15 @@ if (existsSync(compiled)) {
   }
   entry = await import(pathToFileURL(compiled).href);
 } else {
-  const { register } = await import('tsx/esm/api');
+  // tsx is a devDependency (issue 43: the production image carries no dev tools): a production install runs dist/.
+  let register;
+  try {
+    ({ register } = await import('tsx/esm/api'));
+  } catch (err) {
+    if (err?.code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    process.stderr.write('tallyhouse: no dist/ build here and no tsx to run the sources (a production install, npm ci --omit=dev): run `npm ci && npm run build` first, or use the image\n');
+    process.exit(1);
+  }
   register();
   entry = await import(new URL('../src/main.ts', import.meta.url).href);
 }

@@ -363,7 +363,7 @@ export async function efficiency(state, ctx) {
   const hints = [...recs.hints].sort(byCostDesc('amount'));
   const recColumns = [
     { id: 'kind', label: 'Kind', cell: (r) => r.kind.replace('_', ' ') },
-    { id: 'app', label: 'App', cell: (r) => `${r.app} (${r.machine_type}${r.recommended_machine_type ? ` → ${r.recommended_machine_type}` : ''})` },
+    { id: 'app', label: 'App', cell: (r) => (r.machine_type === null ? r.app : `${r.app} (${r.machine_type}${r.recommended_machine_type ? ` → ${r.recommended_machine_type}` : ''})`) },
     { id: 'amount', label: 'Saving', num: true, cell: (r) => money(r.amount, r.currency) },
     { id: 'evidence', label: 'Evidence', cell: (r) => r.evidence },
   ];
@@ -402,6 +402,7 @@ export async function trace(state, ctx) {
         { id: 'status', label: 'Status', cell: (r) => (r.status_code === null ? '—' : `${r.status_code} ${r.outcome ?? ''}`) },
         { id: 'duration', label: 'Duration (s)', num: true, cell: (r) => formatNumber(r.duration, 3) },
         { id: 'cost', label: 'Cost', num: true, cell: (r) => (r.cost === null ? h('span', { class: 'muted' }, '—') : money(r.cost, r.currency)) },
+        { id: 'webhook', label: 'Webhook', cell: (r) => (r.webhook ? `${r.webhook.status || '?'} after ${r.webhook.attempts} deliver${r.webhook.attempts === 1 ? 'y' : 'ies'}${r.webhook.last_error ? `: ${r.webhook.last_error}` : ''}` : h('span', { class: 'muted' }, '—')) },
         { id: 'logs', label: 'Log lines', cell: (r) => r.log_lines.map((l) => `${l.timestamp.slice(11, 19)} ${l.level} ${l.message}`).join('\n') },
       ], session.requests, (r) => r.request_id),
       h('h3', {}, 'Events'),

@@ -9,6 +9,8 @@ import { listEndpoints } from '../src/collectors/endpoints.js';
 import { PricesFileError, readPricesFile, syncUnitPrices } from '../src/collectors/prices.js';
 import { ROLLUP_JOB, ROLLUP_STALE, rollupKey, rollupReady } from '../src/collectors/requests-rollup.js';
 import { refreshRequestDays, requestsExtent } from '../src/store/tables/requests-daily.js';
+import { unbilledRequestSpans } from '../src/store/tables/requests.js';
+import { toDateTime64 } from '../src/values.js';
 import { runResumable } from '../src/jobs/resumable.js';
 import { collectRequestWindow, coveringEndpointIds, dayChunks, forEachLimited } from '../src/collectors/requests.js';
 
@@ -20,6 +22,9 @@ export const FIRST_RUN_LOOKBACK_HOURS = 24;
 export const REQUESTS_CONCURRENCY = 2;
 /** Checkpoint key of the scheduled runs: value = JSON {endpoint id: ISO instant collected through}. */
 export const SCHEDULED_KEY = 'scheduled';
+/** Checkpoint key of the late-billing re-check: value = ISO instant of the last re-check (the platform's clock). */
+export const RECHECK_KEY = 'unbilled-recheck';
+const DAY_MS = 86_400_000;
 
 /**
  * Serverless requests with billable units (API scope), and the unit prices of PRICES_FILE. A scheduled run
@@ -69,7 +74,11 @@ export const requestsJob = defineJob({
     let touched: { from: Date; to: Date } | null = null;
     if (ids.length === 0) ctx.log.warn('no endpoints to collect requests for');
     else if (ctx.range) await backfill(ctx, ctx.range, ids);
-    else touched = await scheduled(ctx, ids, { lookbackMs: options['lookback-hours'] * HOUR_MS, allEndpoints: !options.endpoints });
+    else {
+      touched = await scheduled(ctx, ids, { lookbackMs: options['lookback-hours'] * HOUR_MS, allEndpoints: !options.endpoints });
+      // Only a run over every endpoint moves the re-check's checkpoint: a run over --endpoints is not the whole set.
+      if (!options.endpoints) await recheckUnbilled(ctx, ids);
+    }
     // Per-day totals for the query API: the days this run wrote (a backfill refreshes its chunks as it goes).
     await maintainRequestRollup(ctx, touched, { rebuild: pricesChanged });
 
@@ -139,6 +148,76 @@ async function scheduled(
   });
   if (groups.length === 0) return null;
   return { from: new Date(Math.min(...groups.map((g) => g.startMs))), to: new Date(nowMs) };
+}
+
+/**
+ * The ages (days) at which a request still unbilled is fetched again (issue 50.3): 1, 2, 4, 8... below
+ * REQUESTS_UNBILLED_MAX_AGE_DAYS, then that age itself; after it the request is given up on.
+ */
+export function recheckAgesDays(maxAgeDays: number): number[] {
+  const ages: number[] = [];
+  for (let d = 1; d < maxAgeDays; d *= 2) ages.push(d);
+  ages.push(maxAgeDays);
+  return ages;
+}
+
+/**
+ * The ended_at windows to re-check at `nowMs`: the requests that reached one of the ages since the last re-check
+ * (`lastMs`), i.e. [lastMs - age, nowMs - age) per age, merged. Without a last re-check (first run, an upgrade),
+ * every request aged between the first and the last age is checked once. Stateless per request: only the time of
+ * the last re-check is kept, so the schedule needs no per-request bookkeeping and survives restarts.
+ */
+export function recheckWindows(nowMs: number, lastMs: number | null, maxAgeDays: number): Array<{ from: Date; to: Date }> {
+  const ages = recheckAgesDays(maxAgeDays);
+  const raw: Array<[number, number]> =
+    lastMs === null ? [[nowMs - maxAgeDays * DAY_MS, nowMs - ages[0] * DAY_MS]] : ages.map((a) => [lastMs - a * DAY_MS, nowMs - a * DAY_MS]);
+  const merged: Array<[number, number]> = [];
+  for (const [from, to] of raw.filter(([f, t]) => f < t).sort((a, b) => a[0] - b[0])) {
+    const prev = merged.at(-1);
+    if (prev && from <= prev[1]) prev[1] = Math.max(prev[1], to);
+    else merged.push([from, to]);
+  }
+  return merged.map(([from, to]) => ({ from: new Date(from), to: new Date(to) }));
+}
+
+/** Whether a stored (concrete) endpoint id is one this run collects: listed itself, or its bare `owner/app` is. */
+function coveredBy(ids: ReadonlySet<string>, endpointId: string): boolean {
+  return ids.has(endpointId) || ids.has(endpointId.split('/').slice(0, 2).join('/'));
+}
+
+/**
+ * Late billing (issue 50.3): requests still unbilled past the re-collection window are fetched again when they
+ * reach 1, 2, 4... days of age (recheckWindows), one call per endpoint and UTC day over the span of its unbilled
+ * requests; a billed copy outranks the unbilled one (requestVersion), so the request counts once. The days touched
+ * are refreshed in requests_daily (every zone), and the re-check's time is saved only once all of it is committed.
+ */
+async function recheckUnbilled(ctx: JobContext, ids: string[]): Promise<void> {
+  const nowMs = ctx.now().getTime();
+  const lastText = await ctx.checkpoints.get(JOB, RECHECK_KEY);
+  const lastMs = lastText ? Date.parse(lastText) : NaN;
+  const windows = recheckWindows(nowMs, Number.isNaN(lastMs) ? null : lastMs, ctx.runtime.config.REQUESTS_UNBILLED_MAX_AGE_DAYS);
+  const wanted = new Set(ids);
+  let unbilled = 0;
+  let billed = 0;
+  let calls = 0;
+  for (const w of windows) {
+    const spans = (await unbilledRequestSpans(ctx.runtime.store, { from: toDateTime64(w.from), to: toDateTime64(w.to) }))
+      .filter((s) => coveredBy(wanted, s.endpoint_id));
+    await forEachLimited(spans, REQUESTS_CONCURRENCY, async (s) => {
+      ctx.signal.throwIfAborted();
+      const from = new Date(Date.parse(`${s.first.replace(' ', 'T')}Z`));
+      const to = new Date(Date.parse(`${s.last.replace(' ', 'T')}Z`) + 1);
+      const result = await collectRequestWindow(ctx, { endpointIds: [s.endpoint_id], from, to });
+      unbilled += s.unbilled;
+      billed += result.billed;
+      calls++;
+      for (const zone of ctx.runtime.config.TIMEZONES) {
+        if (await rollupReady(ctx, zone)) await refreshRequestDays(ctx.runtime.store, zone, from, to);
+      }
+    });
+  }
+  if (calls > 0) ctx.log.info({ windows: calls, unbilled, billed_in_windows: billed }, 'unbilled requests re-checked');
+  await ctx.checkpoints.save(JOB, RECHECK_KEY, new Date(nowMs).toISOString());
 }
 
 /** --from/--to: day chunks (in --timezone, default UTC), every endpoint group per chunk, then a checkpoint. */

@@ -186,6 +186,9 @@ export const ConfigSchema = z.object({
   PLATFORM_CLOCK: z.enum(['wall', 'simulator']).default('wall'),
   MODEL_ENDPOINT_IDS: csvList.optional(), // model endpoints the models job collects prices and billing events of, beyond those seen in usage
   REQUESTS_RECOLLECT_HOURS: z.coerce.number().int().min(0).max(24 * 14).default(6),
+  // Requests still unbilled after the re-collection window are fetched again at ages 1, 2, 4, 8... days, up to this
+  // age (issue 50.3): past it, they are given up on and stay unbilled (the tallyhouse_requests_unbilled gauges show them).
+  REQUESTS_UNBILLED_MAX_AGE_DAYS: z.coerce.number().int().min(1).max(400).default(35),
   PRICES_FILE: optionalString,
   ANALYTICS_TIMEFRAME: z.enum(['minute', 'hour', 'day']).default('hour'),
   // Days of history the anomaly baseline of a daily series uses at most (issue 46.1; 8-12 weeks): a longer one holds
@@ -344,6 +347,9 @@ export const ConfigSchema = z.object({
   API_QUERY_MAX_RESULT_ROWS: positiveInt.default(1_000_000),
   API_MAX_RANGE_DAYS: positiveInt.default(400),
   // Right-sizing: VRAM headroom over an app's observed peak that a cheaper machine must still offer (percent).
+  // Share of an app's requests (with a known outcome) failing with runner_scheduling_failure from which
+  // /recommendations advises raising max_concurrency (issue 50.7).
+  SCHEDULING_FAILURE_HINT_PERCENT: z.coerce.number().min(0, 'expected a percent from 0 to 100').max(100, 'expected a percent from 0 to 100').default(1),
   RIGHTSIZING_VRAM_MARGIN_PERCENT: z.coerce.number().min(0, 'expected a percent from 0 to 1000').max(1000, 'expected a percent from 0 to 1000').default(20),
   // The FOCUS export's BillingAccountId/Name (the platform account the invoice is for) and provider name.
   FOCUS_BILLING_ACCOUNT_ID: z.string().min(1).default('svc-account'),

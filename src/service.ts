@@ -13,6 +13,7 @@ import { BatchWriter } from './store/writer.js';
 import { activeReadGate } from './store/read-lanes.js';
 import { healthRoutes } from './http/health.js';
 import { installHostCheck } from './http/host-check.js';
+import { installProblemHandlers, problemClientErrorHandler, sendProblem } from './http/problem.js';
 import { DRAIN_PATH, drainPath, redactDrainPath } from './ingest/drain/auth.js';
 import type { Component, Extension, Runtime } from './runtime.js';
 import { commandHost } from './http/command-host.js';
@@ -232,7 +233,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     bodyLimit: 1024 * 1024,
     // Behind compose/k8s a stuck client must not hold shutdown hostage.
     forceCloseConnections: 'idle',
-    return503OnClosing: true,
+    // Requests that still arrive on an open connection while the service stops are answered 503 by the hook below,
+    // as a problem document (fastify's own answer had another shape); so are the errors Node meets before a request.
+    return503OnClosing: false,
+    clientErrorHandler: problemClientErrorHandler,
     // A request (a push body above all) not received whole within PUSH_BODY_TIMEOUT_MS: Node answers 408 and closes
     // the connection; checked often enough that the deadline holds to a small fraction (src/ingest/body-budget.ts).
     // headersTimeout must not exceed it: Node then swaps the two, and the body deadline becomes the headers' 60 s.
@@ -244,14 +248,20 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   }) as unknown as FastifyInstance;
   // First of all hooks, so every route (API, /metrics, push endpoints, admin) refuses a rebound Host.
   installHostCheck(app, config);
+  // Every error any route answers is application/problem+json (src/http/problem.ts), unknown paths included.
+  installProblemHandlers(app);
+  let stopping = false;
+  app.addHook('onRequest', async (_request, reply) => {
+    if (stopping) return sendProblem(reply.header('connection', 'close'), 503, 'the service is stopping; retry (on another instance)', { code: 'stopping' });
+  });
   // A refused request's reason, from the error body it is answered with (issue 30.13: every 400 was logged as
   // "WARN request failed" with no reason, so the log could not say what the client got wrong).
   const reasons = new WeakMap<object, string>();
   app.addHook('onSend', async (request, reply, payload) => {
     if (reply.statusCode >= 400 && typeof payload === 'string' && payload.length <= 16_384 && payload.startsWith('{')) {
       try {
-        const body = JSON.parse(payload) as { error?: { message?: unknown } | string; message?: unknown };
-        const reason = typeof body.error === 'object' ? body.error?.message : body.message ?? body.error;
+        const body = JSON.parse(payload) as { detail?: unknown; error?: { message?: unknown } | string; message?: unknown };
+        const reason = body.detail ?? (typeof body.error === 'object' ? body.error?.message : body.message ?? body.error);
         if (typeof reason === 'string') reasons.set(request, reason.slice(0, 500));
       } catch {
         // not JSON after all: no reason to add
@@ -300,6 +310,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
+      stopping = true;
       await app.close();
       for (const c of [...components].reverse()) {
         try {

@@ -45,8 +45,9 @@ describe('README claims', () => {
     await service.store.client.command({ query: `ALTER TABLE schema_migrations DELETE WHERE version = ${Number(last.version)} SETTINGS mutations_sync = 1` });
     const down = await fetch(`${service.url}/readyz`);
     expect(down.status).toBe(503);
-    const body = (await down.json()) as { status: string; reason: string };
-    expect(body.status).toBe('unavailable');
+    expect(down.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const body = (await down.json()) as { status: number; type: string; detail: string; reason: string };
+    expect(body).toMatchObject({ status: 503, type: 'urn:tallyhouse:problem:not_ready', detail: `migrations not applied: ${String(last.name)}` });
     expect(body.reason).toBe(`migrations not applied: ${String(last.name)}`);
     // The record back (as written first; deduplication off, since the very same row was inserted before).
     await service.store.client.insert({ table: 'schema_migrations', values: [last], format: 'JSONEachRow', clickhouse_settings: { insert_deduplicate: 0 } });

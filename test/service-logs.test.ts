@@ -11,7 +11,7 @@ async function runsByJob(url: string): Promise<Map<string, number>> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const out = new Map<string, number>();
   for (const m of text.matchAll(/^tallyhouse_job_runs_total\{([^}]*)\} (\d+)/gm)) {
-    const job = /job="([^"]+)"/.exec(m[1])![1];
+    const job = /job_name="([^"]+)"/.exec(m[1])![1];
     out.set(job, (out.get(job) ?? 0) + Number(m[2]));
   }
   return out;

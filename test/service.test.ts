@@ -92,6 +92,13 @@ describe('the service process', () => {
     // promtool lint: exit 0 and no findings (.ci/run installs Debian's prometheus package).
     const lint = execFileSync('sh', ['-c', `promtool check metrics < ${file} 2>&1; echo "rc=$?"`]).toString();
     expect(lint.trim()).toBe('rc=0');
+    // The naming guide beyond what promtool checks (issue 43): no job/instance label of our own (Prometheus sets
+    // those; ours forced honor_labels), no 0..1 value named *_share (it is *_ratio), one app label form (the name).
+    const series = metrics.split('\n').filter((l) => l.startsWith('tallyhouse_'));
+    expect(series.some((l) => l.startsWith('tallyhouse_job_interval_seconds{job_name="usage"}'))).toBe(true);
+    expect(series.filter((l) => /[{,](job|instance)="/.test(l))).toEqual([]);
+    expect(series.filter((l) => /^tallyhouse_\w+_share\b/.test(l))).toEqual([]);
+    expect(series.filter((l) => /[{,]app="[^"]*\//.test(l))).toEqual([]);
     // Stops by itself on SIGTERM (the test timeout bounds the wait; the shutdown deadline is SHUTDOWN_TIMEOUT_MS).
     p.child.kill('SIGTERM');
     const exit = await p.exited;

@@ -89,7 +89,7 @@ ORDER BY time`,
       {
         type: 'stat',
         title: 'Idle share of spend',
-        description: 'Idle cost / total cost over the range, selected apps. The alert TallyhouseIdleSpendHigh watches the same share per app (tallyhouse_idle_cost_share).',
+        description: 'Idle cost / total cost over the range, selected apps. The alert TallyhouseIdleSpendHigh watches the same share per app (tallyhouse_idle_cost_ratio).',
         w: 8,
         h: 9,
         unit: 'percentunit',

@@ -5,7 +5,7 @@ import type { Runtime } from '../runtime.js';
 import { ERROR_METRICS, errorsByBucket, latencyByBucket } from '../store/tables/analytics-buckets.js';
 import { runnerHistoryByBucket } from '../store/tables/runner-history.js';
 import { webhookErrorCounts } from '../store/tables/webhook-deliveries.js';
-import { badParameter, checkRangeDays, formatParam, listParam, sendTable, type Table } from './http.js';
+import { badParameter, DAY_OR_INSTANT, checkRangeDays, formatParam, listParam, sendTable, type Table } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { ErrorsResponse, LatencyResponse, RunnersResponse } from './responses.js';
 
@@ -14,7 +14,8 @@ const instantParam = (what: string) =>
   z
     .string({ error: `expected a date YYYY-MM-DD or an ISO 8601 date-time (${what})` })
     .max(40, `expected a date YYYY-MM-DD or an ISO 8601 date-time (${what})`)
-    .regex(/^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/, `expected a date YYYY-MM-DD or an ISO 8601 date-time (${what})`);
+    .regex(/^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/, `expected a date YYYY-MM-DD or an ISO 8601 date-time (${what})`)
+    .meta({ description: `a date YYYY-MM-DD or an ISO 8601 date-time (${what})`, ...DAY_OR_INSTANT });
 
 function toUtc(value: string, timezone: string, parameter: string): DateTime {
   const dt = DateTime.fromISO(value.replace(' ', 'T'), { zone: timezone });

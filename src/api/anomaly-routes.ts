@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { findingsInRange } from '../store/tables/anomalies.js';
 import { MEASURES, SERIES_KINDS } from '../insights/anomalies.js';
-import { badParameter, checkRangeDays, dateParam, formatParam, sendTable } from './http.js';
+import { badParameter, checkRangeDays, dateParam, formatParam, sendTable, isoDay, isoInstant } from './http.js';
 import type { RouteRegistry } from './routes.js';
 
 const DAY_MS = 86_400_000;
@@ -22,8 +22,8 @@ const Query = z.strictObject({
 const COLUMNS = ['finding_id', 'series_kind', 'series_id', 'measure', 'grain', 'unit', 'bucket', 'expected', 'expected_low', 'expected_high', 'actual', 'score', 'direction', 'summary', 'explanation', 'evaluated_at'] as const;
 
 export const AnomaliesResponse = z.object({
-  from: z.string().describe('first UTC day, inclusive'),
-  to: z.string().describe('last UTC day, exclusive'),
+  from: isoDay().describe('first UTC day, inclusive'),
+  to: isoDay().describe('last UTC day, exclusive'),
   rows: z.array(
     z.object({
       finding_id: z.string().describe('stable for a series and bucket (notifications carry it)'),
@@ -32,7 +32,7 @@ export const AnomaliesResponse = z.object({
       measure: z.string().describe(MEASURES.join(', ')),
       grain: z.string().describe('day or hour'),
       unit: z.string().describe('the currency (cost), requests, ratio (error rate) or seconds (p95 latency)'),
-      bucket: z.string().describe('bucket start, ISO 8601 UTC'),
+      bucket: isoInstant().describe('bucket start, ISO 8601 UTC'),
       expected: z.number().describe('median of the same weekday (and hour) of the 4 weeks before, in unit'),
       expected_low: z.number().describe('lower end of the ordinary range, in unit'),
       expected_high: z.number().describe('upper end of the ordinary range, in unit'),
@@ -41,7 +41,7 @@ export const AnomaliesResponse = z.object({
       direction: z.string().describe('up or down'),
       summary: z.string(),
       explanation: z.string().describe('cost findings: the change attribution against the same weekday a week before'),
-      evaluated_at: z.string().describe('ISO 8601 UTC'),
+      evaluated_at: isoInstant().describe('ISO 8601 UTC'),
     }),
   ),
 });

@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
-import { badParameter, dateParam, formatParam, monthParam, sendTable } from './http.js';
+import { badParameter, dateParam, formatParam, monthParam, sendTable, isoDay } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { budgetsReport, configuredBudgets } from './budgets-report.js';
 
 export const BudgetsResponse = z.object({
   month: z.string(),
   timezone: z.string(),
-  today: z.string().describe('the day the figures are as of; days before it are complete'),
+  today: isoDay().describe('the day the figures are as of; days before it are complete'),
   budgets: z.array(
     z.object({
       scope: z.enum(['app', 'endpoint', 'api_key', 'product']),

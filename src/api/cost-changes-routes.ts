@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
-import { badParameter, checkRangeDays, dateParam, formatParam, listParam, sendTable } from './http.js';
+import { badParameter, checkRangeDays, dateParam, formatParam, listParam, sendTable, isoDay } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { CHANGE_GROUP_NAMES, costChangesReport, costChangesTable } from './cost-changes-report.js';
 import { changePeriods } from '../insights/cost-changes.js';
@@ -28,10 +28,10 @@ const itemFigures = z.object({
 
 export const CostChangesResponse = z.object({
   timezone: z.string(),
-  from: z.string().describe('current period: first local day, inclusive'),
-  to: z.string().describe('current period: last local day, exclusive'),
-  baseline_from: z.string(),
-  baseline_to: z.string().describe('exclusive'),
+  from: isoDay().describe('current period: first local day, inclusive'),
+  to: isoDay().describe('current period: last local day, exclusive'),
+  baseline_from: isoDay(),
+  baseline_to: isoDay().describe('exclusive'),
   product: z.enum(['all', 'serverless', 'model_api']),
   group_by: z.array(z.string()),
   coverage: CoverageResponse,

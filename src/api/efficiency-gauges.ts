@@ -41,8 +41,8 @@ const share = (part: bigint, whole: bigint) => Number((part * 1_000_000n) / whol
  * attributed has no sample. Apps beyond METRICS_MAX_APPS (by idle cost) are left out: a share does not sum.
  */
 export const idleCostShare: BusinessGauge = {
-  name: 'tallyhouse_idle_cost_share',
-  help: 'Idle cost / attributed usage cost (0-1) per app over the last 7 local days: billed runner time kept warm by keep_alive or min_concurrency. Cost without runner history is left out (see tallyhouse_unattributed_cost_share).',
+  name: 'tallyhouse_idle_cost_ratio',
+  help: 'Idle cost / attributed usage cost (0-1) per app over the last 7 local days: billed runner time kept warm by keep_alive or min_concurrency. Cost without runner history is left out (see tallyhouse_unattributed_cost_ratio).',
   labelNames: ['app', 'currency', 'timezone'],
   async read(rt) {
     const { timezone, apps } = await lastWeek(rt);
@@ -56,7 +56,7 @@ export const idleCostShare: BusinessGauge = {
 
 /** The share of each app's usage cost over the same 7 days that has no runner history to split it (unknown, not idle). */
 export const unattributedCostShare: BusinessGauge = {
-  name: 'tallyhouse_unattributed_cost_share',
+  name: 'tallyhouse_unattributed_cost_ratio',
   help: 'Usage cost without runner history / usage cost (0-1) per app over the last 7 local days: its busy/idle split is unknown until the runner history is collected.',
   labelNames: ['app', 'currency', 'timezone'],
   async read(rt) {

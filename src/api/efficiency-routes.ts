@@ -7,8 +7,11 @@ import { currentApps } from '../store/tables/apps.js';
 import { runnerHoursByLocalDay } from '../store/tables/runner-history.js';
 import { machineVram, runnerMetricsByDay, runnerVramPeaks } from '../store/tables/runner-metrics.js';
 import { usageDaysWithPrices } from '../store/tables/usage-buckets.js';
+import { schedulingFailuresByApp } from '../store/tables/webhook-deliveries.js';
+import { schedulingHints } from '../insights/scheduling.js';
+import { toDateTime64 } from '../values.js';
 import { efficiencyByDay, efficiencyByHour, recommendations, type AppInput, type EfficiencyHourRow, type EfficiencyRow, type Hint, type HistoryHourInput } from '../insights/efficiency.js';
-import { badParameter, checkRangeDays, dateParam, formatParam, listParam, monthParam, sendTable, type Table } from './http.js';
+import { badParameter, checkRangeDays, dateParam, formatParam, listParam, monthParam, sendTable, type Table, isoDay } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { CoverageResponse, loadCoverage } from './coverage-report.js';
 import type { Coverage } from '../insights/coverage.js';
@@ -22,7 +25,8 @@ export const EFFICIENCY_COLUMNS = [
 
 export const HINT_COLUMNS = [
   'kind', 'app', 'endpoint_id', 'currency', 'machine_type', 'recommended_machine_type', 'amount', 'machine_seconds',
-  'peak_vram_bytes', 'required_vram_bytes', 'idle_hours', 'evidence',
+  'peak_vram_bytes', 'required_vram_bytes', 'idle_hours', 'share_of_requests', 'scheduling_failures', 'requests', 'last_seen',
+  'max_concurrency', 'evidence',
 ] as const;
 
 const KEEP_WARM_DAYS = 30;
@@ -70,10 +74,14 @@ export const EFFICIENCY_HOUR_COLUMNS = [
 ] as const;
 
 /**
- * Right-sizing hints for a month (savings on that month's usage) and keep-warm hints for the last 30 days of it
- * (ending tomorrow at the latest), at a VRAM margin in percent.
+ * Right-sizing hints for a month (savings on that month's usage), keep-warm hints for the last 30 days of it
+ * (ending tomorrow at the latest), at a VRAM margin in percent, and raise-max_concurrency hints for the apps whose
+ * requests of those 30 days failed with runner_scheduling_failure at least `schedulingSharePercent` of the time.
  */
-export async function loadRecommendations(store: Store, q: { month: string; timezone: string; marginPercent: number; nowMs: number }): Promise<{ hints: Hint[]; window: { from: string; to: string } }> {
+export async function loadRecommendations(
+  store: Store,
+  q: { month: string; timezone: string; marginPercent: number; nowMs: number; schedulingSharePercent: number },
+): Promise<{ hints: Hint[]; window: { from: string; to: string } }> {
   const monthStart = DateTime.fromISO(`${q.month}-01`, { zone: q.timezone });
   const monthEnd = monthStart.plus({ months: 1 });
   const tomorrow = DateTime.fromMillis(q.nowMs, { zone: q.timezone }).startOf('day').plus({ days: 1 });
@@ -82,16 +90,20 @@ export async function loadRecommendations(store: Store, q: { month: string; time
   const from = monthStart.toISODate()!;
   const to = monthEnd.toISODate()!;
   const window = { from: idleStart.toISODate()!, to: idleEnd.toISODate()! };
-  const [apps, monthUsage, peaks, machines, idleRows, idleHistory] = await Promise.all([
+  const [apps, monthUsage, peaks, machines, idleRows, idleHistory, listing, scheduling] = await Promise.all([
     appInputs(store),
     usageDaysWithPrices(store, { timezone: q.timezone, from, to }),
     runnerVramPeaks(store, { from: monthStart.toUTC().toISO()!, to: monthEnd.toUTC().toISO()! }),
     machineVram(store, {}),
     loadEfficiency(store, { ...window, timezone: q.timezone }),
     history(store, q.timezone, window.from, window.to),
+    currentApps(store, { owners: [] }),
+    schedulingFailuresByApp(store, { from: toDateTime64(idleStart.toJSDate()), to: toDateTime64(idleEnd.toJSDate()) }),
   ]);
   const hints = recommendations({ apps, monthUsage, peaks, machines, marginPercent: q.marginPercent, idleRows, idleHistory, idleWindow: window });
-  return { hints, window };
+  const concurrency = schedulingHints({ rows: scheduling, apps: listing, minSharePercent: q.schedulingSharePercent, window });
+  const none = { currency: null, machine_type: null, recommended_machine_type: null, amount: null, peak_vram_bytes: null, required_vram_bytes: null, machine_seconds: null, idle_hours: null };
+  return { hints: [...hints, ...concurrency.map((c) => ({ ...none, ...c }))], window };
 }
 
 function toTable(rows: ReadonlyArray<object>, columns: readonly string[]): Table {
@@ -130,11 +142,18 @@ const EfficiencyRowSchema = z.object({
 });
 
 const HintSchema = z.object({
-  kind: z.enum(['right_size', 'keep_warm']), app: z.string(), endpoint_id: z.string(), currency: z.string(), machine_type: z.string(),
+  kind: z.enum(['right_size', 'keep_warm', 'raise_max_concurrency']), app: z.string(), endpoint_id: z.string(),
+  currency: z.string().nullable().describe('null for raise_max_concurrency'), machine_type: z.string().nullable().describe('null for raise_max_concurrency'),
   recommended_machine_type: z.string().nullable(),
-  amount: z.string().describe('right_size: the month saving; keep_warm: the idle cost of the window (exact decimal, currency)'),
+  amount: z.string().nullable().describe('right_size: the month saving; keep_warm: the idle cost of the window (exact decimal, currency); null for raise_max_concurrency'),
   machine_seconds: z.string().nullable(), peak_vram_bytes: z.number().nullable(), required_vram_bytes: z.number().nullable(),
-  idle_hours: z.string().nullable(), evidence: z.string(),
+  idle_hours: z.string().nullable(),
+  share_of_requests: z.number().nullable().describe('raise_max_concurrency: share (0-1) of the app\'s requests with a known outcome (a stored webhook delivery) in the keep-warm window that failed with runner_scheduling_failure'),
+  scheduling_failures: z.number().nullable().describe('raise_max_concurrency: those failures'),
+  requests: z.number().nullable().describe('raise_max_concurrency: the requests the share is of'),
+  last_seen: z.string().nullable().describe('raise_max_concurrency: when the latest of them ended (ISO 8601 UTC)'),
+  max_concurrency: z.number().nullable().describe('raise_max_concurrency: the app\'s current max_concurrency as last collected; null when unknown'),
+  evidence: z.string(),
 });
 
 /** The query of both efficiency routes (daily and hourly): a range of local days, a zone, apps, the format. */
@@ -165,7 +184,7 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
   registry.get(app, {
     path: '/efficiency',
     operationId: 'getEfficiency',
-    response: z.object({ from: z.string(), to: z.string(), timezone: z.string(), split_rule: z.string(), coverage: CoverageResponse, rows: z.array(EfficiencyRowSchema) }),
+    response: z.object({ from: isoDay(), to: isoDay(), timezone: z.string(), split_rule: z.string(), coverage: CoverageResponse, rows: z.array(EfficiencyRowSchema) }),
     summary: 'Busy, idle and draining machine-seconds and cost per local day, app, machine type and currency, with GPU utilisation and VRAM headroom',
     description:
       'Each daily usage row is split by the app-day\'s hourly avg runner history (running : idle : draining), exactly (largest remainder at 12 decimals); ' +
@@ -192,7 +211,7 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
     path: '/efficiency/hourly',
     operationId: 'getEfficiencyHourly',
     response: z.object({
-      from: z.string(), to: z.string(), timezone: z.string(), coverage: CoverageResponse,
+      from: isoDay(), to: isoDay(), timezone: z.string(), coverage: CoverageResponse,
       rows: z.array(z.object({
         date: z.string(), hour: z.number().describe('local hour of day, 0-23'), app: z.string(), endpoint_id: z.string(), machine_type: z.string(), currency: z.string(),
         busy_machine_seconds: z.string(), idle_machine_seconds: z.string(), draining_machine_seconds: z.string(),
@@ -217,10 +236,12 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
     path: '/recommendations',
     operationId: 'getRecommendations',
     response: z.object({ month: z.string(), timezone: z.string(), margin_percent: z.number(), keep_warm_window: z.object({ from: z.string(), to: z.string() }), hints: z.array(HintSchema) }),
-    summary: 'Right-sizing (cheapest machine whose VRAM covers the observed peak with a margin, and the month saving) and keep-warm idle cost',
+    summary: 'Right-sizing (cheapest machine whose VRAM covers the observed peak with a margin, and the month saving), keep-warm idle cost, and raising max_concurrency where scheduling failures are frequent',
     description:
       'Prices: the non-surge unit price and discount the platform reported in the owner\'s usage rows (machine-second prices are per owner and ' +
-      'machine type; unit_prices holds per-endpoint output prices). Candidates: machine types whose VRAM a runner reported and that the owner\'s usage prices.',
+      'machine type; unit_prices holds per-endpoint output prices). Candidates: machine types whose VRAM a runner reported and that the owner\'s usage prices. ' +
+      'raise_max_concurrency: the platform\'s advice "frequent runner_scheduling_failure suggests raising max_concurrency", for apps whose requests of the keep-warm window ' +
+      'failed with it at least SCHEDULING_FAILURE_HINT_PERCENT of the time (and at least 3 times), from the error types of their webhook deliveries.',
     query: z.strictObject({
       month: monthParam('the month to right-size').optional().describe('default: the current month'),
       timezone: z.string().default('UTC').describe('timezone the usage and history were collected in'),
@@ -233,7 +254,7 @@ export function efficiencyRoutes(app: FastifyInstance, registry: RouteRegistry, 
       const nowMs = rt.now().getTime();
       const month = q.month ?? DateTime.fromMillis(nowMs, { zone: q.timezone }).toFormat('yyyy-MM');
       const marginPercent = q.margin_percent ?? rt.config.RIGHTSIZING_VRAM_MARGIN_PERCENT;
-      const { hints, window } = await loadRecommendations(rt.store, { month, timezone: q.timezone, marginPercent, nowMs });
+      const { hints, window } = await loadRecommendations(rt.store, { month, timezone: q.timezone, marginPercent, nowMs, schedulingSharePercent: rt.config.SCHEDULING_FAILURE_HINT_PERCENT });
       return sendTable(reply, request, q.format, hintTable(hints), () => ({
         month, timezone: q.timezone, margin_percent: marginPercent, keep_warm_window: window, hints,
       }), 'recommendations.csv');

@@ -1,22 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { stringify } from 'csv-stringify/sync';
-import { queryLimitHit } from '../store/errors.js';
+import { HttpProblem, installProblemHandlers, redactStatement } from '../http/problem.js';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { ISO_DATE } from '../values.js';
 import { coverageHeader, type Coverage } from '../insights/coverage.js';
 
 /** A client error that names the parameter and what it expects; the only kind of detail a response carries. */
-export class ApiError extends Error {
-  constructor(
-    readonly statusCode: number,
-    readonly type: string,
-    message: string,
-    readonly parameter?: string,
-  ) {
-    super(message);
-  }
-}
+export class ApiError extends HttpProblem {}
 
 export function badParameter(parameter: string, expected: string): ApiError {
   return new ApiError(400, 'validation_error', `${parameter}: ${expected}`, parameter);
@@ -40,7 +31,13 @@ export const dateParam = (what: string) =>
       const d = new Date(`${v}T00:00:00Z`);
       return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(v) && v >= '2000-01-01' && v <= '2100-01-01';
     }, `expected a real calendar date between 2000-01-01 and 2100-01-01 (${what})`)
-    .describe(`a date YYYY-MM-DD (${what})`);
+    .meta({ description: `a date YYYY-MM-DD (${what})`, format: 'date' });
+
+/** OpenAPI formats of answer fields: a calendar day (`2026-03-01`) and an instant (`2026-03-01T10:00:00Z`). */
+export const isoDay = () => z.string().meta({ format: 'date' });
+export const isoInstant = () => z.string().meta({ format: 'date-time' });
+/** What a parameter taking a date or an ISO 8601 date-time declares. */
+export const DAY_OR_INSTANT = { anyOf: [{ format: 'date' }, { format: 'date-time' }] };
 
 /** A month YYYY-MM between 2000-01 and 2100-01: the one month parser of every route (a bad month is a 400 naming it). */
 export const monthParam = (what: string) =>
@@ -156,49 +153,15 @@ export function sendTable(
   return reply.send(json());
 }
 
-/** One place that turns errors into answers: client errors say what is wrong; nothing else leaks SQL or stacks. */
-export function installErrorHandler(app: FastifyInstance, rt: Pick<Runtime, 'logger'>): void {
-  // An unknown route answers in the API's own error shape (it was fastify's {message, error, statusCode}).
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
-      error: { type: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}; the routes are listed at /api/v1/openapi.json` },
-    }),
-  );
-  app.setErrorHandler((err, request, reply) => {
-    if (err instanceof ApiError) {
-      return reply.code(err.statusCode).send({
-        error: { type: err.type, message: err.message, ...(err.parameter ? { parameter: err.parameter } : {}) },
-      });
-    }
-    const limit = queryLimitHit(err);
-    if (limit) {
-      request.log.warn({ limit }, 'query stopped by its limit');
-      return reply.code(422).send({
-        error: {
-          type: 'query_limit',
-          message: `the query went over its ${limit} limit (API_QUERY_TIMEOUT_SECONDS, API_QUERY_MAX_MEMORY_BYTES, API_QUERY_MAX_RESULT_ROWS): ask for a shorter range or fewer groups`,
-        },
-      });
-    }
-    const status = (err as { statusCode?: number }).statusCode;
-    if (status && status >= 400 && status < 500) {
-      // fastify's own client errors (bad JSON, body too large, unsupported media type) carry safe messages.
-      return reply.code(status).send({ error: { type: 'bad_request', message: (err as Error).message } });
-    }
-    // The store's message may quote the statement (and with it the parameters' values): never logged as is.
-    request.log.error({ err: { type: (err as Error).name, code: (err as { code?: unknown }).code, message: redactStatement((err as Error).message ?? '') } }, 'request failed');
-    return reply.code(500).send({ error: { type: 'internal_error', message: 'the query failed; see the service log', request_id: request.id } });
+/** The query API's error handling: the service's (src/http/problem.ts), with a not-found that points at the routes. */
+export function installErrorHandler(app: FastifyInstance, _rt?: Pick<Runtime, 'logger'>): void {
+  installProblemHandlers(app, {
+    notFound: (request) => `no route ${request.method} ${request.url.split('?')[0]}; the routes are listed at /api/v1/openapi.json`,
+    failed: 'the query failed; see the service log',
   });
 }
 
-/**
- * An error message without the SQL it may quote: ClickHouse's messages carry the failing statement ("while
- * executing ... SELECT ..."), the embedded engine's too. Everything from the first statement keyword on is cut.
- */
-export function redactStatement(message: string): string {
-  const cut = message.search(/\b(SELECT|WITH|INSERT|ALTER|CREATE|DELETE|OPTIMIZE|SYSTEM|DROP)\b/);
-  return (cut === -1 ? message : `${message.slice(0, cut)}[statement redacted]`).slice(0, 500);
-}
+export { redactStatement };
 
 /** A range longer than a route answers is a 400 naming the limit (API_MAX_RANGE_DAYS or API_LOGS_MAX_RANGE_DAYS). */
 export function checkRangeDays(days: number, maxDays: number, variable: string): void {

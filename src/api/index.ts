@@ -188,6 +188,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
   registry.get(app, {
     path: '/reports/finance',
     operationId: 'getFinanceReport',
+    errors: { 404: 'Nothing collected for what was asked; `detail` names the command that collects it' },
     heavy: true,
     response: FinanceResponse,
     summary: 'Monthly cost of both product lines in a timezone (serverless per app and machine type, model APIs per endpoint, unit and key), with totals per currency and a reconciliation',
@@ -215,6 +216,7 @@ function costRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime):
   registry.get(app, {
     path: '/reports/focus',
     operationId: 'getFocusReport',
+    errors: { 404: 'Nothing collected for what was asked; `detail` names the command that collects it' },
     heavy: true,
     response: FocusResponse,
     summary: 'The FOCUS 1.2 cost-and-usage file of a month: serverless and model APIs',

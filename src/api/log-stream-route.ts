@@ -10,6 +10,7 @@ import type { Runtime } from '../runtime.js';
 import { counter, gauge } from '../metrics.js';
 import { logFilterFields } from './logs-routes.js';
 import type { RouteRegistry } from './routes.js';
+import { sendProblem } from '../http/problem.js';
 import { FoundLogLine, LOG_LEVELS, logsStoredSince, storedCopiesOf, storeNow } from '../store/tables/logs.js';
 import { toDateTime64 } from '../values.js';
 
@@ -226,6 +227,7 @@ export function logStreamRoutes(app: FastifyInstance, registry: RouteRegistry, r
   registry.get(app, {
     path: '/logs/stream',
     operationId: 'streamLogs',
+    errors: { 429: 'LOG_STREAM_MAX_PER_CLIENT streams of this token (or address) are open already; Retry-After says when to try again', 503: 'LOG_STREAM_MAX_CLIENTS streams are open already; Retry-After says when to try again' },
     heavy: true,
     summary: 'Server-Sent Events: each log line as it is stored (drain, history or tail), with the filters of /logs',
     description:
@@ -236,19 +238,17 @@ export function logStreamRoutes(app: FastifyInstance, registry: RouteRegistry, r
     handler: async (q, request, reply) => {
       if (feed.size >= maxClients) {
         refused.inc({ limit: 'all' });
-        reply.code(503).header('retry-after', '30');
-        return { error: { type: 'unavailable', message: `at most ${maxClients} log streams at once (LOG_STREAM_MAX_CLIENTS); try again later` } };
+        return sendProblem(reply.header('retry-after', '30'), 503, `at most ${maxClients} log streams at once (LOG_STREAM_MAX_CLIENTS); try again later`, { code: 'unavailable' });
       }
       const owner = streamOwner(request, tokens);
       if ((perOwner.get(owner) ?? 0) >= maxPerClient) {
         refused.inc({ limit: 'per_client' });
-        reply.code(429).header('retry-after', '30');
-        return {
-          error: {
-            type: 'too_many_streams',
-            message: `at most ${maxPerClient} log streams per ${tokens ? 'token' : 'address'} at once (LOG_STREAM_MAX_PER_CLIENT); close one first`,
-          },
-        };
+        return sendProblem(
+          reply.header('retry-after', '30'),
+          429,
+          `at most ${maxPerClient} log streams per ${tokens ? 'token' : 'address'} at once (LOG_STREAM_MAX_PER_CLIENT); close one first`,
+          { code: 'too_many_streams' },
+        );
       }
       perOwner.set(owner, (perOwner.get(owner) ?? 0) + 1);
       let closed = false;

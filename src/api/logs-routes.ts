@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { DateTime } from 'luxon';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
-import { badParameter, checkRangeDays, formatParam, listParam, sendTable } from './http.js';
+import { badParameter, DAY_OR_INSTANT, checkRangeDays, formatParam, listParam, sendTable } from './http.js';
 import type { RouteRegistry } from './routes.js';
 import { LogsResponse } from './responses.js';
 import { LOG_LEVELS, searchLogSizes, searchLogs, type LogLevel } from '../store/tables/logs.js';
@@ -13,6 +13,7 @@ const timeParam = (what: string) =>
     .string()
     .max(40, `expected an ISO 8601 date-time (${what})`)
     .refine((v) => DateTime.fromISO(v, { zone: 'utc' }).isValid && /^\d{4}-/.test(v), `expected an ISO 8601 date-time (${what})`)
+    .meta({ description: `an ISO 8601 date-time, or a date for its midnight UTC (${what})`, ...DAY_OR_INSTANT })
     .transform((v) => DateTime.fromISO(v, { zone: 'utc' }).toUTC());
 
 /** The filters of a log search, shared by GET /logs and GET /logs/stream. */

@@ -4,6 +4,7 @@
  * follows the code; units are in the descriptions.
  */
 import { z } from 'zod';
+import { isoDay, isoInstant } from './http.js';
 import { ERROR_METRICS, LATENCY_METRICS } from '../store/tables/analytics-buckets.js';
 import { FoundLogLine } from '../store/tables/logs.js';
 
@@ -19,18 +20,18 @@ const metricColumn = (name: string) =>
 const bucketKeys = {
   endpoint_id: z.string(),
   endpoint_scope: z.string().describe('app (all its routes) or route'),
-  bucket: z.string().describe('bucket start, ISO 8601 with the offset it had in the timezone'),
+  bucket: isoInstant().describe('bucket start, ISO 8601 with the offset it had in the timezone'),
 };
 const range = { from: z.string(), to: z.string().describe('exclusive'), timezone: z.string(), timeframe: z.string() };
 
 export const CostResponse = z.object({
   timezone: z.string(),
-  from: z.string().describe('first local day, inclusive'),
-  to: z.string().describe('last local day, exclusive'),
+  from: isoDay().describe('first local day, inclusive'),
+  to: isoDay().describe('last local day, exclusive'),
   product: z.enum(['serverless', 'model_api']),
   group_by: z.array(z.string()),
   final: z.boolean().describe('every day of the range is final: its late-billing window has passed and a re-collection after it agreed'),
-  provisional_days: z.array(z.string()).describe('the days whose cost can still change'),
+  provisional_days: z.array(isoDay()).describe('the days whose cost can still change'),
   rows: z.array(
     z
       .object({
@@ -77,8 +78,8 @@ export const FinanceResponse = z.object({
   timezone: z.string(),
   month_complete: z.boolean(),
   month_final: z.boolean().describe('every figure of the report is final'),
-  provisional_days: z.array(z.string()).describe('days of the month whose cost can still change'),
-  range: z.object({ from: z.string(), to: z.string() }),
+  provisional_days: z.array(isoDay()).describe('days of the month whose cost can still change'),
+  range: z.object({ from: isoDay(), to: isoDay() }),
   rows: z.array(FinanceRow),
   product_totals: z.array(FinanceRow).describe('per product and currency'),
   totals: z.array(FinanceRow).describe('per currency, both products'),
@@ -118,13 +119,13 @@ export const FocusResponse = z.object({
 
 export const RequestCostResponse = z.object({
   timezone: z.string(),
-  from: z.string(),
-  to: z.string(),
+  from: isoDay(),
+  to: isoDay(),
   source: z.string().describe('requests_daily (the rollup) or requests'),
   rows: z.array(
     z.object({
       endpoint_id: z.string(),
-      day: z.string().optional().describe('with group_by=day'),
+      day: isoDay().optional().describe('with group_by=day'),
       request_count: count('requests'),
       billed_requests: count('requests with billable units recorded'),
       unbilled_requests: count('requests whose billing is not recorded yet'),
@@ -165,8 +166,8 @@ export const RunnersResponse = z.object({
 });
 
 export const LogsResponse = z.object({
-  from: z.string(),
-  to: z.string(),
+  from: isoInstant(),
+  to: isoInstant(),
   lines: z.array(FoundLogLine),
   next_cursor: z.string().nullable().describe('pass as cursor for the next page (also in the X-Next-Cursor header)'),
   has_more: z.boolean(),
@@ -181,7 +182,7 @@ export const SessionResponse = z.object({
       found: z.boolean().describe('false until the requests or models collector has stored it'),
       endpoint_id: z.string().nullable(),
       product: z.enum(['serverless', 'model_api']).nullable(),
-      ended_at: z.string().nullable(),
+      ended_at: isoInstant().nullable(),
       status_code: z.number().nullable(),
       outcome: z.enum(['success', 'user_error', 'error']).nullable(),
       duration: z.number().nullable().describe('seconds'),
@@ -190,13 +191,24 @@ export const SessionResponse = z.object({
       currency: z.string().nullable(),
       log_lines: z.array(
         z.object({
-          timestamp: z.string(),
+          timestamp: isoInstant(),
           level: z.string(),
           message: z.string(),
           message_truncated: z.boolean().describe('the message was cut at 16,384 characters'),
         }),
       ),
       log_lines_truncated: z.boolean().describe('the request has more lines than API_SESSION_MAX_LOG_LINES; GET /logs?request_id= has them all'),
+      webhook: z
+        .object({
+          status: z.string().describe("the delivery body's status: OK or ERROR ('' when the body had none)"),
+          attempts: z.number().describe('verified deliveries received for the request (the platform repeats and retries; deliveries stored before sql/035 count once)'),
+          last_error: z.string().nullable().describe("the latest delivery's error (or payload_error); null when none"),
+          error_types: z.array(z.string()).describe('the request-level error types of its payload (e.g. runner_scheduling_failure)'),
+          first_received_at: z.string().describe('ISO 8601 UTC'),
+          last_received_at: z.string().describe('ISO 8601 UTC'),
+        })
+        .nullable()
+        .describe("the request's queue webhook delivery as the receiver stored it; null when none is stored (not queued with a webhook, or not delivered yet)"),
     }),
   ),
   request_ids_total: z.number().describe('distinct request ids the returned items mention'),

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { PROBLEM_CONTENT_TYPE, PROBLEM_SCHEMA } from '../http/problem.js';
 import { inReadLane } from '../store/read-lanes.js';
 
 /** A query-API route: its query schema is used both to validate requests and to write the OpenAPI document. */
@@ -17,6 +18,8 @@ export interface RouteSpec<Q extends z.ZodType> {
   csv?: boolean;
   /** The answer is Server-Sent Events of `response` objects (one per `data:` line), not one JSON document. */
   eventStream?: boolean;
+  /** Error statuses this route sends beyond those of every route (400, 401, 421, 422, 500), with what each means. */
+  errors?: Record<number, string>;
   /**
    * The route reads a lot (a session of thousands of requests, a month's report): its queries wait behind
    * interactive ones for one of EMBEDDED_HEAVY_READS_MAX slots (src/store/read-lanes.ts).
@@ -63,7 +66,8 @@ export class RouteRegistry {
         ? { 'text/event-stream': { schema: { type: 'string', description: 'Server-Sent Events; each data line is a JSON object of this shape', contentSchema: responseSchema } } }
         : { 'application/json': { schema: responseSchema } };
       if (r.csv) content['text/csv'] = { schema: { type: 'string', description: 'RFC 4180 CSV with a header row (format=csv or Accept: text/csv)' } };
-      const error = (description: string) => ({ description, content: { 'application/json': { schema: ERROR_SCHEMA } } });
+      const error = (description: string) => ({ description, content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } } });
+      const errors: Record<number, string> = { ...ROUTE_ERRORS, ...r.errors };
       paths[`${prefix}${r.path.replace(/:(\w+)/g, '{$1}')}`] = {
         get: {
           operationId: r.operationId,
@@ -79,11 +83,12 @@ export class RouteRegistry {
                 ? { headers: Object.fromEntries(Object.entries(r.responseHeaders).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) }
                 : {}),
             },
-            '400': error('A parameter is invalid; the error names it and what it expects'),
-            '401': error('Missing or wrong bearer token'),
-            '404': error('Nothing collected for what was asked; the message names the command that collects it'),
-            '421': error('The Host header is not a name of this service (loopback, HOST or ALLOWED_HOSTS)'),
-            '422': error('The query went over its time, memory or result-size limit'),
+            ...Object.fromEntries(
+              Object.keys(errors)
+                .map(Number)
+                .sort((a, b) => a - b)
+                .map((status) => [String(status), error(errors[status])]),
+            ),
           },
         },
       };
@@ -93,18 +98,16 @@ export class RouteRegistry {
       info: { ...info, license: { name: 'Apache-2.0', identifier: 'Apache-2.0' } },
       servers: [{ url: serverUrl, description: 'this Tallyhouse service' }],
       paths,
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } }, schemas: { Problem: PROBLEM_SCHEMA } },
     };
   }
 }
 
-const ERROR_SCHEMA = {
-  type: 'object',
-  properties: {
-    error: {
-      type: 'object',
-      properties: { type: { type: 'string' }, message: { type: 'string' }, parameter: { type: 'string' } },
-      required: ['type', 'message'],
-    },
-  },
+/** The statuses every route of the query API can answer besides 200 (src/http/problem.ts answers them all). */
+const ROUTE_ERRORS: Record<number, string> = {
+  400: 'A parameter is invalid; `error.parameter` names it and `detail` what it expects',
+  401: 'Missing or wrong bearer token (when API_TOKENS is set)',
+  421: 'The Host header is not a name of this service (loopback, TALLYHOUSE_HOST or ALLOWED_HOSTS)',
+  422: 'The query went over its time, memory or result-size limit',
+  500: 'The service failed; `request_id` finds it in the service log',
 };

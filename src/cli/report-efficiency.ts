@@ -52,6 +52,7 @@ export async function efficiencyCommand(args: string[]): Promise<number> {
     if (coverage.status !== 'complete') io.err(`tallyhouse report efficiency: warning: ${coverage.warning}\n`);
     const { hints, window } = await loadRecommendations(rt.store, {
       month: values.month!, timezone, marginPercent: margin ?? rt.config.RIGHTSIZING_VRAM_MARGIN_PERCENT, nowMs: rt.now().getTime(),
+      schedulingSharePercent: rt.config.SCHEDULING_FAILURE_HINT_PERCENT,
     });
     const text = format === 'json'
       ? `${JSON.stringify({ month: values.month, timezone, coverage, rows, hints, keep_warm_window: window }, null, 2)}\n`

@@ -64,7 +64,7 @@ export async function analyticsTargets(ctx: JobContext, kinds: readonly Analytic
   // Model endpoints are the platform's, not apps: with COLLECTOR_SHARD, shard 0 reads all of them (one listing call).
   const shard = ctx.runtime.config.COLLECTOR_SHARD;
   if (kinds.includes('models') && (!shard || shard.index === 0)) {
-    for await (const page of ctx.platform.paginate(platformPaths.models, { query: { limit: 100 }, schema: ModelsPage, ctx: ctx.call })) {
+    for await (const page of ctx.platform.paginate(platformPaths.models, { query: { limit: 100 }, schema: ModelsPage, itemsField: 'models', ctx: ctx.call })) {
       for (const m of page.models) modelIds.add(m.endpoint_id);
     }
   }

@@ -82,6 +82,7 @@ export async function readAppEvents(
   pages: for await (const page of ctx.platform.paginate(appPath(app.owner, app.name, 'events'), {
     query: { start: new Date(window.startMs).toISOString(), end: new Date(window.endMs).toISOString(), limit: pageLimit },
     schema: EventsPage,
+    itemsField: 'events',
     ctx: ctx.call,
   })) {
     for (const raw of page.events) {

@@ -224,7 +224,7 @@ export async function collectModelCatalogue(ctx: JobContext): Promise<string[]> 
   const version = nextVersionMs();
   const collectedAt = toDateTime64(Date.now());
   const rows: ModelCatalogueRow[] = [];
-  for await (const page of ctx.platform.paginate(platformPaths.models, { query: { limit: 100 }, schema: ModelsPage, ctx: ctx.call })) {
+  for await (const page of ctx.platform.paginate(platformPaths.models, { query: { limit: 100 }, schema: ModelsPage, itemsField: 'models', ctx: ctx.call })) {
     for (const m of page.models) {
       const meta = (m.metadata ?? {}) as Record<string, unknown>;
       const text = (v: unknown) => (typeof v === 'string' ? v : '');

@@ -36,6 +36,7 @@ export async function collectRevisions(ctx: JobContext, apps: readonly AppRef[])
       for await (const page of ctx.platform.paginate(appPath(app.owner, app.name, 'revisions'), {
         query: { limit: 100 },
         schema: RevisionsPage,
+        itemsField: 'revisions',
         ctx: ctx.call,
       })) {
         for (const raw of page.revisions) {

@@ -32,23 +32,23 @@ export class Scraper {
       scrapes: counter(registry, {
         name: 'tallyhouse_scrapes_total',
         help: 'Scrapes by target and outcome (up: every sample stored; down: none stored).',
-        labelNames: ['job', 'instance', 'outcome'],
+        labelNames: ['scrape_job', 'scrape_instance', 'outcome'],
       }),
       duration: histogram(registry, {
         name: 'tallyhouse_scrape_duration_seconds',
         help: 'Time to fetch and parse a scrape.',
-        labelNames: ['job'],
+        labelNames: ['scrape_job'],
         buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       }),
       samples: gauge(registry, {
         name: 'tallyhouse_scrape_samples',
         help: 'Samples stored by the last good scrape of the target.',
-        labelNames: ['job', 'instance'],
+        labelNames: ['scrape_job', 'scrape_instance'],
       }),
       up: gauge(registry, {
         name: 'tallyhouse_scrape_target_up',
         help: '1 when the last scrape of the target succeeded, else 0.',
-        labelNames: ['job', 'instance'],
+        labelNames: ['scrape_job', 'scrape_instance'],
       }),
     };
   }
@@ -90,7 +90,8 @@ export class Scraper {
   }
 
   private async run(target: ScrapeTarget): Promise<ScrapeOutcome> {
-    const labels = { job: target.job, instance: target.instance };
+    // scrape_job/scrape_instance, never job/instance: those are the labels Prometheus sets on what it scrapes of us.
+    const labels = { scrape_job: target.job, scrape_instance: target.instance };
     const writer = this.rt.writer;
     const startedAt = Date.now();
     try {
@@ -106,7 +107,7 @@ export class Scraper {
       await stored;
       await this.record(scrapeRow(target, result.scrapedAtMs, 1, result));
       this.metrics.scrapes.inc({ ...labels, outcome: 'up' });
-      this.metrics.duration.observe({ job: target.job }, result.durationSeconds);
+      this.metrics.duration.observe({ scrape_job: target.job }, result.durationSeconds);
       this.metrics.samples.set(labels, samples.length);
       this.metrics.up.set(labels, 1);
       return { target, up: true, samples: samples.length, error: '' };

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Extension } from '../runtime.js';
+import { sendProblem } from '../http/problem.js';
 
 export const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
 export const CONSOLE_PATH = '/console/';
@@ -83,7 +84,7 @@ export function consoleExtension(dir = CONSOLE_DIR): Extension {
     const app: FastifyInstance = rt.app;
     const send = (file: string, ifNoneMatch: string | undefined, reply: FastifyReply) => {
       const asset = assets.get(file);
-      if (!asset) return securityHeaders(reply).code(404).type('text/plain; charset=utf-8').send('not a console file');
+      if (!asset) return sendProblem(securityHeaders(reply), 404, `not a console file: ${file}`, { code: 'not_found' });
       securityHeaders(reply).header('etag', asset.etag).header('cache-control', 'no-cache');
       if (ifNoneMatch === asset.etag) return reply.code(304).send();
       return reply.type(asset.type).send(asset.body);

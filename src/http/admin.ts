@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { inReadLane } from '../store/read-lanes.js';
 import { runHosted, type CommandHost, type HostedJobRunner } from './command-host.js';
+import { sendProblem } from './problem.js';
 import type { Extension } from '../runtime.js';
 import { preparePrivateDataDir, writePrivateFile } from '../store/private-files.js';
 
@@ -79,19 +80,19 @@ export function adminExtension(opts: AdminOptions): Extension {
 
     rt.app.post(ADMIN_COMMANDS_PATH, { bodyLimit: 512 * 1024 }, async (request, reply) => {
       if (!isLoopback(request.socket.remoteAddress)) {
-        return reply.code(403).send({ error: { type: 'forbidden', message: 'the admin endpoint answers on loopback only' } });
+        return sendProblem(reply, 403, 'the admin endpoint answers on loopback only', { code: 'forbidden' });
       }
       // Stryker disable next-line StringLiteral: any text that is not 'Bearer <token>' is refused alike; '' only stands in for a missing header
       const m = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
       const given = m ? createHash('sha256').update(m[1].trim()).digest() : null;
       if (!given || !timingSafeEqual(given, expected)) {
-        return reply.code(401).send({ error: { type: 'authorization_error', message: `expected "Authorization: Bearer <token from ${ADMIN_FILE}>"` } });
+        return sendProblem(reply, 401, `expected "Authorization: Bearer <token from ${ADMIN_FILE}>"`, { code: 'authorization_error' });
       }
       const body = CommandBody.safeParse(request.body);
-      if (!body.success) return reply.code(400).send({ error: { type: 'bad_request', message: 'expected {"argv": [command, ...args]}' } });
+      if (!body.success) return sendProblem(reply, 400, 'expected {"argv": [command, ...args]}', { code: 'bad_request' });
       const [name, ...args] = body.data.argv;
       const command = opts.commands[name];
-      if (!command) return reply.code(404).send({ error: { type: 'not_found', message: `no command ${JSON.stringify(name)} runs in the service` } });
+      if (!command) return sendProblem(reply, 404, `no command ${JSON.stringify(name)} runs in the service`, { code: 'not_found' });
 
       reply.hijack();
       const res = reply.raw;

@@ -5,6 +5,7 @@ import { lastSuccessByJob } from '../store/tables/job-runs.js';
 import { costSinceByApp } from '../store/tables/usage-buckets.js';
 import { latestQueueSizes } from '../store/tables/queue-samples.js';
 import { openFindingsByMeasure } from '../store/tables/anomalies.js';
+import { unbilledRequestsSummary } from '../store/tables/requests.js';
 import { MEASURES } from '../insights/anomalies.js';
 import { toDateTime64 } from '../values.js';
 import { budgetsReport, configuredBudgets } from '../api/budgets-report.js';
@@ -48,27 +49,36 @@ export const monthToDateCost: BusinessGauge = {
 export const jobSuccessAge: BusinessGauge = {
   name: 'tallyhouse_job_last_success_age_seconds',
   help: 'Seconds since the job last finished successfully (from job_runs).',
-  labelNames: ['job'],
+  labelNames: ['job_name'],
   async read(rt) {
     const rows = await lastSuccessByJob(rt.store, {});
     const now = rt.now().getTime();
-    return rows.map((r) => ({ labels: { job: r.job }, value: Math.max(0, (now - r.finished_ms) / 1000) }));
+    return rows.map((r) => ({ labels: { job_name: r.job }, value: Math.max(0, (now - r.finished_ms) / 1000) }));
   },
 };
 
-/** Each app's latest queue backlog sample (the queue job); apps beyond METRICS_MAX_APPS are summed under __other__. */
+/**
+ * Each app's latest queue backlog sample (the queue job); apps beyond METRICS_MAX_APPS are summed under __other__.
+ * `app` is the app's name, as in every other metric (the cost and budget gauges join on it); its owner is `owner`.
+ */
 export const appQueueSize: BusinessGauge = {
   name: 'tallyhouse_app_queue_size',
-  help: 'Requests waiting in each app\'s queue at the latest sample (GET .../queue, sampled by the queue job).',
-  labelNames: ['app'],
+  help: 'Requests waiting in each app\'s queue at the latest sample (GET .../queue, sampled by the queue job); app is the name, owner its owner.',
+  labelNames: ['app', 'owner'],
   async read(rt) {
     const rows = await latestQueueSizes(rt.store, {});
     const max = rt.config.METRICS_MAX_APPS;
-    const out = rows.slice(0, max).map((r) => ({ labels: { app: r.endpoint_id }, value: Number(r.queue_size) }));
-    if (rows.length > max) out.push({ labels: { app: OTHER_APPS }, value: rows.slice(max).reduce((n, r) => n + Number(r.queue_size), 0) });
+    const out = rows.slice(0, max).map((r) => ({ labels: appLabels(r.endpoint_id), value: Number(r.queue_size) }));
+    if (rows.length > max) out.push({ labels: { app: OTHER_APPS, owner: '' }, value: rows.slice(max).reduce((n, r) => n + Number(r.queue_size), 0) });
     return out;
   },
 };
+
+/** `owner/name` → the app label (its name) and its owner, as the queue samples name an app. */
+export function appLabels(endpointId: string): { app: string; owner: string } {
+  const slash = endpointId.indexOf('/');
+  return slash < 0 ? { app: endpointId, owner: '' } : { app: endpointId.slice(slash + 1), owner: endpointId.slice(0, slash) };
+}
 
 /** The monthly budget per app from APP_BUDGETS, for the alert "month-to-date cost above budget". */
 export const appBudgets: BusinessGauge = {
@@ -77,6 +87,50 @@ export const appBudgets: BusinessGauge = {
   labelNames: ['app', 'currency'],
   async read(rt) {
     return Object.entries(rt.config.APP_BUDGETS).map(([app, value]) => ({ labels: { app, currency: rt.config.BUDGET_CURRENCY }, value }));
+  },
+};
+
+/**
+ * Requests still unbilled past the re-collection window (REQUESTS_RECOLLECT_HOURS): what only the late-billing
+ * re-check can fill. The scan is bounded (CONTRIBUTING.md rule 21): requests up to twice REQUESTS_UNBILLED_MAX_AGE_DAYS
+ * old, so those given up on stay visible for as long again. Both gauges read one query (shared for a few seconds).
+ */
+let unbilledRead: { rt: Runtime; atMs: number; value: Promise<{ unbilled: number; oldestAgeSeconds: number }> } | undefined;
+function readUnbilled(rt: Runtime): Promise<{ unbilled: number; oldestAgeSeconds: number }> {
+  if (unbilledRead && unbilledRead.rt === rt && Date.now() - unbilledRead.atMs < 5_000) return unbilledRead.value;
+  const value = (async () => {
+    const nowMs = rt.now().getTime();
+    const before = new Date(nowMs - rt.config.REQUESTS_RECOLLECT_HOURS * 3_600_000);
+    const after = new Date(nowMs - 2 * rt.config.REQUESTS_UNBILLED_MAX_AGE_DAYS * 86_400_000);
+    const [row] = await unbilledRequestsSummary(rt.store, { after: toDateTime64(after), before: toDateTime64(before) });
+    const oldestMs = row?.oldest_ended_at ? Date.parse(`${row.oldest_ended_at.replace(' ', 'T')}Z`) : nowMs;
+    return { unbilled: row?.unbilled ?? 0, oldestAgeSeconds: Math.max(0, (nowMs - oldestMs) / 1000) };
+  })();
+  unbilledRead = { rt, atMs: Date.now(), value };
+  // A failed read is not shared: the next gauge (or scrape) asks again.
+  value.catch(() => {
+    unbilledRead = undefined;
+  });
+  return value;
+}
+
+/** Requests stored without billable units that ended before the re-collection window (issue 50.3). */
+export const requestsUnbilled: BusinessGauge = {
+  name: 'tallyhouse_requests_unbilled',
+  help: 'Requests still unbilled (billable_units null) that ended more than REQUESTS_RECOLLECT_HOURS ago (and at most twice REQUESTS_UNBILLED_MAX_AGE_DAYS): re-checked at 1, 2, 4... days of age up to REQUESTS_UNBILLED_MAX_AGE_DAYS; their cost is missing until billed.',
+  labelNames: [],
+  async read(rt) {
+    return [{ labels: {}, value: (await readUnbilled(rt)).unbilled }];
+  },
+};
+
+/** Age of the oldest of those requests (0 when none): past REQUESTS_UNBILLED_MAX_AGE_DAYS it is no longer re-checked. */
+export const requestsUnbilledOldestAge: BusinessGauge = {
+  name: 'tallyhouse_requests_unbilled_oldest_age_seconds',
+  help: 'Seconds since the oldest still-unbilled request (of tallyhouse_requests_unbilled) ended; 0 when none. Past REQUESTS_UNBILLED_MAX_AGE_DAYS it is given up on.',
+  labelNames: [],
+  async read(rt) {
+    return [{ labels: {}, value: (await readUnbilled(rt)).oldestAgeSeconds }];
   },
 };
 
@@ -116,18 +170,23 @@ export const budgetFiguresGauge: BusinessGauge = {
   },
 };
 
-const STATUS_VALUE = { ok: 0, at_risk: 1, over: 2 } as const;
+const BUDGET_STATES = ['ok', 'at_risk', 'over'] as const;
 
-/** Each budget's status as a number: 0 ok, 1 at_risk, 2 over (the alert rules TallyhouseBudgetAtRisk and TallyhouseBudgetOver). */
+/**
+ * Each budget's state as an enum (Prometheus naming guide): one series per state, 1 for the budget's state and 0 for
+ * the others (the alert rules TallyhouseBudgetAtRisk and TallyhouseBudgetOver). It was a 0/1/2 number.
+ */
 export const budgetStatusGauge: BusinessGauge = {
-  name: 'tallyhouse_budget_status',
-  help: 'Budget status this month: 0 ok, 1 at_risk (the forecast interval reaches the amount), 2 over (spent passed it).',
-  labelNames: ['scope', 'name', 'currency'],
+  name: 'tallyhouse_budget_state',
+  help: 'Budget state this month, 1 for the budget\'s state: ok, at_risk (the forecast interval reaches the amount), over (spent passed it).',
+  labelNames: ['scope', 'name', 'currency', 'state'],
   async read(rt) {
     const budgets = configuredBudgets(rt.config);
     if (budgets.length === 0) return [];
     const report = await budgetsReport(rt.store, budgets, { timezone: rt.config.TIMEZONES[0], now: rt.now() });
-    return report.budgets.map((b) => ({ labels: { scope: b.scope, name: b.name, currency: b.currency }, value: STATUS_VALUE[b.status] }));
+    return report.budgets.flatMap((b) =>
+      BUDGET_STATES.map((state) => ({ labels: { scope: b.scope, name: b.name, currency: b.currency, state }, value: b.status === state ? 1 : 0 })),
+    );
   },
 };
 
@@ -138,8 +197,8 @@ export const budgetStatusGauge: BusinessGauge = {
  */
 export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): void {
   const failures = gauge(rt.registry, {
-    name: 'tallyhouse_business_metrics_read_failures',
-    help: 'Whether the last read of a business gauge from the store failed (1; it keeps its previous values).',
+    name: 'tallyhouse_business_metric_last_read_failed',
+    help: '1 when the last read of a business gauge from the store failed (it keeps its previous values), else 0.',
     labelNames: ['metric'],
   });
   for (const g of gauges) {
@@ -171,7 +230,7 @@ export function registerBusinessMetrics(rt: Runtime, gauges: BusinessGauge[]): v
 
 /** Registers the business gauges with the service's registry. */
 /** The gauges every service registers (main.ts adds those of other areas, e.g. the idle share of spend). */
-export const DEFAULT_BUSINESS_GAUGES: readonly BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize, budgetFiguresGauge, budgetStatusGauge, anomaliesOpen];
+export const DEFAULT_BUSINESS_GAUGES: readonly BusinessGauge[] = [monthToDateCost, jobSuccessAge, appBudgets, appQueueSize, budgetFiguresGauge, budgetStatusGauge, anomaliesOpen, requestsUnbilled, requestsUnbilledOldestAge];
 
 export function businessMetricsExtension(gauges: BusinessGauge[] = [...DEFAULT_BUSINESS_GAUGES]): Extension {
   return async (rt) => {

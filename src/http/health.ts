@@ -1,9 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Store } from '../store/client.js';
 import { pendingMigrations } from '../store/migrate.js';
 import { describeStoreError } from '../store/errors.js';
+import { sendProblem } from './problem.js';
 
 export interface HealthOptions {
   store: Store;
@@ -23,6 +24,9 @@ export function addReadinessCondition(server: object, condition: () => string | 
   return () => set.delete(condition);
 }
 
+/** A 503 of /readyz: a problem whose `reason` (as before) says why not ready. */
+const notReady = (reply: FastifyReply, reason: string) => sendProblem(reply, 503, reason, { code: 'not_ready', extensions: { reason } });
+
 /** /healthz (the process answers), /readyz (the store answers and is migrated), /metrics (Prometheus). */
 export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): Promise<void> {
   app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
@@ -30,19 +34,19 @@ export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): P
   app.get('/readyz', { logLevel: 'warn' }, async (_req, reply) => {
     const ping = await opts.store.client.ping();
     if (!ping.success) {
-      return reply.code(503).send({ status: 'unavailable', reason: `store ${opts.store.location} does not answer: ${describeStoreError(ping.error)}` });
+      return notReady(reply, `store ${opts.store.location} does not answer: ${describeStoreError(ping.error)}`);
     }
     try {
       const pending = await pendingMigrations(opts.store);
       if (pending.length > 0) {
-        return reply.code(503).send({ status: 'unavailable', reason: `migrations not applied: ${pending.join(', ')}` });
+        return notReady(reply, `migrations not applied: ${pending.join(', ')}`);
       }
     } catch (err) {
-      return reply.code(503).send({ status: 'unavailable', reason: `cannot read schema_migrations: ${describeStoreError(err)}` });
+      return notReady(reply, `cannot read schema_migrations: ${describeStoreError(err)}`);
     }
     for (const condition of readinessConditions.get(app.server) ?? []) {
       const reason = condition();
-      if (reason) return reply.code(503).send({ status: 'unavailable', reason });
+      if (reason) return notReady(reply, reason);
     }
     return { status: 'ready' };
   });
@@ -53,7 +57,7 @@ export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): P
       const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
       const given = m ? createHash('sha256').update(m[1].trim()).digest() : null;
       if (!given || !timingSafeEqual(given, expected)) {
-        return reply.code(401).send({ error: { type: 'authorization_error', message: 'GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>"' } });
+        return sendProblem(reply, 401, 'GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>"', { code: 'authorization_error' });
       }
     }
     const body = await opts.registry.metrics();

@@ -4,6 +4,7 @@
 // refuses a Host that is not a name of this service with 421 Misdirected Request.
 import type { FastifyInstance } from 'fastify';
 import { isLoopbackHost, type Config } from '../config.js';
+import { sendProblem } from './problem.js';
 
 const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
 const WILDCARD = /^(0\.0\.0\.0|::|\[::\])$/;
@@ -47,11 +48,8 @@ export function installHostCheck(app: FastifyInstance, config: Pick<Config, 'HOS
   if (!allowed) return;
   app.addHook('onRequest', async (request, reply) => {
     if (allowed(request.headers.host)) return;
-    return reply.code(421).send({
-      error: {
-        type: 'misdirected_request',
-        message: 'the Host header is not a name of this service (ALLOWED_HOSTS lists the names it answers beyond loopback and HOST)',
-      },
+    return sendProblem(reply, 421, 'the Host header is not a name of this service (ALLOWED_HOSTS lists the names it answers beyond loopback and HOST)', {
+      code: 'misdirected_request',
     });
   });
 }

@@ -22,6 +22,7 @@ import { PlatformClient } from '../platform/index.js';
 import { platformPaths } from '../platform/paths.js';
 import { MetaResponse } from '../platform/schemas.js';
 import { PlatformNotStarted, WEBHOOK_RANGES_FILE, WebhookSources } from './webhook-sources.js';
+import { PROBLEM_SCHEMA, sendProblem } from '../http/problem.js';
 
 export const WEBHOOK_PATH = '/v1/webhooks/queue';
 export const TIMESTAMP_LEEWAY_SECONDS = 300;
@@ -394,7 +395,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
   app.removeAllContentTypeParsers();
   // The raw stream: the handler reads it, hashing as it goes, its bytes counted in the unauthenticated budget.
   app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
-  const errorSchema = { type: 'object', properties: { error: { type: 'string' }, message: { type: 'string' } } } as const;
+  const errorSchema = PROBLEM_SCHEMA;
   const budgets =
     opts.budgets ??
     new PushBudgets({ ...defaultPushLimits(), ...(opts.maxConcurrentBodies ? { WEBHOOK_MAX_BODIES_READING: opts.maxConcurrentBodies } : {}) });
@@ -407,7 +408,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
       metrics.deliveries.inc({ outcome });
       req.log.warn({ outcome, reason: body.message }, 'webhook refused');
       closeWithoutReading(reply.raw);
-      return reply.code(STATUS[outcome]).headers({ connection: 'close', ...headers }).send(body);
+      return sendProblem(reply.headers({ connection: 'close', ...headers }), STATUS[outcome], String(body.message), { code: outcome });
     };
     // The source address first (the platform publishes every address that may send webhooks): a stranger costs
     // one answer, and only admitted addresses compete for read slots.
@@ -464,6 +465,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: WebhookRouteOpti
         metrics.deliveries.inc({ outcome });
         metrics.seconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
         if (outcome !== 'accepted') req.log.warn({ outcome, reason: body.message }, 'webhook refused');
+        if (outcome !== 'accepted') return sendProblem(reply.headers(headers), STATUS[outcome], String(body.message), { code: outcome });
         return reply.code(STATUS[outcome]).headers(headers).send(body);
       };
       const h = readSignedHeaders(req.headers, Math.floor(now() / 1000));

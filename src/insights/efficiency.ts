@@ -295,14 +295,15 @@ export interface MachineVramInput {
 }
 
 export interface Hint {
-  kind: 'right_size' | 'keep_warm';
+  kind: 'right_size' | 'keep_warm' | 'raise_max_concurrency';
   app: string;
   endpoint_id: string;
-  currency: string;
-  machine_type: string;
+  /** null for raise_max_concurrency (not about money or a machine). */
+  currency: string | null;
+  machine_type: string | null;
   recommended_machine_type: string | null;
   /** right_size: the month's machine-seconds on machine_type × the difference of net prices; keep_warm: the idle cost. */
-  amount: string;
+  amount: string | null;
   /** What the hint rests on, in words with counts. */
   evidence: string;
   peak_vram_bytes: number | null;
@@ -310,7 +311,19 @@ export interface Hint {
   machine_seconds: string | null;
   /** keep_warm: local hours of day with idle runners, most idle first, as "HH:00 (runner-hours)". */
   idle_hours: string | null;
+  /** raise_max_concurrency (src/insights/scheduling.ts): the share of requests that failed with runner_scheduling_failure. */
+  share_of_requests: number | null;
+  scheduling_failures: number | null;
+  /** raise_max_concurrency: requests with a known outcome the share is of. */
+  requests: number | null;
+  /** raise_max_concurrency: when the latest scheduling failure ended (ISO 8601 UTC). */
+  last_seen: string | null;
+  /** raise_max_concurrency: the app's current setting (apps collector); null when unknown. */
+  max_concurrency: number | null;
 }
+
+/** The fields only a raise_max_concurrency hint fills. */
+export const NO_CONCURRENCY_EVIDENCE = { share_of_requests: null, scheduling_failures: null, requests: null, last_seen: null, max_concurrency: null } as const;
 
 interface Price {
   /** Net of the discount, 1e-18 currency units per machine-second (unit price at 1e-12 × (1 - pct/100) with pct at 1e-4). */
@@ -392,6 +405,7 @@ export function recommendations(input: {
       required_vram_bytes: Number((need + 9_999n) / 10_000n),
       machine_seconds: scaledToDecimal(q, QUANTITY_SCALE),
       idle_hours: null,
+      ...NO_CONCURRENCY_EVIDENCE,
     });
   }
   // Keep-warm: idle cost of the window per app and currency, with the hours of day it happened in.
@@ -435,6 +449,7 @@ export function recommendations(input: {
       required_vram_bytes: null,
       machine_seconds: null,
       idle_hours: busiest.map((x) => `${String(x.h).padStart(2, '0')}:00 (${x.v})`).join(', '),
+      ...NO_CONCURRENCY_EVIDENCE,
     });
   }
   return hints;

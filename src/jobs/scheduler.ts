@@ -79,32 +79,34 @@ export class Scheduler {
     this.now = opts.now ?? (() => new Date());
     this.unshardedRuntime = shard ? { ...opts.runtime, config: { ...opts.runtime.config, COLLECTOR_SHARD: undefined } } : opts.runtime;
     const registry = opts.runtime.registry;
+    // The job's label is job_name: `job` (and `instance`) are the labels Prometheus gives every scraped series, and a
+    // metric of ours that carried them would need honor_labels (Prometheus naming guide).
     this.metrics = {
       runs: counter(registry, {
         name: 'tallyhouse_job_runs_total',
         help: 'Job runs by outcome (ok, failed, skipped: the previous run was still going).',
-        labelNames: ['job', 'status'],
+        labelNames: ['job_name', 'status'],
       }),
       duration: histogram(registry, {
         name: 'tallyhouse_job_duration_seconds',
         help: 'Duration of job runs.',
-        labelNames: ['job'],
+        labelNames: ['job_name'],
         buckets: [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 900, 1800],
       }),
       lastSuccess: gauge(registry, {
         name: 'tallyhouse_job_last_success_timestamp_seconds',
         help: 'Unix time the job last finished successfully.',
-        labelNames: ['job'],
+        labelNames: ['job_name'],
       }),
       interval: gauge(registry, {
         name: 'tallyhouse_job_interval_seconds',
         help: 'Seconds between two scheduled runs of the job (from its cron expression), for staleness alerts.',
-        labelNames: ['job'],
+        labelNames: ['job_name'],
       }),
       retries: counter(registry, {
         name: 'tallyhouse_job_platform_retries_total',
         help: 'Platform API calls retried by jobs.',
-        labelNames: ['job'],
+        labelNames: ['job_name'],
       }),
     };
   }
@@ -156,7 +158,7 @@ export class Scheduler {
       const task = cron.schedule(expression, () => void this.run(job.name, 'schedule'), { name: `tallyhouse-${job.name}` });
       this.tasks.push(task);
       const [next, after] = task.getNextRuns(2);
-      if (next && after) this.metrics.interval.set({ job: job.name }, (after.getTime() - next.getTime()) / 1000);
+      if (next && after) this.metrics.interval.set({ job_name: job.name }, (after.getTime() - next.getTime()) / 1000);
       schedules[job.name] = expression;
     }
     // What runs when, in one line.
@@ -196,7 +198,7 @@ export class Scheduler {
         ? `${backfill ? 'a backfill' : 'a run'} of ${name} is already going (${going.trigger}, started ${new Date(going.startedAt).toISOString()}); try again when it has finished`
         : 'tallyhouse is shutting down';
       log.warn({ trigger, reason: error }, this.stopped ? 'job not started: shutting down' : 'previous run still going; tick skipped');
-      this.metrics.runs.inc({ job: name, status: 'skipped' });
+      this.metrics.runs.inc({ job_name: name, status: 'skipped' });
       const result: JobRunResult = { runId, job: name, status: 'skipped', rows: 0, retries: 0, error, durationMs: 0 };
       await this.record(result, trigger, startedAt).catch(() => undefined);
       return result;
@@ -223,7 +225,7 @@ export class Scheduler {
     const log = this.opts.runtime.logger.child({ job: job.name, run: runId });
     let rows = 0;
     let retries = 0;
-    const endTimer = this.metrics.duration.startTimer({ job: job.name });
+    const endTimer = this.metrics.duration.startTimer({ job_name: job.name });
     // Routine scheduled runs are quiet (an idle service logs next to nothing); /metrics and job_runs tell the rest.
     const routine = trigger === 'schedule' ? 'debug' : 'info';
     log.debug({ trigger }, 'job started');
@@ -245,7 +247,7 @@ export class Scheduler {
             signal: controller.signal,
             onRetry: (info) => {
               retries++;
-              this.metrics.retries.inc({ job: job.name });
+              this.metrics.retries.inc({ job_name: job.name });
               log.debug({ attempt: info.attempt, delayMs: info.delayMs, type: info.error.type, status: info.error.status }, 'platform call retried');
             },
           },
@@ -272,9 +274,9 @@ export class Scheduler {
     endTimer();
     const result: JobRunResult = { runId, job: job.name, status, rows, retries, error, durationMs: Date.now() - startedAt };
     if (notes.length > 0) result.note = notes.join('; ');
-    this.metrics.runs.inc({ job: job.name, status });
+    this.metrics.runs.inc({ job_name: job.name, status });
     if (status === 'ok') {
-      this.metrics.lastSuccess.set({ job: job.name }, Date.now() / 1000);
+      this.metrics.lastSuccess.set({ job_name: job.name }, Date.now() / 1000);
       log[routine]({ trigger, rows, retries, durationMs: result.durationMs }, 'job finished');
     }
     try {

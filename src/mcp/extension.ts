@@ -8,6 +8,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hostAllowList } from '../http/host-check.js';
+import { sendProblem } from '../http/problem.js';
 import type { Extension } from '../runtime.js';
 import { inReadLane } from '../store/read-lanes.js';
 import { mcpOptions } from './host.js';
@@ -17,8 +18,8 @@ export const MCP_PATH = '/mcp';
 
 const isLoopback = (address: string | undefined) => !!address && /^(127\.|::1$|::ffff:127\.)/.test(address);
 
-const refuse = (reply: FastifyReply, status: number, type: string, message: string) =>
-  reply.code(status).send({ jsonrpc: '2.0', error: { code: -32001, message: `${type}: ${message}` }, id: null });
+/** A refusal before JSON-RPC (token, Origin, stream limits): a problem document like every other HTTP error. */
+const refuse = (reply: FastifyReply, status: number, type: string, message: string) => sendProblem(reply, status, message, { code: type });
 
 export function mcpExtension(version: string): Extension {
   return async (rt) => {

@@ -239,6 +239,31 @@ export function createMcpServer(opts: McpOptions): McpServer {
   );
 
   server.registerTool(
+    'recommendations',
+    {
+      title: 'Recommendations',
+      description:
+        'Right-sizing (a cheaper machine whose VRAM covers the observed peak, and the month saving), keep-warm idle cost, and raising max_concurrency where requests often fail with runner_scheduling_failure (the platform\'s own advice; evidence: share of requests, last seen, the app\'s current max_concurrency) (GET /api/v1/recommendations).',
+      inputSchema: {
+        month: month().optional().describe('default: the current month'),
+        timezone: z.string().max(64).optional().describe('default: UTC'),
+      },
+      outputSchema: open({ month: z.string(), timezone: z.string(), hints: Rows }),
+      annotations: readOnly,
+    },
+    (a) =>
+      run(opts, async () => {
+        const body = await ask(opts, '/recommendations', a);
+        const hints = body.hints as Array<Record<string, unknown>>;
+        capRows(opts, 'hints', hints.length, 'ask for one month at a time, or read GET /api/v1/recommendations');
+        const kinds = new Map<string, number>();
+        for (const h of hints) kinds.set(String(h.kind), (kinds.get(String(h.kind)) ?? 0) + 1);
+        const concurrency = hints.filter((h) => h.kind === 'raise_max_concurrency').map((h) => `${h.app}: ${h.scheduling_failures} of ${h.requests} requests failed with runner_scheduling_failure, max_concurrency ${h.max_concurrency ?? 'unknown'}`);
+        return answer(body, `${hints.length} hint(s) for ${body.month}${kinds.size ? ` (${[...kinds].map(([k, n]) => `${n} ${k}`).join(', ')})` : ''}${concurrency.length ? `; ${concurrency.join('; ')}` : ''}`);
+      }),
+  );
+
+  server.registerTool(
     'finance_report',
     {
       title: 'Finance report',
@@ -287,7 +312,7 @@ export function createMcpServer(opts: McpOptions): McpServer {
     {
       title: 'Trace one request',
       description:
-        'One platform request by id: the Faro session that mentions it, its status, duration, billable units and cost (as GET /api/v1/sessions/{id} reports them; without a session, looked up among requests that ended in the searched range, a day either side), and its log lines (GET /api/v1/logs?request_id=, newest first).',
+        'One platform request by id: the Faro session that mentions it, its status, duration, billable units and cost (as GET /api/v1/sessions/{id} reports them; without a session, looked up among requests that ended in the searched range, a day either side), its queue webhook delivery beside the cost (status, deliveries received, last error), and its log lines (GET /api/v1/logs?request_id=, newest first).',
       inputSchema: {
         request_id: z.string().min(1).max(200),
         from: instant('start of the log search, inclusive (default: 24 hours before to)').optional(),
@@ -318,9 +343,11 @@ export function createMcpServer(opts: McpOptions): McpServer {
           log_lines: lines,
           log_lines_more: Boolean(logs.has_more),
         };
+        const hook = request.webhook as { status: string; attempts: number; last_error: string | null } | null | undefined;
+        const hookText = hook ? `webhook ${hook.status || 'without status'} after ${hook.attempts} delivery(ies)${hook.last_error ? ` (${hook.last_error})` : ''}` : 'no webhook delivery stored';
         const what = request.found
-          ? `status ${request.status_code ?? 'unknown'}, ${request.billable_units ?? '?'} billable units, cost ${request.cost ?? 'not priced'} ${request.currency ?? ''}`.trim()
-          : `not found among the requests collected that ended between ${window.from} and ${window.to} (a day either side)`;
+          ? `status ${request.status_code ?? 'unknown'}, ${request.billable_units ?? '?'} billable units, cost ${`${request.cost ?? 'not priced'} ${request.currency ?? ''}`.trim()}; ${hookText}`
+          : `not found among the requests collected that ended between ${window.from} and ${window.to} (a day either side); ${hookText}`;
         return answer(structured, `request ${a.request_id}: ${what}; session ${sessionId ?? 'none (no stored Faro session mentions it)'}; ${lines.length} log line(s)`);
       }),
   );

@@ -108,6 +108,12 @@ export interface PaginateOptions<T> {
    * caller of the client waits out) count as any other call's.
    */
   prefetch?: boolean;
+  /**
+   * The envelope's list (default `items`, the interface's list envelope): with a numeric `limit` in the query, a
+   * page holding more of them than asked for is refused (`page_over_limit`, issue 49.2): a platform that ignores
+   * the limit would otherwise make every page as large as it likes.
+   */
+  itemsField?: string;
 }
 
 /** One page of a walk and its envelope. */
@@ -305,6 +311,8 @@ export class PlatformClient {
    */
   async *paginate<T>(path: string, opts: PaginateOptions<T>): AsyncGenerator<T, void, undefined> {
     const method = opts.method ?? 'GET';
+    const asked = opts.query?.limit;
+    const maxItems = typeof asked === 'number' && Number.isInteger(asked) && asked > 0 ? asked : null;
     const seenCursors = new Set<string>();
     // A prefetched page is fetched while the caller works on the one before; if the caller stops early, it is
     // cancelled (and its failure, which nobody will read, swallowed) when this generator ends.
@@ -328,6 +336,8 @@ export class PlatformClient {
         read: (status, _headers, body, description) => {
           const value = parseJsonBody(status, body, description);
           const envelope = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+          const list = envelope[opts.itemsField ?? 'items'];
+          if (maxItems !== null && Array.isArray(list) && list.length > maxItems) throw this.#overLimit(description, status, list.length, maxItems);
           pageInfo = { hasMore: envelope.has_more, nextCursor: envelope.next_cursor };
           call = description;
           return validate(opts.schema, value, status, description);
@@ -715,6 +725,23 @@ export class PlatformClient {
     });
   }
 
+  /** A page holding more items than the call asked for (`limit`): refused, not retried (the same call gets the same page). */
+  #overLimit(call: CallDescription, status: number, items: number, limit: number): PlatformError {
+    const endpoint = endpointTemplate(call.path);
+    this.#metrics.pageOverLimit.inc({ endpoint });
+    this.#logger?.warn({ method: call.method, path: call.path, endpoint, status, items, limit }, 'platform page holds more items than asked for; refused');
+    return new PlatformError({
+      message: `${call.method} ${call.path} answered ${status} with a page of ${items} items, more than the ${limit} asked for (limit); refused`,
+      status,
+      type: 'page_over_limit',
+      retryable: false,
+      scope: call.scope,
+      keyUsed: call.keyUsed,
+      method: call.method,
+      path: call.path,
+    });
+  }
+
   /**
    * A 429 "carries the limit value" (interface, Concurrency): it is what an operator tunes PLATFORM_MAX_IN_FLIGHT
    * against, so it is a gauge and, when it changes, a log line.
@@ -822,6 +849,7 @@ export class PlatformClient {
 
 interface ClientMetrics {
   tooLarge: ReturnType<typeof counter<'endpoint'>>;
+  pageOverLimit: ReturnType<typeof counter<'endpoint'>>;
   concurrencyLimit: ReturnType<typeof gauge<never>>;
   deprecated: ReturnType<typeof gauge<'endpoint'>>;
 }
@@ -831,6 +859,11 @@ function clientMetrics(registry: Registry | undefined): ClientMetrics {
     tooLarge: counter(registry, {
       name: 'tallyhouse_platform_response_too_large_total',
       help: 'Platform answers cut off for passing their byte limit (PLATFORM_MAX_RESPONSE_BYTES, tighter for small endpoints), by endpoint',
+      labelNames: ['endpoint'] as const,
+    }),
+    pageOverLimit: counter(registry, {
+      name: 'tallyhouse_platform_page_over_limit_total',
+      help: 'Platform pages refused for holding more items than the call asked for (its limit), by endpoint',
       labelNames: ['endpoint'] as const,
     }),
     concurrencyLimit: gauge(registry, {

@@ -44,6 +44,8 @@ export interface SimOptions {
   /** Mean requests per hour per endpoint (default 20); benchmarks raise it. */
   requestsPerHour?: number;
   faultRate?: number;
+  /** Late billing (fault injection): this share of requests is billed `days` (default 3) later than usual. */
+  lateBilling?: { rate: number; days?: number };
   /** Fault kinds drawn from (default the retryable ones). */
   faultKinds?: FaultKind[];
   /** How late a `slow` fault answers (default 30000). */
@@ -149,6 +151,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     realtime: opts.realtime ?? false,
     cacheLimits: opts.cacheLimits,
     scenario: opts.scenario,
+    lateBilling: opts.lateBilling ? { rate: opts.lateBilling.rate, delayMs: (opts.lateBilling.days ?? 3) * 86_400_000 } : undefined,
   });
   const keys = {
     api: opts.apiKey ?? `sim_api_${randomBytes(16).toString('hex')}`,

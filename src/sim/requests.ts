@@ -6,7 +6,7 @@ import type { Endpoint, World } from './world.js';
 import type { RunnerModel } from './runners.js';
 import { MAX_DURATION_MS, requestCount } from './runners.js';
 import { HOUR_MS } from './time.js';
-import { Rng, hash4, hex, mix, uuidFrom } from './prng.js';
+import { Rng, hash4, hex, mix, unit, uuidFrom } from './prng.js';
 import { formatMilli } from './money.js';
 import type { LRUCache } from 'lru-cache';
 import type { SimCaches } from './caches.js';
@@ -186,7 +186,10 @@ export class RequestModel {
       const endedMs = f.sentMs + f.durationMs;
       const statusClass = statusClassOf(f.statusCode);
       const billableMilli = statusClass !== 'success' ? 0 : units ? r.range(1, 4) * 1000 : f.durationMs;
-      const billedAtMs = endedMs + r.range(60, 1800) * 1000 + r.int(1000);
+      let billedAtMs = endedMs + r.range(60, 1800) * 1000 + r.int(1000);
+      // Drawn from its own hash, not from r: a world without late billing generates the very same requests.
+      const late = world.lateBilling;
+      if (late && unit(hash4(seed ^ 0x1a7eb111, ep.index, hour, i)) < late.rate) billedAtMs += late.delayMs;
       const head =
         '{"request_id":"' + id + '","gateway_request_id":"' + gatewayId + '","endpoint_id":' + epJson +
         ',"started_at":"' + iso(f.startedMs) + '","sent_at":"' + iso(f.sentMs) + '","ended_at":"' + iso(endedMs) +

@@ -94,6 +94,14 @@ export interface WorldOptions {
   days: number;
   apps: number;
   requestsPerHour: number;
+  /** Late billing (fault injection, issue 50.3): this share of requests is billed `delayMs` later than usual. */
+  lateBilling?: LateBilling;
+}
+
+export interface LateBilling {
+  /** Share of requests (0-1), drawn per request from the seed. */
+  rate: number;
+  delayMs: number;
 }
 
 export interface World {
@@ -103,6 +111,8 @@ export interface World {
   historyStartHour: number;
   initialNowMs: number;
   requestsPerHour: number;
+  /** Requests billed days late (none unless asked for). */
+  lateBilling: LateBilling | null;
   /** The caller's account: its user id (webhook deliveries) and the owners its keys own. */
   userId: string;
   callerOwners: string[];
@@ -333,6 +343,7 @@ export function buildWorld(opts: WorldOptions): World {
     historyStartHour,
     initialNowMs: opts.nowMs,
     requestsPerHour: opts.requestsPerHour,
+    lateBilling: opts.lateBilling && opts.lateBilling.rate > 0 ? opts.lateBilling : null,
     userId: owners[0].userId,
     callerOwners: owners.filter((o) => o.ownedByCaller).map((o) => o.name),
     owners,

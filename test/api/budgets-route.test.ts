@@ -75,16 +75,12 @@ describe('GET /api/v1/budgets', () => {
     expect(Number(by.get(`app|${app}`)!.interval.high)).toBeLessThan(1_000_000);
   });
 
-  it('the status gauge says the same (0 ok, 2 over)', async () => {
+  it('the state gauge says the same (one series per state, 1 for the budget\'s: ok, ok, over)', async () => {
     const registry = new Registry();
     registerBusinessMetrics({ ...service, registry }, [budgetStatusGauge]);
-    const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('tallyhouse_budget_status{')).sort();
-    expect(lines).toEqual(
-      [
-        `tallyhouse_budget_status{scope="app",name="${app}",currency="USD"} 0`,
-        'tallyhouse_budget_status{scope="endpoint",name="svc-ai/flux-pro",currency="USD"} 0',
-        'tallyhouse_budget_status{scope="product",name="model_api",currency="USD"} 2',
-      ].sort(),
-    );
+    const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('tallyhouse_budget_state{')).sort();
+    const states = (scope: string, name: string, state: string) =>
+      ['ok', 'at_risk', 'over'].map((s) => `tallyhouse_budget_state{scope="${scope}",name="${name}",currency="USD",state="${s}"} ${s === state ? 1 : 0}`);
+    expect(lines).toEqual([...states('app', app, 'ok'), ...states('endpoint', 'svc-ai/flux-pro', 'ok'), ...states('product', 'model_api', 'over')].sort());
   });
 });

@@ -1,4 +1,4 @@
-// tallyhouse_idle_cost_share: each app's idle cost / cost of the last 7 local days, equal to what the simulator's
+// tallyhouse_idle_cost_ratio: each app's idle cost / cost of the last 7 local days, equal to what the simulator's
 // truth gives for the same days (its own split of the same rule), for a simulator whose "now" is the wall clock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DateTime } from 'luxon';
@@ -28,11 +28,11 @@ afterAll(async () => {
   await closeRuntime(rt);
 });
 
-describe('tallyhouse_idle_cost_share', () => {
+describe('tallyhouse_idle_cost_ratio', () => {
   it('is the idle share of each app\u2019s cost over the last 7 days', async () => {
     const registry = new Registry();
     registerBusinessMetrics({ ...rt, registry }, [idleCostShare]);
-    const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('tallyhouse_idle_cost_share{'));
+    const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('tallyhouse_idle_cost_ratio{'));
     const perApp = new Map<string, { idle: bigint; cost: bigint }>();
     for (const t of sim.truth.efficiency({ from, to })) {
       const e = perApp.get(t.app) ?? { idle: 0n, cost: 0n };
@@ -43,7 +43,7 @@ describe('tallyhouse_idle_cost_share', () => {
       e.cost += t.cost_total_picos;
       perApp.set(t.app, e);
     }
-    const expected = [...perApp].filter(([, e]) => e.cost > 0n).map(([app, e]) => `tallyhouse_idle_cost_share{app="${app}",currency="USD",timezone="UTC"} ${Number((e.idle * 1_000_000n) / e.cost) / 1e6}`);
+    const expected = [...perApp].filter(([, e]) => e.cost > 0n).map(([app, e]) => `tallyhouse_idle_cost_ratio{app="${app}",currency="USD",timezone="UTC"} ${Number((e.idle * 1_000_000n) / e.cost) / 1e6}`);
     expect(expected.length).toBeGreaterThan(1);
     expect(lines.sort()).toEqual(expected.sort());
   });

@@ -32,23 +32,31 @@ describe('the query API for a newcomer', () => {
   it('a missing month is named as required, with what it takes', async () => {
     expect(await get('/api/v1/reports/finance')).toEqual({
       status: 400,
-      body: { error: { type: 'validation_error', message: 'month: required; expected a month YYYY-MM', parameter: 'month' } },
+      // RFC 9457 problem details, with the error object the API's clients have always read kept (issue 43).
+      body: {
+        type: 'urn:tallyhouse:problem:validation_error',
+        title: 'Invalid parameter',
+        status: 400,
+        detail: 'month: required; expected a month YYYY-MM',
+        instance: '/api/v1/reports/finance',
+        error: { type: 'validation_error', message: 'month: required; expected a month YYYY-MM', parameter: 'month' },
+      },
     });
   });
 
   it('an unknown route answers in the API\'s error shape, pointing at the route list', async () => {
-    expect(await get('/api/v1/costs?from=2026-11-01')).toEqual({
+    expect(await get('/api/v1/costs?from=2026-11-01')).toMatchObject({
       status: 404,
       body: { error: { type: 'not_found', message: 'no route GET /api/v1/costs; the routes are listed at /api/v1/openapi.json' } },
     });
   });
 
   it('format=csv on a JSON-only route says the route answers JSON only', async () => {
-    expect(await get('/api/v1/sessions?format=csv')).toEqual({
+    expect(await get('/api/v1/sessions?format=csv')).toMatchObject({
       status: 400,
       body: { error: { type: 'validation_error', message: 'format: this route answers JSON only; allowed: app, from, to, limit', parameter: 'format' } },
     });
-    expect(await get('/api/v1/sessions/abc?format=csv')).toEqual({
+    expect(await get('/api/v1/sessions/abc?format=csv')).toMatchObject({
       status: 400,
       body: { error: { type: 'validation_error', message: 'format: this route answers JSON only; this route takes no query parameters', parameter: 'format' } },
     });

@@ -77,7 +77,27 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(finance.properties ?? {})).toEqual(expect.arrayContaining(['rows', 'totals', 'reconciliation', 'month_complete']));
     const latency = JSON.stringify(doc.paths['/api/v1/latency'].get.responses['200']);
     expect(latency).toContain('p99_duration, in seconds');
-    for (const p of Object.values(doc.paths)) expect(Object.keys(p.get.responses)).toEqual(['200', '400', '401', '404', '421', '422']);
+    // Every status each route can send (issue 43), each a problem document: 404 only where nothing collected (or
+    // no such session) is an answer, 429/503 where the log stream's limits are.
+    const extra: Record<string, string[]> = {
+      '/api/v1/reports/finance': ['404'],
+      '/api/v1/reports/focus': ['404'],
+      '/api/v1/sessions/{session_id}': ['404'],
+      '/api/v1/logs/stream': ['429', '503'],
+    };
+    for (const [path, p] of Object.entries(doc.paths)) {
+      expect(Object.keys(p.get.responses).sort(), path).toEqual(['200', '400', '401', '421', '422', '500', ...(extra[path] ?? [])].sort());
+      for (const [status, r] of Object.entries(p.get.responses)) {
+        if (status !== '200') expect(Object.keys(r.content!), `${path} ${status}`).toEqual(['application/problem+json']);
+      }
+    }
+    // Dates say so: a day parameter is format date, a day-or-instant one either, and so are the fields of the answers.
+    const params = (path: string) => Object.fromEntries((doc.paths[path].get.parameters as Array<{ name: string; schema: Record<string, unknown> }>).map((x) => [x.name, x.schema]));
+    expect(params('/api/v1/cost').from).toMatchObject({ format: 'date' });
+    expect(params('/api/v1/latency').from).toMatchObject({ anyOf: [{ format: 'date' }, { format: 'date-time' }] });
+    expect(params('/api/v1/logs').to).toMatchObject({ anyOf: [{ format: 'date' }, { format: 'date-time' }] });
+    expect(JSON.stringify(doc.paths['/api/v1/cost'].get.responses['200'].content!['application/json'].schema.properties!.from)).toContain('"format":"date"');
+    expect(JSON.stringify(doc.paths['/api/v1/anomalies'].get.responses['200'])).toContain('"format":"date-time"');
     expect(Object.keys(doc.paths['/api/v1/logs/stream'].get.responses['200'].content!)).toEqual(['text/event-stream']);
   });
 

@@ -34,7 +34,7 @@ describe('npm start on a fresh data directory', () => {
 
     // Tallyhouse's own /metrics with demo data: business gauges present, and promtool finds nothing to lint.
     expect(metrics).toMatch(/^tallyhouse_usage_month_to_date_cost\{app="[^"]+",currency="USD",timezone="UTC"\} \d+(\.\d+)?$/m);
-    expect(metrics).toMatch(/^tallyhouse_job_last_success_age_seconds\{job="usage"\} /m);
+    expect(metrics).toMatch(/^tallyhouse_job_last_success_age_seconds\{job_name="usage"\} /m);
     const file = join(freshDir, 'metrics.txt');
     writeFileSync(file, metrics);
     const lint = execFileSync('sh', ['-c', `promtool check metrics < ${file} 2>&1; echo "rc=$?"`]).toString();

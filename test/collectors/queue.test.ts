@@ -47,7 +47,10 @@ describe('queue backlog', () => {
     const lastAt = samples[samples.length - 1].at;
     const latest = samples.filter((s) => s.at === lastAt).map((s) => ({ app: s.endpoint_id, size: Number(s.queue_size) }));
     latest.sort((a, b) => b.size - a.size || (a.app < b.app ? -1 : 1));
-    const expected = [...latest.slice(0, 3).map((l) => [l.app, l.size]), [OTHER_APPS, latest.slice(3).reduce((n, l) => n + l.size, 0)]];
-    expect(metric.values.map((v) => [v.labels.app, v.value])).toEqual(expected);
+    // The app label is the name (as on the cost and budget gauges), the owner apart: acme/sdxl is {app="sdxl", owner="acme"}.
+    const split = (id: string) => [id.slice(id.indexOf('/') + 1), id.slice(0, id.indexOf('/'))];
+    expect(latest.every((l) => l.app.includes('/'))).toBe(true);
+    const expected = [...latest.slice(0, 3).map((l) => [...split(l.app), l.size]), [OTHER_APPS, '', latest.slice(3).reduce((n, l) => n + l.size, 0)]];
+    expect(metric.values.map((v) => [v.labels.app, v.labels.owner, v.value])).toEqual(expected);
   });
 });

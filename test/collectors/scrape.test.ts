@@ -188,14 +188,14 @@ describeNeeds(['prometheus'])('with a real Prometheus server', () => {
     const tallyhouse = new URL(service.url).host;
     const fixtureHost = new URL(fixturesUrl).host;
     prometheus = await startPrometheus(
-      // honor_labels: Tallyhouse's job metrics carry a `job` label of their own (the collector's name), as the
-      // compose file's Prometheus is configured.
-      `  - job_name: tallyhouse\n    honor_labels: true\n    static_configs:\n      - targets: ['${tallyhouse}']\n` +
+      // As the compose file's Prometheus: no honor_labels, Tallyhouse exports no job/instance label of its own (the
+      // collector's name is job_name), so job and instance are the target's.
+      `  - job_name: tallyhouse\n    static_configs:\n      - targets: ['${tallyhouse}']\n` +
         `  - job_name: exporter\n    metrics_path: /prometheus-metrics\n    static_configs:\n      - targets: ['${fixtureHost}']\n`,
     );
     const up = await prometheus.waitFor('up{job="tallyhouse"}', (r) => r[0].value[1] === '1');
     expect(up[0].value[1]).toBe('1');
-    const age = await prometheus.waitFor('tallyhouse_job_last_success_age_seconds{job="usage"}');
+    const age = await prometheus.waitFor('tallyhouse_job_last_success_age_seconds{job_name="usage", job="tallyhouse"}');
     // The gauge counts from the run's end as job_runs recorded it, up to the moment Prometheus evaluated the query
     // (its own timestamp on the answer): no clock of this test in the comparison.
     const [finished] = await queryRows<{ ms: string }>(service, "SELECT toUnixTimestamp64Milli(max(finished_at)) AS ms FROM job_runs WHERE job = 'usage' AND status = 'ok'");

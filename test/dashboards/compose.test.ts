@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ConfigSchema } from '../../src/config.js';
+import { ConfigSchema, RENAMED_VARIABLES } from '../../src/config.js';
 import { DATASOURCE_UID, PLUGIN_ID, PLUGIN_VERSION } from '../../dashboards/lib/datasource.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -100,21 +100,23 @@ describe('docker-compose.yml', () => {
     expect(variableOf(env.CLICKHOUSE_PASSWORD)).toBe(variableOf(ch.CLICKHOUSE_PASSWORD));
     expect(services.tallyhouse.depends_on?.clickhouse).toEqual({ condition: 'service_healthy' });
     // Listening on every interface, so the query API needs tokens (the service refuses to start without).
-    expect(env.HOST).toBe('0.0.0.0');
+    // TALLYHOUSE_HOST/TALLYHOUSE_PORT, never the short names shells set for themselves (read only with a deprecation line).
+    expect(env.TALLYHOUSE_HOST).toBe('0.0.0.0');
+    for (const old of Object.keys(RENAMED_VARIABLES)) expect(env, old).not.toHaveProperty(old);
     expect(String(env.API_TOKENS)).toMatch(/^\$\{API_TOKENS:\?/);
     // Every variable is one the service reads (a typo would be ignored silently).
-    const known = Object.keys(ConfigSchema.shape);
+    const known = [...Object.keys(ConfigSchema.shape).filter((k) => !(k in RENAMED_VARIABLES)), ...Object.values(RENAMED_VARIABLES)];
     for (const name of Object.keys(env)) expect(known, name).toContain(name);
   });
 
-  it('Prometheus scrapes Tallyhouse with honor_labels and loads the alert rules', () => {
+  it('Prometheus scrapes Tallyhouse without honor_labels (no job/instance label of ours) and loads the alert rules', () => {
     const config = parse(read(hostPathAt(services.prometheus, '/etc/prometheus/prometheus.yml')));
     const rules = hostPathAt(services.prometheus, '/etc/prometheus/alerts.yml');
     expect(rules).toBe('dashboards/prometheus/alerts.yml');
     expect(config.rule_files).toEqual(['alerts.yml']); // relative to the config file: /etc/prometheus/alerts.yml
     const job = config.scrape_configs.find((j: { job_name: string }) => j.job_name === 'tallyhouse');
-    expect(job.honor_labels).toBe(true);
-    expect(job.static_configs[0].targets).toEqual([`tallyhouse:${services.tallyhouse.environment!.PORT}`]);
+    expect(job.honor_labels).toBeUndefined();
+    expect(job.static_configs[0].targets).toEqual([`tallyhouse:${services.tallyhouse.environment!.TALLYHOUSE_PORT}`]);
     expect(services.prometheus.command).toContain('--config.file=/etc/prometheus/prometheus.yml');
     // /metrics carries cost: Tallyhouse requires METRICS_TOKEN, and Prometheus reads the same token as a secret.
     expect(services.tallyhouse.environment!.METRICS_TOKEN).toMatch(/^\$\{METRICS_TOKEN:\?/);
@@ -214,6 +216,17 @@ describe('Dockerfile', () => {
     expect(runtime).toMatch(/^HEALTHCHECK /m);
     expect(runtime).toMatch(/^ENTRYPOINT \["node", "bin\/tallyhouse.js"\]$/m);
     expect(runtime).toMatch(/^CMD \["serve"\]$/m);
+    // The runtime environment and health check use the TALLYHOUSE_ names; the short HOST/PORT are not set.
+    expect(runtime).toMatch(/TALLYHOUSE_HOST=0\.0\.0\.0/);
+    expect(runtime).toMatch(/TALLYHOUSE_PORT=8080/);
+    expect(runtime).not.toMatch(/^\s+(HOST|PORT)=/m);
+    expect(runtime).toContain('process.env.TALLYHOUSE_PORT');
+    // No dev tools in the image: tsx (and with it esbuild) and TypeScript are devDependencies, which --omit=dev leaves out.
+    const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    for (const tool of ['tsx', 'esbuild', 'typescript', '@grafana/faro-core', 'pino-pretty']) expect(Object.keys(pkg.dependencies), tool).not.toContain(tool);
+    expect(Object.keys(pkg.devDependencies)).toContain('tsx');
+    const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { dev?: boolean }> };
+    for (const tool of ['tsx', 'esbuild', 'typescript']) expect(lock.packages[`node_modules/${tool}`]?.dev, tool).toBe(true);
   });
 
   it('.dockerignore keeps secrets, local data and build output out of the build context', () => {
@@ -240,7 +253,7 @@ describe('compose for a newcomer', () => {
   it('Prometheus scrapes every Tallyhouse instance, the second when the two-instances profile runs it', () => {
     const config = parse(read('dashboards/prometheus/prometheus.yml'));
     const job = config.scrape_configs.find((j: { job_name: string }) => j.job_name === 'tallyhouse');
-    const port = String(services.tallyhouse.environment!.PORT);
+    const port = String(services.tallyhouse.environment!.TALLYHOUSE_PORT);
     const instances = Object.entries(services).filter(([, s]) => s.image === 'tallyhouse:local').map(([name]) => name).sort();
     expect(instances).toEqual(['tallyhouse', 'tallyhouse-2']);
     const staticNames = job.static_configs.flatMap((c: { targets: string[] }) => c.targets.map((t) => t.split(':')[0]));

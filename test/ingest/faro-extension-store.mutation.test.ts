@@ -171,13 +171,13 @@ describe('Faro receiver: what reaches the store', () => {
   it('a POST without any body is a 400 asking for a Faro payload', async () => {
     const r = await receiver();
     const res = await r.app.inject({ method: 'POST', url: FARO_PATH, headers: { 'x-api-key': KEY } });
-    expect([res.statusCode, res.json()]).toEqual([400, { error: 'Bad Request', message: 'empty body: expected a Faro payload (JSON)' }]);
+    expect([res.statusCode, res.json()]).toMatchObject([400, { title: 'Bad Request', detail: 'empty body: expected a Faro payload (JSON)' }]);
   });
 
   it('bodies that are not JSON, or JSON but not an object, are Bad Request errors', async () => {
     const r = await receiver();
-    expect((await post(r.app, '{"logs":')).json()).toEqual({ error: 'Bad Request', message: expect.stringMatching(/^the body is not JSON: /) });
-    expect((await post(r.app, '[]')).json()).toEqual({ error: 'Bad Request', message: 'expected a JSON object with meta, logs, exceptions, measurements, events or traces' });
+    expect((await post(r.app, '{"logs":')).json()).toMatchObject({ title: 'Bad Request', detail: expect.stringMatching(/^the body is not JSON: /) });
+    expect((await post(r.app, '[]')).json()).toMatchObject({ title: 'Bad Request', detail: 'expected a JSON object with meta, logs, exceptions, measurements, events or traces' });
   });
 
   it('a spool that fails otherwise than full is a 500, not a 503 to retry', async () => {
@@ -336,7 +336,7 @@ describe('Faro receiver: busy and full', () => {
     expect(busy.statusCode).toBe(503);
     expect(busy.headers['retry-after']).toBe('5');
     expect(busy.headers.connection).toBe('close');
-    expect(busy.json()).toEqual({ error: 'Service Unavailable', message: '1 bodies are being read already (FARO_MAX_BODIES_READING); retry after 5 s' });
+    expect(busy.json()).toMatchObject({ title: 'Service Unavailable', detail: '1 bodies are being read already (FARO_MAX_BODIES_READING); retry after 5 s' });
     const refused = (await r.registry.getSingleMetric('tallyhouse_push_bodies_refused_total')!.get()).values;
     expect(refused.map((v) => [v.labels, v.value])).toEqual([[{ endpoint: 'faro', reason: 'busy' }, 1]]);
     slow.end(']}');
@@ -366,7 +366,7 @@ describe('Faro receiver: busy and full', () => {
       if (res.statusCode === 503) full = res;
       else expect(res.statusCode).toBe(202);
     }
-    expect(full?.json()).toMatchObject({ error: 'Service Unavailable', message: expect.stringContaining('spool is full') });
+    expect(full?.json()).toMatchObject({ title: 'Service Unavailable', detail: expect.stringContaining('spool is full') });
     expect(Number(full?.headers['retry-after'])).toBeGreaterThan(0);
   });
 });

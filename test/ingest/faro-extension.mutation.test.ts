@@ -64,7 +64,7 @@ describe('Faro receiver: off, keys and CORS', () => {
     const { app } = await receiver({ FARO_APP_KEYS: '' });
     const res = await post(app, payload(['x']));
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({ error: 'Not Found', message: 'the Faro receiver is off: set FARO_APP_KEYS (app=key pairs) to enable it' });
+    expect(res.json()).toMatchObject({ title: 'Not Found', detail: 'the Faro receiver is off: set FARO_APP_KEYS (app=key pairs) to enable it' });
   });
 
   it('in demo mode without FARO_APP_KEYS it takes the demo key', async () => {
@@ -76,7 +76,7 @@ describe('Faro receiver: off, keys and CORS', () => {
     const { app } = await receiver();
     const wrong = await post(app, payload(['x']), { 'x-api-key': 'nope' });
     expect(wrong.statusCode).toBe(401);
-    expect(wrong.json()).toEqual({ error: 'Unauthorized', message: 'x-api-key is missing or not one of FARO_APP_KEYS' });
+    expect(wrong.json()).toMatchObject({ title: 'Unauthorized', detail: 'x-api-key is missing or not one of FARO_APP_KEYS' });
     expect(wrong.headers.connection).toBe('close');
     expect((await app.inject({ method: 'POST', url: FARO_PATH, payload: payload(['x']), headers: { 'content-type': 'application/json' } })).statusCode).toBe(401);
     expect((await post(app, payload(['x']))).statusCode).toBe(202);
@@ -126,23 +126,23 @@ describe('Faro receiver: bodies', () => {
 
   it('refuses an empty body, non-JSON and JSON that is not an object with 400', async () => {
     const { app } = await receiver();
-    expect((await post(app, '')).json()).toEqual({ error: 'Bad Request', message: 'empty body: expected a Faro payload (JSON)' });
+    expect((await post(app, '')).json()).toMatchObject({ title: 'Bad Request', detail: 'empty body: expected a Faro payload (JSON)' });
     const bad = await post(app, '{"meta":');
     expect(bad.statusCode).toBe(400);
-    expect(bad.json().message).toMatch(/^the body is not JSON: /);
+    expect(bad.json().detail).toMatch(/^the body is not JSON: /);
     for (const b of ['[1]', 'null', '7']) {
       const r = await post(app, b);
-      expect([r.statusCode, r.json().message]).toEqual([400, 'expected a JSON object with meta, logs, exceptions, measurements, events or traces']);
+      expect([r.statusCode, r.json().detail]).toEqual([400, 'expected a JSON object with meta, logs, exceptions, measurements, events or traces']);
     }
   });
 
   it('reads a gzip body (any case of the encoding), refuses bad gzip with 400 and a bomb with 413', async () => {
     const { app } = await receiver({ FARO_MAX_BODY_BYTES: '4096' });
     expect((await post(app, gzipSync(payload(['zipped'])), { 'content-encoding': 'GZIP' })).json()).toEqual({ accepted: 1, rejected: 0, duplicate: false });
-    expect((await post(app, Buffer.from('not gzip'), { 'content-encoding': 'gzip' })).json()).toEqual({ error: 'Bad Request', message: 'content-encoding gzip: the body is not valid gzip' });
+    expect((await post(app, Buffer.from('not gzip'), { 'content-encoding': 'gzip' })).json()).toMatchObject({ title: 'Bad Request', detail: 'content-encoding gzip: the body is not valid gzip' });
     const bomb = await post(app, gzipSync(payload(['x'.repeat(10_000)])), { 'content-encoding': 'gzip' });
     expect(bomb.statusCode).toBe(413);
-    expect(bomb.json()).toEqual({ error: 'Payload Too Large', message: 'the decompressed body is over FARO_MAX_BODY_BYTES (4096)' });
+    expect(bomb.json()).toMatchObject({ title: 'Payload Too Large', detail: 'the decompressed body is over FARO_MAX_BODY_BYTES (4096)' });
   });
 
   it('over the per-key rate: 429 with Retry-After, and the connection closed', async () => {
@@ -156,7 +156,7 @@ describe('Faro receiver: bodies', () => {
     }
     expect(refused?.headers['retry-after']).toBe('1');
     expect(refused?.headers.connection).toBe('close');
-    expect(refused?.json()).toEqual({ error: 'Too Many Requests', message: 'over FARO_RATE_LIMIT_PER_SECOND for shop-web; retry after 1 s' });
+    expect(refused?.json()).toMatchObject({ title: 'Too Many Requests', detail: 'over FARO_RATE_LIMIT_PER_SECOND for shop-web; retry after 1 s' });
   });
 
   it('a rate of 50 a second takes a burst of 50 from one key', async () => {

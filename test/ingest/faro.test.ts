@@ -182,7 +182,7 @@ describe('Faro receiver', () => {
     expect((await post(gzipSync(Buffer.from(payload('sess-refused', 'y'.repeat(600_000)))), { 'content-encoding': 'gzip' })).status).toBe(413);
     const bad = await post('{"meta": {"session": {"id": "sess-refused"}}, "logs": [');
     expect(bad.status).toBe(400);
-    expect(((await bad.json()) as { message: string }).message).toMatch(/not JSON/);
+    expect(((await bad.json()) as { detail: string }).detail).toMatch(/not JSON/);
     // Then one accepted payload in the same session: the spool replays in order, so once it is stored anything
     // accepted before it is stored too. Only it is there.
     expect((await post(payload('sess-refused', 'the accepted one'))).status).toBe(202);
@@ -334,10 +334,10 @@ describe('Faro rate limit (README: "429 with Retry-After over FARO_RATE_LIMIT_PE
       }
     }
     // By hand: the wait is ceil((1 - tokens) / 1 per second) with 0 <= tokens < 1, so 1 s.
-    expect(refused && { status: refused.status, retryAfter: refused.retryAfter, body: refused.body }).toEqual({
+    expect(refused && { status: refused.status, retryAfter: refused.retryAfter, body: refused.body }).toMatchObject({
       status: 429,
       retryAfter: '1',
-      body: { error: 'Too Many Requests', message: 'over FARO_RATE_LIMIT_PER_SECOND for shop-web; retry after 1 s' },
+      body: { title: 'Too Many Requests', detail: 'over FARO_RATE_LIMIT_PER_SECOND for shop-web; retry after 1 s' },
     });
     // Retried until accepted (the token comes back), then every accepted item is stored and the refused one is not.
     let retried = 429;

@@ -566,7 +566,7 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     const body = Buffer.from('{"status":"OK"}');
     const res = await post(r.url, r.signed('req-2', Buffer.from('{"status":"ERROR"}')), body);
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ error: 'Unauthorized', message: 'X-Svc-Webhook-Signature does not verify with any key of the key set' });
+    expect(res.body).toMatchObject({ title: 'Unauthorized', detail: 'X-Svc-Webhook-Signature does not verify with any key of the key set' });
     expect(r.inserted).toEqual([]);
     expect(await outcomes(r.registry)).toEqual({ invalid_signature: 1 });
     expect(r.logs).toContainEqual(expect.objectContaining({ level: 40, outcome: 'invalid_signature', msg: 'webhook refused' }));
@@ -578,10 +578,10 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     const stale = await post(r.url, r.signed('req-3', body, NOW_S - 301), body);
     expect(stale.status).toBe(401);
     expect(stale.headers.connection).toBe('close');
-    expect(stale.body).toEqual({ error: 'Unauthorized', message: 'X-Svc-Webhook-Timestamp is more than 300 s away from the current time' });
+    expect(stale.body).toMatchObject({ title: 'Unauthorized', detail: 'X-Svc-Webhook-Timestamp is more than 300 s away from the current time' });
     const missing = await post(r.url, {}, body);
     expect(missing.status).toBe(401);
-    expect(missing.body.message).toBe('missing X-Svc-Webhook-Request-Id, X-Svc-Webhook-User-Id, X-Svc-Webhook-Timestamp, X-Svc-Webhook-Signature');
+    expect(missing.body.detail).toBe('missing X-Svc-Webhook-Request-Id, X-Svc-Webhook-User-Id, X-Svc-Webhook-Timestamp, X-Svc-Webhook-Signature');
     expect(await outcomes(r.registry)).toEqual({ stale_timestamp: 1, missing_headers: 1 });
     expect(r.logs).toContainEqual(
       expect.objectContaining({ level: 40, outcome: 'stale_timestamp', reason: 'X-Svc-Webhook-Timestamp is more than 300 s away from the current time', msg: 'webhook refused' }),
@@ -605,7 +605,7 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
       });
     });
     expect(res.status).toBe(413);
-    expect(JSON.parse(res.body)).toEqual({ error: 'Payload Too Large', message: `the body exceeds ${16 * 1024 * 1024} bytes` });
+    expect(JSON.parse(res.body)).toMatchObject({ title: 'Payload Too Large', detail: `the body exceeds ${16 * 1024 * 1024} bytes` });
     expect(await outcomes(r.registry)).toEqual({ too_large: 1 });
   });
 
@@ -623,7 +623,7 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     const res = await post(r.url, r.signed('req-6', body), body);
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('10');
-    expect(res.body).toEqual({ error: 'Service Unavailable', message: 'the webhook key set cannot be fetched; retry later' });
+    expect(res.body).toMatchObject({ title: 'Service Unavailable', detail: 'the webhook key set cannot be fetched; retry later' });
     expect(await outcomes(r.registry)).toEqual({ keys_unavailable: 1 });
     expect(r.logs).toContainEqual(expect.objectContaining({ level: 50, msg: 'webhook key set unavailable' }));
   });
@@ -634,7 +634,7 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     const res = await post(r.url, r.signed('req-7', body), body);
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('30');
-    expect(res.body).toEqual({ error: 'Service Unavailable', message: 'the delivery could not be stored; retry later' });
+    expect(res.body).toMatchObject({ title: 'Service Unavailable', detail: 'the delivery could not be stored; retry later' });
     expect(await outcomes(r.registry)).toEqual({ store_unavailable: 1 });
     expect(r.logs).toContainEqual(expect.objectContaining({ level: 50, err: 'store down', msg: 'webhook delivery could not be stored' }));
   });
@@ -645,7 +645,7 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     const res = await post(r.url, r.signed('req-8', body), body);
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('30');
-    expect(res.body).toEqual({ error: 'Service Unavailable', message: 'the store did not confirm the delivery in time; retry later' });
+    expect(res.body).toMatchObject({ title: 'Service Unavailable', detail: 'the store did not confirm the delivery in time; retry later' });
   });
 
   it('a field too deep: the delivery stored, the field in ingest_rejects under source webhook and the request id; the answer waits for both', async () => {
@@ -673,7 +673,7 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     const body = Buffer.from(`{"error":${'['.repeat(1001)}${']'.repeat(1001)}}`);
     const res = await post(r.url, r.signed('req-10', body), body);
     expect(res.status).toBe(503);
-    expect(res.body.message).toBe('the delivery could not be stored; retry later');
+    expect(res.body.detail).toBe('the delivery could not be stored; retry later');
   });
 
   it('a key the cached set lacks (a rotation): the set is fetched again and the delivery verifies', async () => {
@@ -714,9 +714,9 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('5');
     expect(res.headers.connection).toBe('close');
-    expect(res.body).toEqual({
-      error: 'Service Unavailable',
-      message: 'too many unauthenticated webhook body bytes are held (PUSH_UNVERIFIED_MAX_BYTES, PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS); retry later',
+    expect(res.body).toMatchObject({
+      title: 'Service Unavailable',
+      detail: 'too many unauthenticated webhook body bytes are held (PUSH_UNVERIFIED_MAX_BYTES, PUSH_UNVERIFIED_MAX_BYTES_PER_ADDRESS); retry later',
     });
     expect(await outcomes(r.registry)).toEqual({ busy: 1 });
     const refused = await registry.getSingleMetric('tallyhouse_push_bodies_refused_total')!.get();
@@ -738,7 +738,7 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     expect(r.inserted.map((i) => (i.rows[0] as { raw: string }).raw)).toEqual(['{"status":"OK"}']);
     const big = await chunked('req-c2', [Buffer.alloc(600, 0x20), Buffer.alloc(600, 0x20)]);
     expect(big.status).toBe(503);
-    expect(big.body.error).toBe('Service Unavailable');
+    expect(big.body.title).toBe('Service Unavailable');
     expect(await outcomes(r.registry)).toEqual({ accepted: 1, busy: 1 });
   });
 
@@ -749,7 +749,7 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     if (res instanceof Error) throw res;
     const text = await (res as Awaited<ReturnType<typeof request>>).body.text();
     expect((res as Awaited<ReturnType<typeof request>>).statusCode).toBe(413);
-    expect(JSON.parse(text)).toEqual({ error: 'Payload Too Large', message: `the body exceeds ${16 * 1024 * 1024} bytes` });
+    expect(JSON.parse(text)).toMatchObject({ title: 'Payload Too Large', detail: `the body exceeds ${16 * 1024 * 1024} bytes` });
   });
 
   it('an empty body signed over the SHA-256 of nothing is a delivery: 200, its raw text empty', async () => {
@@ -787,7 +787,7 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     expect(res.status).toBe(413);
     expect(res.headers['retry-after']).toBeUndefined();
     expect(res.headers.connection).toBe('close');
-    expect(JSON.parse(res.body)).toEqual({ error: 'Payload Too Large', message: `the body exceeds ${16 * 1024 * 1024} bytes` });
+    expect(JSON.parse(res.body)).toMatchObject({ title: 'Payload Too Large', detail: `the body exceeds ${16 * 1024 * 1024} bytes` });
     const refused = await registry.getSingleMetric('tallyhouse_push_bodies_refused_total')!.get();
     expect(refused.values).toEqual([]);
   });
@@ -833,9 +833,9 @@ describe('POST /v1/webhooks/queue on a bare fastify (a writer double)', () => {
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('5');
     expect(res.headers.connection).toBe('close');
-    expect(res.body).toEqual({
-      error: 'Service Unavailable',
-      message: 'too many webhook bodies are being read: 1 bodies are being read already (WEBHOOK_MAX_BODIES_READING); retry later',
+    expect(res.body).toMatchObject({
+      title: 'Service Unavailable',
+      detail: 'too many webhook bodies are being read: 1 bodies are being read already (WEBHOOK_MAX_BODIES_READING); retry later',
     });
     expect(await outcomes(r.registry)).toEqual({ busy: 1 });
     const refused = await registry.getSingleMetric('tallyhouse_push_bodies_refused_total')!.get();

@@ -190,24 +190,24 @@ describe('webhook receiver', () => {
     const { headers, body } = captured[0];
     const send = async (h: Record<string, string>, b = body) => {
       const res = await request(hookUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...h }, body: b });
-      return { status: res.statusCode, body: (await res.body.json()) as { message: string } };
+      return { status: res.statusCode, body: (await res.body.json()) as { detail: string } };
     };
     const pick = (...names: string[]) => Object.fromEntries(names.map((n) => [n, headers[n]]));
     const all = pick('x-svc-webhook-request-id', 'x-svc-webhook-user-id', 'x-svc-webhook-timestamp', 'x-svc-webhook-signature');
 
     const missing = await send(pick('x-svc-webhook-request-id', 'x-svc-webhook-user-id'));
-    expect(missing).toEqual({ status: 401, body: { error: 'Unauthorized', message: 'missing X-Svc-Webhook-Timestamp, X-Svc-Webhook-Signature' } });
+    expect(missing).toMatchObject({ status: 401, body: { title: 'Unauthorized', detail: 'missing X-Svc-Webhook-Timestamp, X-Svc-Webhook-Signature' } });
     // wall-clock: the webhook receiver checks the signed timestamp against the machine's clock
     const stale = await send({ ...all, 'x-svc-webhook-timestamp': String(Math.floor(Date.now() / 1000) - 301) });
     expect(stale.status).toBe(401);
-    expect(stale.body.message).toMatch(/more than 300 s away/);
+    expect(stale.body.detail).toMatch(/more than 300 s away/);
     const tampered = await send(all, body.replace('"OK"', '"ERROR"'));
     expect(tampered.status).toBe(401);
-    expect(tampered.body.message).toMatch(/does not verify with any key/);
+    expect(tampered.body.detail).toMatch(/does not verify with any key/);
     const otherId = await send({ ...all, 'x-svc-webhook-request-id': 'someone-else' });
     expect(otherId.status).toBe(401);
     const garbage = await send({ ...all, 'x-svc-webhook-signature': 'zz' });
-    expect(garbage.body.message).toMatch(/128 hex digits/);
+    expect(garbage.body.detail).toMatch(/128 hex digits/);
     // The genuine one passes.
     expect((await send(all)).status).toBe(200);
 

@@ -136,7 +136,7 @@ async function callBoth(name: string, args: Record<string, unknown>): Promise<Re
   return http;
 }
 
-const TOOLS = ['cost_breakdown', 'cost_changes', 'anomalies', 'budget_status', 'finance_report', 'session', 'request_trace', 'search_logs', 'latency_errors', 'runner_history', 'pipeline_health'];
+const TOOLS = ['cost_breakdown', 'cost_changes', 'anomalies', 'budget_status', 'recommendations', 'finance_report', 'session', 'request_trace', 'search_logs', 'latency_errors', 'runner_history', 'pipeline_health'];
 
 describe('issue 33: tools listed with their schemas (SDK client, both transports)', () => {
   it('lists every tool with an input schema naming its arguments and an output schema', async () => {

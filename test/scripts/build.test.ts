@@ -83,3 +83,19 @@ describe('bin/tallyhouse.js and a stale dist/', () => {
     expect(r.stderr).toMatch(/^tallyhouse: dist\/ was not built by 'npm run build' \(no dist\/BUILT_FROM\) and may be stale: .*\n$/);
   });
 });
+
+// Issue 43 (the image without dev tools): tsx is a devDependency, so a production install (`npm ci --omit=dev`) has
+// none; without a dist/ the CLI said "Cannot find package 'tsx'" with a stack. Now one line saying what to do.
+describe('a production install without dist/', () => {
+  it('says in one line to build, and exits 1', () => {
+    const app = mkdtempSync(join(tmpdir(), 'th-nodist-'));
+    cpSync(join(ROOT, 'bin'), join(app, 'bin'), { recursive: true });
+    cpSync(join(ROOT, 'package.json'), join(app, 'package.json'));
+    mkdirSync(join(app, 'node_modules'));
+    const r = node(['bin/tallyhouse.js', 'help'], app);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      'tallyhouse: no dist/ build here and no tsx to run the sources (a production install, npm ci --omit=dev): run `npm ci && npm run build` first, or use the image\n',
+    );
+  });
+});

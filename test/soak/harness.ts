@@ -347,8 +347,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     await sleep(1_500);
     for (const i of instances) {
       const before = await metrics(i.port);
-      const jobs = [...before.keys()].filter((k) => k.startsWith('tallyhouse_job_interval_seconds{')).map((k) => /job="([^"]+)"/.exec(k)![1]);
-      const okRuns = (m: Map<string, number>, job: string) => m.get(`tallyhouse_job_runs_total{job="${job}",status="ok"}`) ?? 0;
+      const jobs = [...before.keys()].filter((k) => k.startsWith('tallyhouse_job_interval_seconds{')).map((k) => /job_name="([^"]+)"/.exec(k)![1]);
+      const okRuns = (m: Map<string, number>, job: string) => m.get(`tallyhouse_job_runs_total{job_name="${job}",status="ok"}`) ?? 0;
       const deadline = Date.now() + 600_000;
       for (;;) {
         const now = await metrics(i.port);

@@ -18,6 +18,7 @@ import type { ParserPool } from './parser-pool.js';
 import { SpoolFullError, type RowFormat, type Spool } from './spool/spool.js';
 import { DataStage, type StagingBudget } from './stage-body.js';
 import { isDiskFull, type DiskPressure } from './disk-pressure.js';
+import { PROBLEM_SCHEMA, sendProblem } from '../../http/problem.js';
 
 export const MAX_LINE_BYTES = 1024 * 1024;
 export { MAX_LISTED_ERRORS, REJECT_SOURCE };
@@ -320,11 +321,7 @@ function diskLow(reason: string, spool: Spool, close: boolean): Answer {
   });
 }
 
-const errorSchema = {
-  type: 'object',
-  properties: { error: { type: 'string' }, message: { type: 'string' }, line: { type: 'integer' } },
-  required: ['error', 'message'],
-} as const;
+const errorSchema = PROBLEM_SCHEMA;
 
 const okSchema = {
   type: 'object',
@@ -375,7 +372,10 @@ export async function drainRoutes(app: FastifyInstance, opts: DrainRouteOptions)
         if (!req.raw.complete) closeWithoutReading(reply.raw);
       }
       if (result.headers) reply.headers(result.headers);
-      return reply.code(result.status).send(result.body);
+      if (result.status < 400) return reply.code(result.status).send(result.body);
+      // A refusal is a problem document (src/http/problem.ts); the body's other fields (`line`) ride as extensions.
+      const { error: _reason, message, ...extensions } = result.body;
+      return sendProblem(reply, result.status, String(message), { code: result.status === 499 ? 'client_closed_request' : undefined, extensions });
   };
   app.post(DRAIN_PATH, route, handler);
   app.post(`${DRAIN_PATH}/:token`, route, handler);

@@ -20,6 +20,7 @@ import { MAX_NESTING_DEPTH, nestingDepth } from '../../json-nesting.js';
 import { mapItems } from './map-items.js';
 import { SessionRequestIds } from './session-request-ids.js';
 import { BUSY_RETRY_AFTER_SECONDS, closeWithoutReading, pushBudgets } from '../body-budget.js';
+import { sendProblem } from '../../http/problem.js';
 
 export const FARO_PATH = '/v1/faro/collect';
 const REJECT_SOURCE = 'faro';
@@ -62,7 +63,7 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
     const logger = rt.logger.child({ component: 'faro' });
     if (!keys || keys.size === 0) {
       rt.app.post(FARO_PATH, async (_req, reply) =>
-        reply.code(404).send({ error: 'Not Found', message: 'the Faro receiver is off: set FARO_APP_KEYS (app=key pairs) to enable it' }),
+        sendProblem(reply, 404, 'the Faro receiver is off: set FARO_APP_KEYS (app=key pairs) to enable it'),
       );
       return undefined;
     }
@@ -125,12 +126,12 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
           // Refused before the body is read: the connection closes once answered, nothing of the body is read.
           if (!app) {
             closeWithoutReading(reply.raw);
-            return reply.code(401).header('connection', 'close').send({ error: 'Unauthorized', message: 'x-api-key is missing or not one of FARO_APP_KEYS' });
+            return sendProblem(reply.header('connection', 'close'), 401, 'x-api-key is missing or not one of FARO_APP_KEYS');
           }
           const wait = limiter.take(app);
           if (wait > 0) {
             closeWithoutReading(reply.raw);
-            return reply.code(429).header('connection', 'close').header('retry-after', String(wait)).send({ error: 'Too Many Requests', message: `over FARO_RATE_LIMIT_PER_SECOND for ${app}; retry after ${wait} s` });
+            return sendProblem(reply.header('connection', 'close').header('retry-after', String(wait)), 429, `over FARO_RATE_LIMIT_PER_SECOND for ${app}; retry after ${wait} s`);
           }
           // A read slot (FARO_MAX_BODIES_READING, FARO_MAX_BODIES_PER_ADDRESS) and the slow-body guard while it reads.
           const address = budgets.clientAddress(req.raw);
@@ -141,7 +142,7 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
             budgets.refused('faro', 'busy');
             closeWithoutReading(reply.raw);
             const reason = 'refused' in slot ? slot.refused : 'no read slot';
-            return reply.code(503).header('retry-after', String(BUSY_RETRY_AFTER_SECONDS)).header('connection', 'close').send({ error: 'Service Unavailable', message: `${reason}; retry after ${BUSY_RETRY_AFTER_SECONDS} s` });
+            return sendProblem(reply.header('retry-after', String(BUSY_RETRY_AFTER_SECONDS)).header('connection', 'close'), 503, `${reason}; retry after ${BUSY_RETRY_AFTER_SECONDS} s`);
           }
           const unwatch = budgets.guard.watch(req.raw, reply.raw, 'faro', { address });
           const release = () => {
@@ -156,15 +157,15 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
       }, async (req, reply) => {
         const app = (req as FastifyRequest & { faroApp?: string }).faroApp!;
         let raw = req.body as Buffer | undefined;
-        if (!raw || raw.length === 0) return reply.code(400).send({ error: 'Bad Request', message: 'empty body: expected a Faro payload (JSON)' });
+        if (!raw || raw.length === 0) return sendProblem(reply, 400, 'empty body: expected a Faro payload (JSON)');
         if (String(req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip') {
           try {
             raw = gunzipSync(raw, { maxOutputLength: maxBytes });
           } catch (err) {
             if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-              return reply.code(413).send({ error: 'Payload Too Large', message: `the decompressed body is over FARO_MAX_BODY_BYTES (${maxBytes})` });
+              return sendProblem(reply, 413, `the decompressed body is over FARO_MAX_BODY_BYTES (${maxBytes})`);
             }
-            return reply.code(400).send({ error: 'Bad Request', message: 'content-encoding gzip: the body is not valid gzip' });
+            return sendProblem(reply, 400, 'content-encoding gzip: the body is not valid gzip');
           }
         }
         const text = raw.toString('utf8');
@@ -173,10 +174,10 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
           // JSON.parse is iterative (any depth parses); what is walked afterwards is checked item by item.
           body = JSON.parse(text);
         } catch (err) {
-          return reply.code(400).send({ error: 'Bad Request', message: `the body is not JSON: ${(err as Error).message}` });
+          return sendProblem(reply, 400, `the body is not JSON: ${(err as Error).message}`);
         }
         if (!body || typeof body !== 'object' || Array.isArray(body)) {
-          return reply.code(400).send({ error: 'Bad Request', message: 'expected a JSON object with meta, logs, exceptions, measurements, events or traces' });
+          return sendProblem(reply, 400, 'expected a JSON object with meta, logs, exceptions, measurements, events or traces');
         }
         const sessionHeader = req.headers['x-faro-session-id'];
         const receivedAtMs = Date.now();
@@ -212,7 +213,7 @@ export function faroExtension(options: { demoKey?: string } = {}): Extension {
               : {}),
           });
         } catch (err) {
-          if (err instanceof SpoolFullError) return reply.code(503).header('retry-after', String(spool.retryAfterSeconds)).send({ error: 'Service Unavailable', message: err.message });
+          if (err instanceof SpoolFullError) return sendProblem(reply.header('retry-after', String(spool.retryAfterSeconds)), 503, err.message);
           throw err;
         }
       });

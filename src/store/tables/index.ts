@@ -16,6 +16,7 @@ import { requestsDaily } from './requests-daily.js';
 import { unitPrices } from './unit-prices.js';
 import { logs } from './logs.js';
 import { webhookDeliveries } from './webhook-deliveries.js';
+import { webhookReceipts } from './webhook-receipts.js';
 import { faroItems } from './faro-items.js';
 import { queueSamples } from './queue-samples.js';
 import { runnerMetrics } from './runner-metrics.js';
@@ -39,4 +40,4 @@ export const ingestRejects = defineTable(
 
 /** Every table the writer fills; a test checks each schema against DESCRIBE TABLE. */
 export const allTables: TableDef<z.ZodObject>[] = [ingestRejects, jobRuns, checkpoints, usageBuckets, usageSummaries, apps, appEndpoints, analyticsBuckets, runnerHistory, appEvents, appRevisions, logs, webhookDeliveries, requests, requestsDaily, unitPrices, metricSeries, metricSamples, scrapes, modelUsageBuckets, modelUsageSummaries, modelCatalogue, modelPrices, modelBillingEvents, faroItems, queueSamples, runnerMetrics];
-allTables.push(costDayCollections, anomalies, anomalyNotifications, collectedRanges, storePlatform);
+allTables.push(costDayCollections, anomalies, anomalyNotifications, collectedRanges, storePlatform, webhookReceipts);

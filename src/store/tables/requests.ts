@@ -197,3 +197,53 @@ export const requestCosts = namedQuery<RequestCostListParams, typeof RequestCost
    ${PRICED_SETTINGS}`,
   RequestCostRow,
 );
+
+// ---- late billing (issue 50.3) -------------------------------------------------------------------
+
+const UnbilledSpanRow = z.object({
+  endpoint_id: z.string(),
+  /** DateTime64(3) UTC text: the first and last ended_at of the endpoint-day's unbilled requests. */
+  first: z.string(),
+  last: z.string(),
+  unbilled: chNumber,
+});
+
+/**
+ * The requests still unbilled (billable_units NULL in their best copy) that ended in [{from}, {to}), as one span
+ * per endpoint and UTC day: what the re-check of late billing fetches again. The filter on billable_units sits
+ * outside the FINAL subquery, so it sees each request's best copy, not a stale unbilled one.
+ */
+export const unbilledRequestSpans = namedQuery<{ from: string; to: string }, typeof UnbilledSpanRow>(
+  'unbilled_request_spans',
+  `SELECT endpoint_id, toString(min(ended_at)) AS first, toString(max(ended_at)) AS last, count() AS unbilled
+   FROM
+   (
+     SELECT endpoint_id, ended_at, billable_units
+     FROM requests FINAL
+     WHERE ended_at >= {from:DateTime64(3, 'UTC')} AND ended_at < {to:DateTime64(3, 'UTC')}
+   )
+   WHERE billable_units IS NULL
+   GROUP BY endpoint_id, toDate(ended_at)
+   ORDER BY endpoint_id, first`,
+  UnbilledSpanRow,
+);
+
+const UnbilledSummaryRow = z.object({
+  unbilled: chNumber,
+  /** DateTime64(3) UTC text of the oldest unbilled request's ended_at; null when none. */
+  oldest_ended_at: z.string().nullable(),
+});
+
+/** How many requests that ended in [{after}, {before}) are still unbilled, and when the oldest of them ended. */
+export const unbilledRequestsSummary = namedQuery<{ after: string; before: string }, typeof UnbilledSummaryRow>(
+  'unbilled_requests_summary',
+  `SELECT count() AS unbilled, if(count() = 0, NULL, toString(min(ended_at))) AS oldest_ended_at
+   FROM
+   (
+     SELECT ended_at, billable_units
+     FROM requests FINAL
+     WHERE ended_at >= {after:DateTime64(3, 'UTC')} AND ended_at < {before:DateTime64(3, 'UTC')}
+   )
+   WHERE billable_units IS NULL`,
+  UnbilledSummaryRow,
+);

@@ -40,7 +40,7 @@ describe('authentication before work', () => {
     const elapsedMs = performance.now() - started;
     watcher.close();
     expect(res.status).toBe(401);
-    expect(res.body.message).toMatch(/does not match the body/);
+    expect(res.body.detail).toMatch(/does not match the body/);
     expect(created).toEqual([]);
     expect(readdirSync(d.spool.stagingDir)).toEqual([]);
     expect([d.spool.appendedRecords, d.spool.bytes]).toEqual([0, 0]);

@@ -70,7 +70,7 @@ describe.skipIf(!mounted)(`the drain under disk pressure (tmpfs${mounted ? '' : 
     }
     expect(refusal?.status, `statuses ${statuses.join(',')}`).toBe(503);
     expect(refusal!.headers['retry-after']).toMatch(/^\d+$/);
-    expect(refusal!.body.message).toMatch(/below DISK_MIN_FREE_BYTES \(12\.0 MiB\)/);
+    expect(refusal!.body.detail).toMatch(/below DISK_MIN_FREE_BYTES \(12\.0 MiB\)/);
     expect(acknowledged.length).toBeGreaterThan(0);
     // Refused before the disk was full: room was left.
     expect(free()).toBeGreaterThan(0);

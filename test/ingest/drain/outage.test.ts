@@ -116,7 +116,7 @@ describe('the store is down for a while', () => {
       }
       expect(full).toBeDefined();
       expect(full!.headers['retry-after']).toBe('30');
-      expect(full!.body.message).toMatch(/spool is full \(LOG_DRAIN_SPOOL_MAX_BYTES 204800 bytes\)/);
+      expect(full!.body.detail).toMatch(/spool is full \(LOG_DRAIN_SPOOL_MAX_BYTES 204800 bytes\)/);
       expect(d.spool.bytes).toBeLessThanOrEqual(200 * 1024);
       await ch.start();
       await d.replayer.whenReplayed();

@@ -43,22 +43,22 @@ describe('authentication', () => {
   it('refuses a request without credentials, naming both ways to authenticate', async () => {
     const res = await storesNothing(() => post(d.drainUrl, body(3, 'noauth')));
     expect(res.status).toBe(401);
-    expect(res.body.message).toMatch(/X-Svc-Signature.*Authorization: Bearer/);
+    expect(res.body.detail).toMatch(/X-Svc-Signature.*Authorization: Bearer/);
   });
 
   it('refuses a wrong signature, a malformed one and a wrong token; stores nothing', async () => {
     const text = body(3, 'wrong');
     const wrong = await storesNothing(() => post(d.drainUrl, text, { 'x-svc-signature': sign(text, 'x'.repeat(64)) }));
     expect(wrong.status).toBe(401);
-    expect(wrong.body.message).toMatch(/does not match the body/);
+    expect(wrong.body.detail).toMatch(/does not match the body/);
     const tampered = await storesNothing(() => post(d.drainUrl, `${text}${line()}\n`, { 'x-svc-signature': sign(text) }));
     expect(tampered.status).toBe(401);
     const malformed = await post(d.drainUrl, text, { 'x-svc-signature': 'abc' });
     expect(malformed.status).toBe(401);
-    expect(malformed.body.message).toMatch(/64 hex digits/);
+    expect(malformed.body.detail).toMatch(/64 hex digits/);
     const token = await post(d.drainUrl, text, { authorization: 'Bearer not-the-token' });
     expect(token.status).toBe(401);
-    expect(token.body.message).toBe('invalid bearer token');
+    expect(token.body.detail).toBe('invalid bearer token');
   });
 
   it('accepts the bearer token and the signature (upper-case hex too)', async () => {
@@ -191,7 +191,7 @@ describe('bodies', () => {
     const text = body(1, 'ct');
     const res = await post(d.drainUrl, text, { 'content-type': 'text/plain', 'x-svc-signature': sign(text) });
     expect(res.status).toBe(415);
-    expect(res.body.message).toMatch(/application\/x-ndjson/);
+    expect(res.body.detail).toMatch(/application\/x-ndjson/);
     const br = await post(d.drainUrl, text, { 'content-encoding': 'br', 'x-svc-signature': sign(text) });
     expect(br.status).toBe(415);
     const empty = await postSigned(d.drainUrl, '');
@@ -204,7 +204,7 @@ describe('limits (each answered with its status and message; nothing of the requ
     const big = Buffer.alloc(MAX_BODY + 1, 'a');
     const declared = await storesNothing(() => postSigned(d.drainUrl, big));
     expect(declared.status).toBe(413);
-    expect(declared.body.message).toBe(`the body (${MAX_BODY + 1} bytes) exceeds LOG_DRAIN_MAX_BODY_BYTES (${MAX_BODY} bytes); send smaller batches`);
+    expect(declared.body.detail).toBe(`the body (${MAX_BODY + 1} bytes) exceeds LOG_DRAIN_MAX_BODY_BYTES (${MAX_BODY} bytes); send smaller batches`);
     const lines = body(50_000, 'streamed'); // > 4 MiB of valid lines, sent chunked (no Content-Length)
     expect(lines.length).toBeGreaterThan(MAX_BODY);
     const streamed = await storesNothing(async () => {
@@ -215,10 +215,10 @@ describe('limits (each answered with its status and message; nothing of the requ
           for (let i = 0; i < lines.length; i += 65536) yield Buffer.from(lines.slice(i, i + 65536));
         })()),
       });
-      return { status: res.statusCode, body: (await res.body.json()) as { message: string } };
+      return { status: res.statusCode, body: (await res.body.json()) as { detail: string } };
     });
     expect(streamed.status).toBe(413);
-    expect(streamed.body.message).toMatch(/exceeds LOG_DRAIN_MAX_BODY_BYTES \(4194304 bytes\)/);
+    expect(streamed.body.detail).toMatch(/exceeds LOG_DRAIN_MAX_BODY_BYTES \(4194304 bytes\)/);
   });
 
   it('a gzip bomb stops at the body limit', async () => {
@@ -226,7 +226,7 @@ describe('limits (each answered with its status and message; nothing of the requ
     expect(bomb.length).toBeLessThan(MAX_BODY / 10);
     const res = await storesNothing(() => postSigned(d.drainUrl, bomb, { 'content-encoding': 'gzip' }));
     expect(res.status).toBe(413);
-    expect(res.body.message).toMatch(/gzip body expands beyond LOG_DRAIN_MAX_BODY_BYTES/);
+    expect(res.body.detail).toMatch(/gzip body expands beyond LOG_DRAIN_MAX_BODY_BYTES/);
   });
 
   it('a truncated gzip body', async () => {
@@ -234,7 +234,7 @@ describe('limits (each answered with its status and message; nothing of the requ
     const cut = gz.subarray(0, gz.length - 20);
     const res = await storesNothing(() => postSigned(d.drainUrl, cut, { 'content-encoding': 'gzip' }));
     expect(res.status).toBe(400);
-    expect(res.body.message).toMatch(/^the gzip body is invalid \(unexpected end of file\); nothing of this request was stored$/);
+    expect(res.body.detail).toMatch(/^the gzip body is invalid \(unexpected end of file\); nothing of this request was stored$/);
     const notGzip = await storesNothing(() => postSigned(d.drainUrl, body(2, 'plain'), { 'content-encoding': 'gzip' }));
     expect(notGzip.status).toBe(400);
   });
@@ -308,7 +308,7 @@ describe('operations', () => {
     try {
       const res = await post(off.drainUrl, body(1, 'off'), { authorization: `Bearer ${TOKEN}` });
       expect(res.status).toBe(404);
-      expect(res.body.message).toMatch(/LOG_DRAIN_SECRET.*LOG_DRAIN_TOKEN/);
+      expect(res.body.detail).toMatch(/LOG_DRAIN_SECRET.*LOG_DRAIN_TOKEN/);
     } finally {
       await off.close();
     }
