@@ -21,6 +21,8 @@ const KEEPALIVE_MS = 15_000;
 /** Lines per read of the feed: a poll reads page after page until it has caught up. */
 const PAGE_LINES = 1_000;
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
+/** Records the feed remembers having shown (a digest each, about 100 bytes): a later copy of one is not shown again. */
+const SHOWN_RECORDS = 50_000;
 
 const StreamQuery = z.strictObject(logFilterFields);
 type StreamQuery = z.output<typeof StreamQuery>;
@@ -57,6 +59,12 @@ export class LogFeed {
   private watermarkMs: number | null = null;
   private starting: Promise<void> | null = null;
   private readonly seen = new Map<string, number>(); // batch_id:line -> stored_at ms, within the overlap
+  /**
+   * The records the feed showed last (their identity's digest), SHOWN_RECORDS at most, oldest forgotten first: a
+   * record whose copy the store deleted once a later one came (a history copy, when the drain's arrives) leaves no
+   * earlier copy for the keyed read to find.
+   */
+  private readonly shown = new Set<string>();
   private readonly openedAt = Date.now();
 
   constructor(private readonly rt: Runtime, private readonly clientsGauge?: Gauge) {}
@@ -95,6 +103,7 @@ export class LogFeed {
         this.timer = null;
         this.watermarkMs = null; // a later client starts from its own "now"
         this.seen.clear();
+        this.shown.clear();
       }
     };
   }
@@ -163,6 +172,10 @@ export class LogFeed {
           if (storedMs > this.watermarkMs) this.watermarkMs = storedMs;
           // A copy of a record stored before (the drain's line and a history fill of it, two fills): shown once.
           if (later.has(key)) continue;
+          const record = createHash('sha256').update(identity({ ts: line.timestamp, app: line.app, request_id: line.request_id, worker: line.worker, message: line.message })).digest('base64');
+          if (this.shown.has(record)) continue;
+          this.shown.add(record);
+          if (this.shown.size > SHOWN_RECORDS) this.shown.delete(this.shown.values().next().value!);
           const text = `data: ${JSON.stringify(asFound(line))}\n\n`;
           for (const c of [...this.clients]) if (c.matches(line)) c.send(text);
           // Sockets take data only between turns of the event loop: a burst sent in one turn would sit whole in every

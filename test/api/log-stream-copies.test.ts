@@ -2,9 +2,8 @@
 // record the drain delivered and a history fill stored again (or two fills) came twice. The feed now shows a record's
 // first stored copy only. Oracle: the records written, each once, in the order first stored; copies are inserted
 // through the store as the logs job inserts them (insertLogRows, origin history).
-// Not covered, and not fixed: a record history filled before the drain delivered it (a spool replaying after an
-// outage). The drain's replay deletes the history copy (dropCopiesOfDrainLines); once a merge has dropped the deleted
-// row the feed has no trace that it showed the record, and shows the drain's copy too.
+// A record history filled before the drain delivered it (a spool replaying after an outage): the drain's replay
+// deletes the history copy (dropCopiesOfDrainLines), and the feed remembers the records it showed (50,000 at most).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiExtension } from '../../src/api/index.js';
@@ -13,6 +12,7 @@ import { LOG_ROW_COLUMNS, mapLine } from '../../src/collectors/log-line.js';
 import { insertLogRows } from '../../src/store/tables/logs.js';
 import { startDrainService, postSigned, line, type DrainService } from '../ingest/drain/helpers.js';
 import { toDateTime64 } from '../../src/values.js';
+import { queryRows } from '../support/store.js';
 
 let d: DrainService;
 beforeAll(async () => {
@@ -63,7 +63,7 @@ async function historyCopy(text: string): Promise<void> {
 }
 
 describe('the live log stream shows each record once', () => {
-  it('a record the drain stored and history stored again, a record two fills stored: once each', async () => {
+  it('a record the drain stored and history stored again, a record two fills stored, a history copy the drain came after: once each', async () => {
     const feed = await listen();
     const id = randomUUID();
     const drained = line({ message: `drained ${id}`, svc_app_name: 'copies', svc_request_id: 'r-1' });
@@ -76,6 +76,12 @@ describe('the live log stream shows each record once', () => {
     await historyCopy(filledTwice);
     await historyCopy(filledFirst);
     await feed.next(`filled first ${id}`);
+    // The drain delivers a record history filled first (its spool replayed after an outage): its replay deletes the
+    // history copy, so the keyed read finds no earlier copy; the feed remembers the records it showed.
+    expect((await postSigned(d.drainUrl, filledFirst)).status).toBe(200);
+    while ((await queryRows(d.service, "SELECT 1 FROM logs WHERE message = {m:String} AND origin = 'drain'", { m: `filled first ${id}` })).length === 0) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
     const sentinel = `sentinel ${id}`;
     expect((await postSigned(d.drainUrl, line({ message: sentinel, svc_app_name: 'copies' }))).status).toBe(200);
     await feed.next(sentinel);
