@@ -46,6 +46,7 @@ export const MUTATION_GROUPS = [
       'test/ingest/drain/spool-salvage.mutation.test.ts',
       'test/ingest/drain/spool-salvage-fails.mutation.test.ts',
       'test/ingest/drain/spool-salvage-high-seqs.test.ts',
+      'test/ingest/drain/spool-salvage-first-record.test.ts',
       'test/ingest/drain/commit-worker.mutation.test.ts',
       'test/ingest/drain/commit-thread.mutation.test.ts',
       'test/ingest/drain/kill-points.mutation.test.ts',

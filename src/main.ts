@@ -12,7 +12,7 @@ import type { DemoWiring, JobRunnerHandle } from './jobs/extension.js';
 // nor the store (the simulator's own memory is measured standalone).
 
 /** Commands a running service can run for a CLI beside it (src/http/admin.ts). */
-const HOSTED_COMMANDS = new Set(['collect', 'report', 'migrate', 'scrape']);
+const HOSTED_COMMANDS = new Set(['collect', 'report', 'migrate', 'scrape', 'spool']);
 
 /** `tallyhouse migrate`: the store's schema brought up to date; the same line whether it ran here or in the service. */
 async function migrateCommand(): Promise<number> {
@@ -33,6 +33,8 @@ interface Command {
   /** Commands that parse their own arguments (e.g. `sim`, which has subcommands). */
   raw?: (argv: string[]) => Promise<number>;
   run?: (args: { values: Record<string, unknown>; positionals: string[] }) => Promise<number>;
+  /** The arguments as a running service is to run them (hosted commands whose arguments name local files). */
+  handOff?: (argv: string[]) => Promise<string[]>;
 }
 
 const commands: Record<string, Command> = {
@@ -70,6 +72,13 @@ const commands: Record<string, Command> = {
       'tallyhouse report finance --month YYYY-MM [--timezone ZONE] [--out file.csv] [--format csv|json]\n' +
       '       tallyhouse report focus --month YYYY-MM [--out file.csv]',
     raw: async (argv) => (await import('./cli/report.js')).reportCommand(argv),
+  },
+  spool: {
+    summary: 'store the log lines still legible in a damaged drain spool file set aside: `spool salvage FILE`',
+    usage: 'tallyhouse spool salvage FILE',
+    raw: async (argv) => (await import('./cli/spool.js')).spoolCommand(argv),
+    // The service runs in a folder of its own: the file goes by its absolute path.
+    handOff: async (argv) => (await import('./cli/spool.js')).handOffArgs(argv),
   },
   sim: {
     summary: 'run the platform simulator (`tallyhouse sim --help`), or print its ground truth (`sim truth`)',
@@ -131,6 +140,7 @@ async function commandHelp(name: string, command: Command, rest: string[]): Prom
   }
   if (name === 'report') return (await import('./cli/report.js')).reportHelp(sub);
   if (name === 'logs') return (await import('./cli/logs-tail.js')).logsHelp(sub);
+  if (name === 'spool') return (await import('./cli/spool.js')).spoolHelp(sub);
   if (name === 'sim') return (await import('./sim/cli.js')).simCommand(rest);
   if (name === 'help') return main(['--help']);
   io.out(`Usage: ${command.usage}\n\n${command.summary}\n`);
@@ -287,7 +297,7 @@ export async function main(argv: string[]): Promise<number> {
   if (HOSTED_COMMANDS.has(name) && !commandHost()) {
     const { findService, runInService } = await import('./cli/remote.js');
     const target = await findService(getConfig().DATA_DIR);
-    if (target) return runInService(target, argv);
+    if (target) return runInService(target, command.handOff ? [name, ...(await command.handOff(rest))] : argv);
   }
   if (command.raw) return command.raw(rest);
   let parsed: { values: Record<string, unknown>; positionals: string[] };
@@ -327,7 +337,9 @@ export function reportFatal(err: unknown, write: (text: string) => void = (t) =>
   }
   if (err instanceof Error && ONE_LINE_ERRORS.has(err.name)) {
     write(`tallyhouse: ${err.message}\n`);
-    return 1;
+    // A conflict a retry resolves says so by its code (DataDirInUseError: 75, EX_TEMPFAIL); the others exit 1.
+    const code = (err as { exitCode?: unknown }).exitCode;
+    return typeof code === 'number' ? code : 1;
   }
   // Anything else is a bug: one line naming it, and the stack only when asked for (--debug, LOG_LEVEL=debug).
   if (err instanceof Error && !debugRequested()) {

@@ -11,7 +11,7 @@ import { counter, gauge } from '../metrics.js';
 import { logFilterFields } from './logs-routes.js';
 import type { RouteRegistry } from './routes.js';
 import { sendProblem } from '../http/problem.js';
-import { FoundLogLine, LOG_LEVELS, logsStoredSince, storeNow } from '../store/tables/logs.js';
+import { FoundLogLine, LOG_LEVELS, logsStoredSince, storedCopiesOf, storeNow } from '../store/tables/logs.js';
 import { toDateTime64 } from '../values.js';
 
 const POLL_MS = 250;
@@ -21,6 +21,8 @@ const KEEPALIVE_MS = 15_000;
 /** Lines per read of the feed: a poll reads page after page until it has caught up. */
 const PAGE_LINES = 1_000;
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
+/** Records the feed remembers having shown (a digest each, about 100 bytes): a later copy of one is not shown again. */
+const SHOWN_RECORDS = 50_000;
 
 const StreamQuery = z.strictObject(logFilterFields);
 type StreamQuery = z.output<typeof StreamQuery>;
@@ -57,6 +59,12 @@ export class LogFeed {
   private watermarkMs: number | null = null;
   private starting: Promise<void> | null = null;
   private readonly seen = new Map<string, number>(); // batch_id:line -> stored_at ms, within the overlap
+  /**
+   * The records the feed showed last (their identity's digest), SHOWN_RECORDS at most, oldest forgotten first: a
+   * record whose copy the store deleted once a later one came (a history copy, when the drain's arrives) leaves no
+   * earlier copy for the keyed read to find.
+   */
+  private readonly shown = new Set<string>();
   private readonly openedAt = Date.now();
 
   constructor(private readonly rt: Runtime, private readonly clientsGauge?: Gauge) {}
@@ -95,8 +103,47 @@ export class LogFeed {
         this.timer = null;
         this.watermarkMs = null; // a later client starts from its own "now"
         this.seen.clear();
+        this.shown.clear();
       }
     };
+  }
+
+  /**
+   * The lines of a page (as `batch:line`) whose record has a copy stored before them (issue 44.6: the feed showed
+   * each stored copy of a record until a merge). One keyed read of the page's records' copies.
+   */
+  private async laterCopies(lines: StoredLine[]): Promise<Set<string>> {
+    const later = new Set<string>();
+    if (lines.length === 0) return later;
+    const keyOf = (l: StoredLine) => identity({ ts: l.timestamp, app: l.app, request_id: l.request_id, worker: l.worker, message: l.message });
+    let from = lines[0].timestamp;
+    let to = lines[0].timestamp;
+    for (const l of lines) {
+      if (l.timestamp < from) from = l.timestamp;
+      if (l.timestamp > to) to = l.timestamp;
+    }
+    const copies = await storedCopiesOf(this.rt.store, {
+      apps: [...new Set(lines.map((l) => l.app))],
+      from,
+      to,
+      key_ts: lines.map((l) => l.timestamp),
+      key_app: lines.map((l) => l.app),
+      key_request: lines.map((l) => l.request_id),
+      key_worker: lines.map((l) => l.worker),
+      key_message: lines.map((l) => l.message),
+    });
+    const first = new Map<string, string>();
+    for (const c of copies) {
+      const at = position(c.stored_text, c.batch_text, c.line);
+      const k = identity(c);
+      const known = first.get(k);
+      if (known === undefined || at < known) first.set(k, at);
+    }
+    for (const l of lines) {
+      const earliest = first.get(keyOf(l));
+      if (earliest !== undefined && earliest < position(l.stored_at, l.batch_id, l.line)) later.add(`${l.batch_id}:${l.line}`);
+    }
+    return later;
   }
 
   private async poll(): Promise<void> {
@@ -115,12 +162,20 @@ export class LogFeed {
         const lines = await logsStoredSince(this.rt.store, { ...after, received_since: receivedSince, limit: PAGE_LINES });
         // The last client left while the store answered: the feed starts afresh with the next one.
         if (this.timer === null || this.watermarkMs === null) return;
+        const later = await this.laterCopies(lines.filter((l) => !this.seen.has(`${l.batch_id}:${l.line}`)));
+        if (this.timer === null || this.watermarkMs === null) return;
         for (const line of lines) {
           const key = `${line.batch_id}:${line.line}`;
           if (this.seen.has(key)) continue;
           const storedMs = Date.parse(`${line.stored_at.replace(' ', 'T')}Z`);
           this.seen.set(key, storedMs);
           if (storedMs > this.watermarkMs) this.watermarkMs = storedMs;
+          // A copy of a record stored before (the drain's line and a history fill of it, two fills): shown once.
+          if (later.has(key)) continue;
+          const record = createHash('sha256').update(identity({ ts: line.timestamp, app: line.app, request_id: line.request_id, worker: line.worker, message: line.message })).digest('base64');
+          if (this.shown.has(record)) continue;
+          this.shown.add(record);
+          if (this.shown.size > SHOWN_RECORDS) this.shown.delete(this.shown.values().next().value!);
           const text = `data: ${JSON.stringify(asFound(line))}\n\n`;
           for (const c of [...this.clients]) if (c.matches(line)) c.send(text);
           // Sockets take data only between turns of the event loop: a burst sent in one turn would sit whole in every
@@ -140,6 +195,11 @@ export class LogFeed {
     }
   }
 }
+
+/** Where a stored copy sits in the feed's order: (stored_at, batch, line), comparable as text. */
+const position = (storedAt: string, batchId: string, line: number) => `${storedAt}\u0000${batchId}\u0000${String(line).padStart(10, '0')}`;
+const identity = (l: { ts: string; app: string; request_id: string; worker: string; message: string }) =>
+  `${l.ts}\u0000${l.app}\u0000${l.request_id}\u0000${l.worker}\u0000${l.message}`;
 
 function asFound(line: StoredLine): z.input<typeof FoundLogLine> & { origin: string } {
   const { stored_at: _stored, ...rest } = line;

@@ -42,9 +42,12 @@ export class StoreUnavailableError extends Error {
 
 /** A data directory another process holds: chDB (like ClickHouse) allows one process per directory. */
 export class DataDirInUseError extends Error {
-  constructor(readonly path: string, readonly pid: number) {
+  /** EX_TEMPFAIL (sysexits.h): the same command succeeds once the other process lets go of the directory. */
+  readonly exitCode = 75;
+  /** `pid` undefined: the directory's lock is held, by a process not named yet (it is starting, or in another pid namespace). */
+  constructor(readonly path: string, readonly pid: number | undefined) {
     super(
-      `the data directory ${path} is in use by another process (pid ${pid}, a running Tallyhouse?): run this command through that service (TALLYHOUSE_URL), stop it, or set DATA_DIR to another directory`,
+      `the data directory ${path} is in use by another process (${pid ? `pid ${pid}` : 'pid not known'}, a running Tallyhouse or another command?): retry when it has finished, run this command through that service (TALLYHOUSE_URL), or set DATA_DIR to another directory`,
     );
     this.name = 'DataDirInUseError';
   }
@@ -74,7 +77,13 @@ export function dataDirHolder(dir: string, locksText?: string): number | undefin
     return undefined;
   }
   const pid = Number(/^PID:\s*(\d+)/m.exec(text)?.[1]);
-  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  if (!Number.isInteger(pid) || pid <= 0) {
+    // No pid written yet: an engine that has just taken the lock writes it next (two commands started together).
+    // Held by anyone (0: a pid this process cannot name) is held; the engine would refuse the directory.
+    const locker = statusFileLocker(statusPath, locksText);
+    return typeof locker === 'number' && locker !== process.pid ? locker : undefined;
+  }
+  if (pid === process.pid) return undefined;
   const locker = statusFileLocker(statusPath, locksText, pid);
   if (locker !== 'unknown') return locker === undefined || locker === process.pid ? undefined : locker || pid;
   try {
@@ -164,14 +173,26 @@ async function openEmbeddedStore(opts: StoreOptions): Promise<Store> {
     );
   }
   const holder = dataDirHolder(path);
-  if (holder !== undefined) throw new DataDirInUseError(path, holder);
+  if (holder !== undefined) throw new DataDirInUseError(path, holder || undefined);
   // Loaded here, not at the top: the production image has no embedded engine (chdb) and always sets CLICKHOUSE_URL.
+  let embedded;
+  try {
+    embedded = await import('./embedded.js');
+  } catch (err) {
+    throw new EmbeddedStoreMissingError(err);
+  }
   let connection;
   try {
-    const { createEmbeddedConnection } = await import('./embedded.js');
-    connection = createEmbeddedConnection(path, opts.embedded);
+    connection = embedded.createEmbeddedConnection(path, opts.embedded);
   } catch (err) {
-    throw dataDirHolder(path) !== undefined ? new DataDirInUseError(path, dataDirHolder(path)!) : new EmbeddedStoreMissingError(err);
+    // The engine is here but could not take the directory. Two commands started together (two `collect` runs): the
+    // other took the engine's lock on `status` between the check above and now, before writing its pid there, and
+    // this one was told "chDB is not installed" (exit 1). A lock on `status` held by anyone is the directory in use.
+    const holderNow = dataDirHolder(path);
+    if (holderNow !== undefined) throw new DataDirInUseError(path, holderNow || undefined);
+    const locker = statusFileLocker(resolve(path, 'status'));
+    if (typeof locker === 'number' && locker !== process.pid) throw new DataDirInUseError(path, locker > 0 ? locker : undefined);
+    throw new StoreUnavailableError(path, err);
   }
   embeddedPath = path;
   const client = createClient({ connection });

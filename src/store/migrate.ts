@@ -67,7 +67,7 @@ export function renderForCluster(statement: string, cluster: string): string {
   const onCluster = `ON CLUSTER '${cluster}'`;
   const body = statement.replace(/^(\s*--[^\n]*\n)*/, '');
   const head = new RegExp(
-    String.raw`^(\s*(?:--[^\n]*\n\s*)*)(CREATE\s+(?:TABLE|DATABASE|(?:MATERIALIZED\s+)?VIEW|DICTIONARY)\s+(?:IF\s+NOT\s+EXISTS\s+)?${IDENT}|ALTER\s+TABLE\s+${IDENT}|DROP\s+(?:TABLE|VIEW|DICTIONARY)\s+(?:IF\s+EXISTS\s+)?${IDENT}|RENAME\s+TABLE\s+${IDENT}\s+TO\s+${IDENT})`,
+    String.raw`^(\s*(?:--[^\n]*\n\s*)*)(CREATE\s+(?:TABLE|DATABASE|(?:MATERIALIZED\s+)?VIEW|DICTIONARY)\s+(?:IF\s+NOT\s+EXISTS\s+)?${IDENT}|ALTER\s+TABLE\s+${IDENT}|DROP\s+(?:TABLE|VIEW|DICTIONARY)\s+(?:IF\s+EXISTS\s+)?${IDENT}|RENAME\s+TABLE\s+${IDENT}\s+TO\s+${IDENT}|OPTIMIZE\s+TABLE\s+${IDENT})`,
     'i',
   );
   // An INSERT ... SELECT between the server's own tables (023's catch-up of rows written during its copy) has no

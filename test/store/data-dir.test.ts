@@ -67,9 +67,9 @@ describe('a data directory another process holds', () => {
     expect((err as Error).message).toContain(`pid ${holder.pid}`);
   });
 
-  it('the CLI says so in one line, without a stack, and exits 1', async () => {
+  it('the CLI says so in one line, without a stack, and exits 75 (EX_TEMPFAIL: retry)', async () => {
     const p = runCli(['migrate'], { DATA_DIR: heldDir });
-    expect((await p.exited).code).toBe(1);
+    expect((await p.exited).code).toBe(75);
     const lines = p.stderr().trim().split('\n');
     expect(lines).toEqual([expect.stringMatching(new RegExp(`^tallyhouse: the data directory .* is in use by another process \\(pid ${holder.pid}`))]);
   });

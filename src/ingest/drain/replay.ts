@@ -153,7 +153,7 @@ export class SpoolReplayer {
         if (batch.resumed) {
           this.o.logger?.info({ records: batch.records.length }, 'replaying the drain batch that was being inserted when the service stopped');
         }
-        await this.insert(batch.records);
+        await this.insert(batch.records, batch.tokenIds);
         if (this.o.afterInsert) await this.o.afterInsert(batch.records.map((r) => r.rowData).filter((d) => d.length > 0));
         passKillPoint('replay-insert');
         await this.spool.commit(batch);
@@ -220,8 +220,9 @@ export class SpoolReplayer {
     });
   }
 
-  private async insert(records: SpoolRecord[]): Promise<void> {
-    const ids = records.map((r) => r.id).join('\n');
+  private async insert(records: SpoolRecord[], tokenIds?: string): Promise<void> {
+    // The batch's first ids when a damaged file lost some of its records since (SpoolBatch.tokenIds).
+    const ids = tokenIds ?? records.map((r) => r.id).join('\n');
     // One insert per row format (in practice there is one: the format of this version's mapLine).
     const groups = new Map<string, { format: RowFormat; parts: Buffer[] }>();
     for (const r of records) {

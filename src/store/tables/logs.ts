@@ -160,13 +160,14 @@ export type LogOrigin = 'drain' | 'history' | 'tail';
 
 /**
  * Inserts TabSeparated rows of mapLine's columns (src/collectors/log-line.ts, LOG_ROW_COLUMNS) that came by
- * history or the tail. The token makes a retried insert of the same rows a no-op.
+ * history or the tail, or the drain's lines `tallyhouse spool salvage` reads from a damaged spool file (the drain's
+ * own lines go through its spool and replayer). The token makes a retried insert of the same rows a no-op.
  */
 export async function insertLogRows(
   store: Pick<Store, 'client' | 'mode'>,
   columns: readonly string[],
   rows: readonly string[],
-  origin: Exclude<LogOrigin, 'drain'>,
+  origin: LogOrigin,
   dedupToken: string,
 ): Promise<void> {
   if (rows.length === 0) return;
@@ -254,11 +255,11 @@ export const drainSeconds = namedQuery(
  * Lines stored after a position (the live feed): (stored_at, batch, line), so that a reader pages through any number
  * of lines stamped alike; oldest stored first; rows older than `received_since` are skipped. `stored_at >=` repeats
  * the tuple's first field so that the stored_at minmax index (sql/023) skips the parts stored before it (the feed
- * polls four times a second). Every stored copy is a line here, a second copy of a record too (sql/023): the feed
- * shows rows as they are stored. Hiding a copy here costs too much: not FINAL (stored_at is no key column, so FINAL
- * merges the whole table on every page), and a filter against the record's other copies scans the table for them
- * (1.2-1.6 s a page on 2.1M rows with a fill of 150,000 rows to page through); a reader that skips copies while moving
- * its position past them (the route) could do it with one keyed read per page.
+ * polls four times a second). Every stored copy is a line here, a second copy of a record too (sql/023). Hiding a
+ * copy here costs too much: not FINAL (stored_at is no key column, so FINAL merges the whole table on every page),
+ * and a filter against the record's other copies scans the table for them (1.2-1.6 s a page on 2.1M rows with a fill
+ * of 150,000 rows to page through); the route skips copies while moving its position past them, with one keyed read
+ * per page (storedCopiesOf).
  */
 export const logsStoredSince = namedQuery(
   'logs_stored_since',
@@ -273,6 +274,25 @@ export const logsStoredSince = namedQuery(
   z
     .object({ stored_text: z.string(), ts_text: z.string(), ...searchedLineFields, batch_text: z.string(), line: chNumber, origin: z.string() })
     .transform(({ ts_text, batch_text, stored_text, ...r }) => ({ ...r, timestamp: ts_text, batch_id: batch_text, stored_at: stored_text })),
+);
+
+/**
+ * Every stored copy of some records (the live feed's page: parallel arrays of their identity, the time as
+ * DateTime64(3) text), with its position (stored_at, batch, line), so the feed shows each record once: its first
+ * stored copy. Copies a lightweight DELETE removed (dropCopiesOfDrainLines: a history copy once the drain's is
+ * stored) still count until a merge drops them (`apply_deleted_mask = 0`): the feed may have shown that copy already.
+ * One keyed read per page: the primary key (app, timestamp) narrows it to the page's apps and span.
+ */
+export const storedCopiesOf = namedQuery(
+  'stored_copies_of',
+  `SELECT toString(timestamp) AS ts, app, request_id, worker, message, toString(stored_at) AS stored_text, toString(batch_id) AS batch_text, line
+   FROM logs
+   WHERE has({apps:Array(String)}, app)
+     AND timestamp >= {from:DateTime64(3, 'UTC')} AND timestamp <= {to:DateTime64(3, 'UTC')}
+     AND (toString(timestamp), app, request_id, worker, message) IN (
+       SELECT arrayJoin(arrayZip({key_ts:Array(String)}, {key_app:Array(String)}, {key_request:Array(String)}, {key_worker:Array(String)}, {key_message:Array(String)})))
+   SETTINGS apply_deleted_mask = 0`,
+  z.object({ ts: z.string(), app: z.string(), request_id: z.string(), worker: z.string(), message: z.string(), stored_text: z.string(), batch_text: z.string(), line: chNumber }),
 );
 
 /** The store's own clock (it stamps stored_at), as DateTime64(3) text. */

@@ -75,7 +75,7 @@ suite('salvageSpool', () => {
     const scratch = join(dir, 'salvage');
     mkdirSync(scratch);
     writeFileSync(join(scratch, 'left-over'), 'x');
-    expect(salvageSpool(join(dir, 'missing.sqlite'), scratch)).toEqual({ records: [], plan: undefined, seen: [], lostRecords: 0, headerRebuilt: false });
+    expect(salvageSpool(join(dir, 'missing.sqlite'), scratch)).toEqual({ records: [], plan: undefined, seen: [], lostRecords: 0, lostExact: false, headerRebuilt: false });
     expect(existsSync(scratch)).toBe(false);
   });
 
@@ -120,7 +120,7 @@ suite('salvageSpool', () => {
     db.exec('DELETE FROM records');
     db.close();
     overwrite(file, 0, 100);
-    expect(salvageSpool(file, join(dir, 'salvage'))).toEqual({ records: [], plan: undefined, seen: [], lostRecords: 0, headerRebuilt: true });
+    expect(salvageSpool(file, join(dir, 'salvage'))).toEqual({ records: [], plan: undefined, seen: [], lostRecords: 0, lostExact: false, headerRebuilt: true });
   });
 
   it('the scratch folder may be several levels down a folder that does not exist yet', () => {
@@ -165,7 +165,7 @@ suite('salvageSpool', () => {
     const dir = tempDir();
     const file = join(dir, 'spool.sqlite');
     writeFileSync(file, Buffer.alloc(8192, 0x5a));
-    expect(salvageSpool(file, join(dir, 'salvage'))).toEqual({ records: [], plan: undefined, seen: [], lostRecords: 0, headerRebuilt: true });
+    expect(salvageSpool(file, join(dir, 'salvage'))).toEqual({ records: [], plan: undefined, seen: [], lostRecords: 0, lostExact: false, headerRebuilt: true });
   });
 
   it('garbage over a middle leaf of records: the records on it are lost (counted), all the others read in order', () => {
@@ -346,9 +346,12 @@ suite('SQLite spool: a damaged file at open', () => {
         salvagedRecords: 3,
         salvagedRows: 3,
         lostRecords: 0,
+        lostExact: true,
         headerRebuilt: true,
         reason: expect.stringMatching(/^./),
-        msg: 'the spool spool file was damaged: moved aside to spool.sqlite.corrupt-20261120T080910Z; 3 record(s) salvaged and replayed, at least 0 lost',
+        msg:
+          'the spool spool file was damaged: moved aside to spool.sqlite.corrupt-20261120T080910Z; 3 record(s) salvaged and replayed, 0 lost; ' +
+          `\`tallyhouse spool salvage ${join(dir, 'spool.sqlite.corrupt-20261120T080910Z')}\` stores the lines still readable in it that the store lacks`,
       }),
       expect.objectContaining({ level: 30, bytes: 33, rows: 3, msg: 'log drain spool holds lines not yet in the store; replaying' }),
     ]);
@@ -395,7 +398,7 @@ suite('SQLite spool: a damaged file at open', () => {
     ]);
   });
 
-  it('the saved batch lost one of its records: dropped (its insert token would differ), the rest batched afresh, the loss counted', async () => {
+  it('the saved batch lost one of its records: the rest resumed as the batch under the first ids (its insert tokens), the loss counted', async () => {
     const dir = join(tempDir(), 'spool');
     let spool = await open(dir);
     for (const id of ['p0', 'p1', 'p2', 'p3']) await spool.append(rec(id));
@@ -408,8 +411,12 @@ suite('SQLite spool: a damaged file at open', () => {
     const registry = new Registry();
     spool = await open(dir, { registry });
     expect(await counters(registry)).toEqual([1, 3, 1]);
+    // Issue 44.6: a batch the store took before the damage is not stored again under a token of other ids.
     const b = (await spool.nextBatch(ALL))!;
-    expect([b.resumed, ...ids(b.records)]).toEqual([false, 'p0', 'p2', 'p3']);
+    expect([b.resumed, b.tokenIds, ...ids(b.records)]).toEqual([true, 'p0\np1\np2', 'p0', 'p2']);
+    await spool.commit(b);
+    const next = (await spool.nextBatch(ALL))!;
+    expect([next.resumed, next.tokenIds, ...ids(next.records)]).toEqual([false, undefined, 'p3']);
   });
 
   it('a saved batch none of whose records is left: dropped', async () => {

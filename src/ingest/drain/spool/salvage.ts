@@ -26,10 +26,19 @@ export interface Salvage {
   records: SalvagedRecord[];
   /** The batch saved for the replayer, when it could be read. */
   plan: { from_seq: number; to_seq: number } | undefined;
+  /** The ids of the saved batch's records (newline-separated, in seq order), when they could be read. */
+  planIds?: string;
   /** Dedup entries that could be read (redeliveries of these bodies stay duplicates). */
   seen: Array<{ id: string; at_ms: number }>;
-  /** Records the file held that could not be read (counted from the seq range: a lower bound when its ends are lost). */
+  /**
+   * Records the file held that could not be read: the live seqs run from the replay watermark (`replayed`) to the
+   * last seq given (`sqlite_sequence`), so every one of them not read was lost, the first and last included. When
+   * either end cannot be read, the count covers the seqs between the first and last records read only: a lower
+   * bound (`lostExact` false), and with nothing read at all, unknown.
+   */
   lostRecords: number;
+  /** lostRecords is the exact count (both ends of the live seqs were read), not a lower bound. */
+  lostExact: boolean;
   /** The header was rebuilt before anything could be read. */
   headerRebuilt: boolean;
 }
@@ -43,7 +52,7 @@ export function salvageSpool(path: string, scratchDir: string): Salvage {
   rmSync(scratchDir, { recursive: true, force: true });
   mkdirSync(scratchDir, { recursive: true, mode: 0o700 });
   const copy = join(scratchDir, 'salvage.sqlite');
-  const empty: Salvage = { records: [], plan: undefined, seen: [], lostRecords: 0, headerRebuilt: false };
+  const empty: Salvage = { records: [], plan: undefined, seen: [], lostRecords: 0, lostExact: false, headerRebuilt: false };
   try {
     if (!existsSync(path)) return empty;
     copyFileSync(path, copy);
@@ -60,7 +69,14 @@ export function salvageSpool(path: string, scratchDir: string): Salvage {
     }
     if (!db) return { ...empty, headerRebuilt };
     try {
-      return { ...readRecords(db), plan: tryGet(() => db.prepare<[], { from_seq: number; to_seq: number }>('SELECT from_seq, to_seq FROM plan WHERE one = 1').get()), seen: readSeen(db), headerRebuilt };
+      const planIds = tryGet(() => db.prepare<[], { ids: string }>('SELECT ids FROM plan_ids WHERE one = 1').get()?.ids);
+      return {
+        ...readRecords(db),
+        plan: tryGet(() => db.prepare<[], { from_seq: number; to_seq: number }>('SELECT from_seq, to_seq FROM plan WHERE one = 1').get()),
+        ...(typeof planIds === 'string' ? { planIds } : {}),
+        seen: readSeen(db),
+        headerRebuilt,
+      };
     } finally {
       db.close();
     }
@@ -95,14 +111,20 @@ function tryGet<T>(read: () => T): T | undefined {
   }
 }
 
-function readRecords(db: SqlDatabase): { records: SalvagedRecord[]; lostRecords: number } {
+function readRecords(db: SqlDatabase): { records: SalvagedRecord[]; lostRecords: number; lostExact: boolean } {
   const records: SalvagedRecord[] = [];
   // `seq >= after + 1`, not `seq > after`: SQLite seeks the latter from `after`'s own leaf, the damaged one.
   const next = db.prepare<[number], SalvagedRecord>('SELECT * FROM records WHERE seq >= ? ORDER BY seq LIMIT 1');
-  // The highest seq ever given (AUTOINCREMENT), else the table's own maximum: where the scan may stop.
+  // The highest seq ever given (AUTOINCREMENT; no row: none given yet), undefined when it cannot be read.
+  const sequence = tryGet(() => {
+    const row = db.prepare<[], { seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'records'").get();
+    return row === undefined ? 0 : row.seq;
+  });
+  // Every seq up to this one was replayed into the store (sqlite-spool.ts writes it with each replay's delete).
+  const through = tryGet(() => db.prepare<[], { through_seq: number }>('SELECT through_seq FROM replayed WHERE one = 1').get()?.through_seq);
+  // The highest seq ever given, else the table's own maximum: where the scan may stop.
   const lastSeq =
-    // Stryker disable next-line OptionalChaining: no row throws instead, and tryGet makes that undefined all the same
-    tryGet(() => db.prepare<[], { seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'records'").get()?.seq) ??
+    (sequence !== undefined && sequence > 0 ? sequence : undefined) ??
     // Stryker disable next-line OptionalChaining: an aggregate always returns its one row
     tryGet(() => db.prepare<[], { m: number | null }>('SELECT max(seq) AS m FROM records').get()?.m ?? undefined);
   let after = 0;
@@ -155,10 +177,15 @@ function readRecords(db: SqlDatabase): { records: SalvagedRecord[]; lostRecords:
     firstSeq ??= row.seq;
     records.push(row);
   }
-  // Live records are one run of seqs (appended at the end, replayed from the start): what the run's span holds
-  // beyond what was read was lost. A lost first or last record is not seen here, hence a lower bound.
+  // Live records are one run of seqs (appended at the end, replayed from the start): (through, sequence]. Every seq
+  // of it not read was lost, the first records included (issue 44.5: a lost first record was "at least 0 lost").
+  const inRun = records.every((r) => through !== undefined && sequence !== undefined && r.seq > through && r.seq <= sequence);
+  if (through !== undefined && sequence !== undefined && sequence >= through && inRun) {
+    return { records, lostRecords: sequence - through - records.length, lostExact: true };
+  }
+  // An end unreadable: what lies between the first and last records read, a lower bound.
   const span = records.length > 0 && lastSeq !== undefined ? lastSeq - (firstSeq ?? lastSeq) + 1 : records.length;
-  return { records, lostRecords: Math.max(0, span - records.length) };
+  return { records, lostRecords: Math.max(0, span - records.length), lostExact: false };
 }
 
 /** A row whose cells have the types the spool wrote (garbage can read back as other types). */

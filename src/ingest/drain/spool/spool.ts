@@ -49,6 +49,12 @@ export interface SpoolBatch {
   records: SpoolRecord[];
   /** Saved by an earlier run that stopped before the store confirmed it: replay exactly it. */
   resumed: boolean;
+  /**
+   * The ids (newline-separated) of the records the batch held when it was first handed out, when they differ from
+   * its records' now: a damaged file lost some of them (sqlite-spool.ts, recover). Its inserts take the tokens of
+   * those ids, so a batch the store took before the damage is not stored again without the lost records.
+   */
+  tokenIds?: string;
 }
 
 export type AppendResult = { status: 'appended' } | { status: 'duplicate' };

@@ -44,7 +44,16 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE TABLE IF NOT EXISTS seen (id TEXT PRIMARY KEY, at_ms INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS seen_by_age ON seen (at_ms);
 CREATE TABLE IF NOT EXISTS plan (one INTEGER PRIMARY KEY CHECK (one = 1), from_seq INTEGER NOT NULL, to_seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS replayed (one INTEGER PRIMARY KEY CHECK (one = 1), through_seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS plan_ids (one INTEGER PRIMARY KEY CHECK (one = 1), ids TEXT NOT NULL);
 `;
+
+// The replay watermark: every seq up to through_seq is in the store (moved up in the transaction that deletes a
+// replayed batch), so the live records are the seqs after it up to the last given, and a salvage counts each one it
+// cannot read as lost, the first ones included (salvage.ts). A file from before it gets it at the first healthy
+// open: the seq before its oldest record, or the last seq given when it holds none.
+const INIT_WATERMARK = `INSERT OR IGNORE INTO replayed (one, through_seq)
+  VALUES (1, coalesce((SELECT min(seq) - 1 FROM records), (SELECT seq FROM sqlite_sequence WHERE name = 'records'), 0))`;
 
 interface Pending {
   record: SpoolRecordInput;
@@ -99,9 +108,13 @@ export class SqliteSpool implements Spool {
     plan: SqlStatement<[], { from_seq: number; to_seq: number } | undefined>;
     savePlan: SqlStatement<[number, number], unknown>;
     dropPlan: SqlStatement<[], unknown>;
+    savePlanIds: SqlStatement<[string], unknown>;
+    planIds: SqlStatement<[], { ids: string } | undefined>;
+    dropPlanIds: SqlStatement<[], unknown>;
     range: SqlStatement<[number, number], RecordRow>;
     oldest: SqlStatement<[], RecordRow>;
     deleteRange: SqlStatement<[number, number], unknown>;
+    markReplayed: SqlStatement<[number], unknown>;
     forgetOld: SqlStatement<[number], unknown>;
     forgetBeyond: SqlStatement<[number], unknown>;
   };
@@ -119,7 +132,7 @@ export class SqliteSpool implements Spool {
     this.damage = {
       damaged: counter(opts.registry, { name: 'tallyhouse_spool_damaged_total', help: 'Spool files SQLite could not read (moved aside as *.corrupt-<time>; what could be read was salvaged).', labelNames }),
       salvaged: counter(opts.registry, { name: 'tallyhouse_spool_salvaged_records_total', help: 'Spool records read back from damaged spool files and replayed.', labelNames }),
-      lost: counter(opts.registry, { name: 'tallyhouse_spool_lost_records_total', help: 'Acknowledged spool records lost with a damaged spool file (at least this many: a lost first or last record is not counted).', labelNames }),
+      lost: counter(opts.registry, { name: 'tallyhouse_spool_lost_records_total', help: 'Acknowledged spool records lost with a damaged spool file (exact where the file says where its records start and end; a lower bound otherwise, the log line says which).', labelNames }),
     };
     // A healthy spool shows 0 (the alert and a dashboard see the series before any damage).
     for (const c of Object.values(this.damage)) c.inc({ spool: this.name }, 0);
@@ -137,6 +150,7 @@ export class SqliteSpool implements Spool {
       const check = this.db.prepare<[], Record<string, unknown>>('PRAGMA quick_check').all();
       const verdict = check.map((r) => String(Object.values(r)[0]));
       if (verdict.length !== 1 || verdict[0] !== 'ok') throw new SpoolDamage(verdict.slice(0, 5).join('; '));
+      this.db.exec(INIT_WATERMARK);
     } catch (err) {
       if (!(err instanceof SpoolDamage) && !isDamagedFileError(err)) throw err;
       this.recover(err);
@@ -160,9 +174,13 @@ export class SqliteSpool implements Spool {
       plan: prepare('SELECT from_seq, to_seq FROM plan WHERE one = 1'),
       savePlan: prepare('INSERT OR REPLACE INTO plan (one, from_seq, to_seq) VALUES (1, ?, ?)'),
       dropPlan: prepare('DELETE FROM plan'),
+      savePlanIds: prepare('INSERT OR REPLACE INTO plan_ids (one, ids) VALUES (1, ?)'),
+      planIds: prepare('SELECT ids FROM plan_ids WHERE one = 1'),
+      dropPlanIds: prepare('DELETE FROM plan_ids'),
       range: prepare('SELECT * FROM records WHERE seq BETWEEN ? AND ? ORDER BY seq'),
       oldest: prepare('SELECT * FROM records ORDER BY seq'),
       deleteRange: prepare('DELETE FROM records WHERE seq BETWEEN ? AND ?'),
+      markReplayed: prepare('INSERT INTO replayed (one, through_seq) VALUES (1, ?) ON CONFLICT (one) DO UPDATE SET through_seq = max(through_seq, excluded.through_seq)'),
       forgetOld: prepare('DELETE FROM seen WHERE at_ms < ?'),
       forgetBeyond: prepare('DELETE FROM seen WHERE at_ms < (SELECT at_ms FROM seen ORDER BY at_ms DESC LIMIT 1 OFFSET ?)'),
     };
@@ -177,6 +195,25 @@ export class SqliteSpool implements Spool {
     this.appendedRecords = this.replayedRecords + totals.n;
     this.pendingRows = totals.rows ?? 0;
     this.bytes = totals.bytes ?? 0;
+  }
+
+  /**
+   * A group failed without a damaged file: usually it was rolled back, and the totals stay as they are. But a commit
+   * thread that dies (or whose answer cannot be read) after its transaction committed fails a group that is in the
+   * file (issue 44.6: a lost answer): counted as not appended, bytes and pendingRows fell short of the file, the
+   * replayer slept on records it did not know of, and the replay of them drove the totals below zero. The file's own
+   * totals are read again instead (its senders, answered with an error, are told "duplicate" when they retry).
+   */
+  private resyncTotals(): void {
+    try {
+      const before = this.appendedRecords;
+      this.readTotals();
+      // Records the replayer did not know of: it is woken as by an append (their senders' retries append nothing).
+      if (this.appendedRecords > before) for (const l of this.appendListeners) l();
+    } catch (err) {
+      if (isDamagedFileError(err)) this.recover(err);
+      // Otherwise (the file busy): the totals are read again at the next failure or open.
+    }
   }
 
   /**
@@ -204,7 +241,7 @@ export class SqliteSpool implements Spool {
     } catch (err) {
       // Salvage itself failed (the copy, a disk error): the service still starts, with what was lost said below.
       this.logger?.error({ err, spool: this.name, movedTo: aside }, `salvaging the damaged ${this.name} spool failed; its records stay in ${basename(aside)}`);
-      salvage = { records: [], plan: undefined, seen: [], lostRecords: 0, headerRebuilt: false };
+      salvage = { records: [], plan: undefined, seen: [], lostRecords: 0, lostExact: false, headerRebuilt: false };
     }
     this.attach();
     this.committer?.reopen(this.path);
@@ -212,15 +249,28 @@ export class SqliteSpool implements Spool {
     const seqs = new Set(records.map((r) => r.seq));
     // The saved batch may already be in the store: replayed with the same records it gets the same token. Kept only
     // when every one of its records was read (otherwise its token differs anyway).
+    const planRead = plan === undefined ? [] : records.filter((r) => r.seq >= plan.from_seq && r.seq <= plan.to_seq);
     const keepPlan = plan !== undefined && records.some((r) => r.seq >= plan.from_seq && r.seq <= plan.to_seq) && Array.from({ length: plan.to_seq - plan.from_seq + 1 }, (_, i) => plan.from_seq + i).every((s) => seqs.has(s));
+    // The salvaged records take consecutive seqs from the first one's (the token is made of their ids, never their
+    // seqs), so the fresh file's live run has no holes: a later salvage of it counts only what that one loses.
+    const base = records[0]?.seq ?? 1;
+    const renumbered = new Map(records.map((r, i) => [r.seq, base + i]));
     const insert = this.db.prepare<[number, string, number, string, number, number, Uint8Array, Uint8Array], unknown>(
       'INSERT INTO records (seq, id, received_at_ms, row_format, rows, rejects, row_data, reject_data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.db.transaction(() => {
-      for (const r of records) insert.run(r.seq, r.id, r.received_at_ms, r.row_format, r.rows, r.rejects, r.row_data, r.reject_data);
+      for (const r of records) insert.run(renumbered.get(r.seq)!, r.id, r.received_at_ms, r.row_format, r.rows, r.rejects, r.row_data, r.reject_data);
       for (const s of seen) this.sql.markSeen.run(s.id, s.at_ms);
       for (const r of records) this.sql.markSeen.run(r.id, Date.now());
-      if (keepPlan) this.sql.savePlan.run(plan.from_seq, plan.to_seq);
+      if (keepPlan) this.sql.savePlan.run(renumbered.get(plan.from_seq)!, renumbered.get(plan.to_seq)!);
+      else if (plan !== undefined && salvage.planIds !== undefined && planRead.length > 0) {
+        // Some of the saved batch was lost: the rest (consecutive once renumbered) is replayed as the batch, under
+        // the tokens of all of its first records' ids, so that if the store took the batch before the damage it is
+        // not stored again (issue 44.6: `faro_items` is a plain MergeTree, and a doubled item stays doubled).
+        this.sql.savePlan.run(renumbered.get(planRead[0].seq)!, renumbered.get(planRead[planRead.length - 1].seq)!);
+      }
+      if ((keepPlan || planRead.length > 0) && salvage.planIds !== undefined) this.sql.savePlanIds.run(salvage.planIds);
+      this.db.prepare<[number], unknown>('INSERT OR REPLACE INTO replayed (one, through_seq) VALUES (1, ?)').run(base - 1);
     });
     this.readTotals();
     this.damage.damaged.inc({ spool: this.name });
@@ -232,11 +282,13 @@ export class SqliteSpool implements Spool {
         movedTo: aside,
         salvagedRecords: records.length,
         salvagedRows: this.pendingRows,
-        lostRecords: salvage.lostRecords,
+        lostRecords: salvage.lostExact || salvage.lostRecords > 0 ? salvage.lostRecords : 'unknown',
+        lostExact: salvage.lostExact,
         headerRebuilt: salvage.headerRebuilt,
         reason: reason instanceof Error ? reason.message : String(reason),
       },
-      `the ${this.name} spool file was damaged: moved aside to ${basename(aside)}; ${records.length} record(s) salvaged and replayed, at least ${salvage.lostRecords} lost`,
+      `the ${this.name} spool file was damaged: moved aside to ${basename(aside)}; ${records.length} record(s) salvaged and replayed, ${describeLoss(salvage)}; ` +
+        `\`tallyhouse spool salvage ${aside}\` stores the lines still readable in it that the store lacks`,
     );
   }
 
@@ -338,6 +390,7 @@ export class SqliteSpool implements Spool {
           }
           // Not acknowledged: the senders retry into the recovered file.
           if (!this.closed && isDamagedFileError(err)) this.recover(err);
+          else if (!this.closed) this.resyncTotals();
           continue;
         }
         this.commits++;
@@ -386,13 +439,25 @@ export class SqliteSpool implements Spool {
       }
     }
     if (rows.length === 0) {
-      if (plan) this.sql.dropPlan.run();
+      if (plan) {
+        this.sql.dropPlan.run();
+        this.sql.dropPlanIds.run();
+      }
       return null;
     }
     const fromSeq = rows[0].seq;
     const toSeq = rows[rows.length - 1].seq;
-    if (!plan) this.sql.savePlan.run(fromSeq, toSeq);
-    const batch: SpoolBatch = { records: rows.map(toRecord), resumed: plan !== undefined };
+    const ids = rows.map((r) => r.id).join('\n');
+    // The plan and its ids together: a salvage that loses some of the plan's records replays the rest under the
+    // tokens of all of them (SpoolBatch.tokenIds).
+    if (!plan) {
+      this.db.transaction(() => {
+        this.sql.savePlan.run(fromSeq, toSeq);
+        this.sql.savePlanIds.run(ids);
+      });
+    }
+    const planIds = plan ? this.sql.planIds.get()?.ids : undefined;
+    const batch: SpoolBatch = { records: rows.map(toRecord), resumed: plan !== undefined, ...(planIds !== undefined && planIds !== ids ? { tokenIds: planIds } : {}) };
     this.current = { batch, fromSeq, toSeq };
     return batch;
   }
@@ -405,7 +470,9 @@ export class SqliteSpool implements Spool {
     this.guarded(() =>
       this.db.transaction(() => {
         this.sql.deleteRange.run(current.fromSeq, current.toSeq);
+        this.sql.markReplayed.run(current.toSeq);
         this.sql.dropPlan.run();
+        this.sql.dropPlanIds.run();
         passKillPoint('cleanup');
         this.sql.forgetOld.run(now - this.windowMs);
         this.sql.forgetBeyond.run(this.maxSeen);
@@ -429,6 +496,13 @@ export class SqliteSpool implements Spool {
     await this.committer?.close();
     this.db.close();
   }
+}
+
+/** What a salvage says of the records it could not read: a count, a lower bound, or unknown, never a bare 0. */
+export function describeLoss(s: Pick<Salvage, 'lostRecords' | 'lostExact'>): string {
+  if (s.lostExact) return `${s.lostRecords} lost`;
+  if (s.lostRecords > 0) return `at least ${s.lostRecords} lost (how many before or after those cannot be counted)`;
+  return 'an unknown number lost (the file does not say how many records it held)';
 }
 
 /** The integrity check at open found damage SQLite did not raise as an error. */

@@ -1,0 +1,11 @@
+-- Migration 023 left every `logs` row stored twice (issue 44.3): its catch-up re-inserted the whole old table, the
+-- rows its copy already held included, so the raw table held two rows per record until background merges ran. Reads
+-- with FINAL were right; a reader without it (the old code after a rollback, a hand-written query, Grafana panels
+-- before this release) counted each line twice, and the table took twice its disk. A landed migration is never
+-- edited (stores that applied 023 record its checksum), so this one collapses the copies at once: OPTIMIZE ... FINAL
+-- merges each partition of `logs` into one part, in which the ReplacingMergeTree keeps one row per record (the
+-- drain's copy, then the tail's, then history's, the first stored of equals: copy_rank, sql/023). It runs right after
+-- 023 on a store upgraded from before it, and once on a store that applied 023 already (a partition already merged
+-- into one part is rewritten too: a one-off cost of reading and writing the table). Rows written while it runs are
+-- new parts, each record once. Safe to run again: a second run finds nothing to collapse.
+OPTIMIZE TABLE logs FINAL;
