@@ -76,11 +76,12 @@ export const requestsJob = defineJob({
     else if (ctx.range) await backfill(ctx, ctx.range, ids);
     else {
       touched = await scheduled(ctx, ids, { lookbackMs: options['lookback-hours'] * HOUR_MS, allEndpoints: !options.endpoints });
-      // Only a run over every endpoint moves the re-check's checkpoint: a run over --endpoints is not the whole set.
-      if (!options.endpoints) await recheckUnbilled(ctx, ids);
     }
     // Per-day totals for the query API: the days this run wrote (a backfill refreshes its chunks as it goes).
     await maintainRequestRollup(ctx, touched, { rebuild: pricesChanged });
+    // After the rollup of this run's window (a failed re-check must not leave it stale). Only a run over every
+    // endpoint moves the re-check's checkpoint: a run over --endpoints is not the whole set.
+    if (ids.length > 0 && !ctx.range && !options.endpoints) await recheckUnbilled(ctx, ids);
 
     if (pricesError) throw pricesError;
   },
@@ -200,6 +201,16 @@ async function recheckUnbilled(ctx: JobContext, ids: string[]): Promise<void> {
   let unbilled = 0;
   let billed = 0;
   let calls = 0;
+  // A span whose billed copies are stored but whose days are not yet refreshed in requests_daily is kept in a
+  // checkpoint until they are: once billed it no longer shows as unbilled, so a run that failed (or died) between
+  // the two would otherwise leave those days' rollup unbilled for good. The last run's leftovers go first.
+  const pending = new Map<string, { from: string; to: string }>();
+  for (const span of parsePendingSpans(await ctx.checkpoints.get(JOB, PENDING_REFRESH_KEY))) {
+    await refreshRollupSpan(ctx, new Date(span.from), new Date(span.to));
+  }
+  let saving: Promise<void> = ctx.checkpoints.save(JOB, PENDING_REFRESH_KEY, '[]');
+  const persist = () => (saving = saving.then(() => ctx.checkpoints.save(JOB, PENDING_REFRESH_KEY, JSON.stringify([...pending.values()]))));
+  await saving;
   for (const w of windows) {
     const spans = (await unbilledRequestSpans(ctx.runtime.store, { from: toDateTime64(w.from), to: toDateTime64(w.to) }))
       .filter((s) => coveredBy(wanted, s.endpoint_id));
@@ -207,17 +218,44 @@ async function recheckUnbilled(ctx: JobContext, ids: string[]): Promise<void> {
       ctx.signal.throwIfAborted();
       const from = new Date(Date.parse(`${s.first.replace(' ', 'T')}Z`));
       const to = new Date(Date.parse(`${s.last.replace(' ', 'T')}Z`) + 1);
+      const key = `${s.endpoint_id}|${from.toISOString()}`;
+      pending.set(key, { from: from.toISOString(), to: to.toISOString() });
+      await persist();
       const result = await collectRequestWindow(ctx, { endpointIds: [s.endpoint_id], from, to });
       unbilled += s.unbilled;
       billed += result.billed;
       calls++;
-      for (const zone of ctx.runtime.config.TIMEZONES) {
-        if (await rollupReady(ctx, zone)) await refreshRequestDays(ctx.runtime.store, zone, from, to);
-      }
+      await refreshRollupSpan(ctx, from, to);
+      pending.delete(key);
+      await persist();
     });
   }
   if (calls > 0) ctx.log.info({ windows: calls, unbilled, billed_in_windows: billed }, 'unbilled requests re-checked');
   await ctx.checkpoints.save(JOB, RECHECK_KEY, new Date(nowMs).toISOString());
+}
+
+/** The checkpoint of re-checked spans whose rollup days are still to refresh (JSON [{from, to}], ISO instants). */
+export const PENDING_REFRESH_KEY = 'unbilled-recheck-pending-refresh';
+
+function parsePendingSpans(value: string | undefined): Array<{ from: string; to: string }> {
+  if (!value) return [];
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (!Array.isArray(parsed)) return [];
+    return parsed.filter(
+      (p): p is { from: string; to: string } =>
+        typeof p?.from === 'string' && typeof p?.to === 'string' && !Number.isNaN(Date.parse(p.from)) && !Number.isNaN(Date.parse(p.to)),
+    );
+  } catch {
+    return [];
+  }
+}
+
+/** Refreshes the local days of [from, to) in requests_daily for every zone whose rollup is in use. */
+async function refreshRollupSpan(ctx: JobContext, from: Date, to: Date): Promise<void> {
+  for (const zone of ctx.runtime.config.TIMEZONES) {
+    if (await rollupReady(ctx, zone)) await refreshRequestDays(ctx.runtime.store, zone, from, to);
+  }
 }
 
 /** --from/--to: day chunks (in --timezone, default UTC), every endpoint group per chunk, then a checkpoint. */

@@ -95,9 +95,13 @@ export const appBudgets: BusinessGauge = {
  * re-check can fill. The scan is bounded (CONTRIBUTING.md rule 21): requests up to twice REQUESTS_UNBILLED_MAX_AGE_DAYS
  * old, so those given up on stay visible for as long again. Both gauges read one query (shared for a few seconds).
  */
-let unbilledRead: { rt: Runtime; atMs: number; value: Promise<{ unbilled: number; oldestAgeSeconds: number }> } | undefined;
+let unbilledRead: { rt: Runtime; atMs: number; generation: number; value: Promise<{ unbilled: number; oldestAgeSeconds: number }> } | undefined;
 function readUnbilled(rt: Runtime): Promise<{ unbilled: number; oldestAgeSeconds: number }> {
-  if (unbilledRead && unbilledRead.rt === rt && Date.now() - unbilledRead.atMs < 5_000) return unbilledRead.value;
+  // A scan of up to 70 days of requests: shared for 5 minutes unless a job stored something since (the figure only
+  // moves when the requests job runs).
+  if (unbilledRead && unbilledRead.rt === rt && unbilledRead.generation === currentStoreGeneration() && Date.now() - unbilledRead.atMs < 300_000) {
+    return unbilledRead.value;
+  }
   const value = (async () => {
     const nowMs = rt.now().getTime();
     const before = new Date(nowMs - rt.config.REQUESTS_RECOLLECT_HOURS * 3_600_000);
@@ -106,7 +110,7 @@ function readUnbilled(rt: Runtime): Promise<{ unbilled: number; oldestAgeSeconds
     const oldestMs = row?.oldest_ended_at ? Date.parse(`${row.oldest_ended_at.replace(' ', 'T')}Z`) : nowMs;
     return { unbilled: row?.unbilled ?? 0, oldestAgeSeconds: Math.max(0, (nowMs - oldestMs) / 1000) };
   })();
-  unbilledRead = { rt, atMs: Date.now(), value };
+  unbilledRead = { rt, atMs: Date.now(), generation: currentStoreGeneration(), value };
   // A failed read is not shared: the next gauge (or scrape) asks again.
   value.catch(() => {
     unbilledRead = undefined;

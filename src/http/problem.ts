@@ -132,7 +132,8 @@ export function installProblemHandlers(app: FastifyInstance, opts: { notFound?: 
     const status = (err as { statusCode?: number }).statusCode;
     if (status && status >= 400 && status < 500) {
       // fastify's own client errors (bad JSON, body too large, unsupported media type) carry safe messages.
-      return sendProblem(reply, status, (err as Error).message, { code: status === 400 ? 'bad_request' : undefined });
+      // Their code stays bad_request whatever the status (the query API's `error.type` before RFC 9457).
+      return sendProblem(reply, status, (err as Error).message, { code: 'bad_request' });
     }
     // The store's message may quote the statement (and with it the parameters' values): never logged as is.
     request.log.error({ err: { type: (err as Error).name, code: (err as { code?: unknown }).code, message: redactStatement((err as Error).message ?? '') } }, 'request failed');

@@ -102,19 +102,24 @@ export function mcpExtension(version: string): Extension {
         return handle(request, reply);
       };
       const handle = async (request: FastifyRequest, reply: FastifyReply) => {
-        // Each request's answers share one byte budget; a batch's calls read in the heavy lane, behind a
-        // person's single questions (src/store/read-lanes.ts).
+        // Each request's answers share one byte budget. A POST's calls read in a lane (src/store/read-lanes.ts): a
+        // batch in the heavy one, behind a person's single questions; a GET stream or a DELETE runs no tool and
+        // takes none (an open stream counted as interactive work held every heavy read back for as long as it lasted).
+        const lane = request.method !== 'POST' ? undefined : Array.isArray(request.body) && request.body.length > 1 ? 'heavy' : 'interactive';
         const limit = rt.config.MCP_MAX_RESPONSE_BYTES;
         const server = createMcpServer({ ...options, answerBytes: { left: limit, limit } });
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
         reply.hijack();
+        // A client that leaves mid-call: the transport drops the answer it waited for without settling the call, so
+        // the call ends with the socket too (else its interactive work never ended, and every heavy read waited).
+        const closed = new Promise<void>((resolve) => reply.raw.once('close', resolve));
         reply.raw.on('close', () => {
           void transport.close();
           void server.close();
         });
         await server.connect(transport);
-        const batch = Array.isArray(request.body) && request.body.length > 1;
-        await inReadLane(batch ? 'heavy' : 'interactive', () => transport.handleRequest(request.raw, reply.raw, request.body));
+        const answer = () => Promise.race([transport.handleRequest(request.raw, reply.raw, request.body), closed]);
+        await (lane ? inReadLane(lane, answer) : answer());
       };
       app.post(MCP_PATH, { bodyLimit: 1024 * 1024 }, post);
       app.get(MCP_PATH, openStream);

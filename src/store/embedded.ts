@@ -105,11 +105,12 @@ export function createEmbeddedConnection(path: string, limits?: EmbeddedLimits):
   const gate = installReadGate(limits?.heavyReads ?? 1);
   return {
     ping: (p) => inner.ping(p),
-    // Reads pass the gate (interactive first); writes and commands go straight to the engine.
+    // Reads and commands (a job's INSERT ... SELECT rebuilding a rollup is a big read) pass the gate: interactive
+    // first. Inserts go straight to the engine: the drain's acknowledgements wait for them.
     query: (p) => gate.run(() => inner.query(scoped(p))),
     insert: (p) => inner.insert(scoped(p)),
     exec: (p) => inner.exec(scoped(p)),
-    command: (p) => inner.command(scoped(p)),
+    command: (p) => gate.run(() => inner.command(scoped(p))),
     close: async () => {
       try {
         await inner.close();

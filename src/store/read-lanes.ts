@@ -18,7 +18,13 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 export type ReadLane = 'interactive' | 'heavy';
 
-const lanes = new AsyncLocalStorage<ReadLane>();
+/** A context's lane; `forInteractive`: heavy work a person's request started (an MCP call asking the session route). */
+interface LaneContext {
+  lane: ReadLane;
+  forInteractive: boolean;
+}
+
+const lanes = new AsyncLocalStorage<LaneContext>();
 
 let interactiveWork = 0;
 let idleWaiters: Array<() => void> = [];
@@ -37,11 +43,15 @@ function interactiveDone(): void {
  * gate's maxWaitMs), so a request of several queries waits for at most the heavy query already running.
  */
 export function inReadLane<T>(lane: ReadLane, fn: () => T): T {
-  if (lane === 'heavy' || lanes.getStore() === 'heavy') return lanes.run('heavy', fn);
+  const outer = lanes.getStore();
+  if (outer?.lane === 'heavy') return lanes.run(outer, fn);
+  // Heavy work inside a person's request does not wait for that request's own interactive work to end (it would
+  // wait for itself, a second per query); it still takes a heavy slot.
+  if (lane === 'heavy') return lanes.run({ lane: 'heavy', forInteractive: outer?.lane === 'interactive' }, fn);
   interactiveWork++;
   let result: T;
   try {
-    result = lanes.run('interactive', fn);
+    result = lanes.run({ lane: 'interactive', forInteractive: false }, fn);
   } catch (err) {
     interactiveDone();
     throw err;
@@ -69,7 +79,7 @@ function interactiveIdle(ms: number): Promise<void> {
 
 /** The lane of the reads made here: interactive unless a caller said heavy. */
 export function currentReadLane(): ReadLane {
-  return lanes.getStore() ?? 'interactive';
+  return lanes.getStore()?.lane ?? 'interactive';
 }
 
 /** What the gate has let through and held: for the service's metrics. */
@@ -77,6 +87,8 @@ export interface ReadGateStats {
   heavyRunning: number;
   heavyWaiting: number;
   interactiveRunning: number;
+  /** Route handlers and MCP calls running in the interactive lane (heavy reads hold back while any are). */
+  interactiveWork: number;
 }
 
 /** The gate itself: interactive reads pass, heavy ones take one of `maxHeavy` slots in arrival order. */
@@ -105,7 +117,7 @@ export class ReadGate {
         this.interactiveRunning--;
       }
     }
-    await interactiveIdle(this.maxWaitMs);
+    if (!lanes.getStore()?.forInteractive) await interactiveIdle(this.maxWaitMs);
     if (this.heavyRunning >= this.maxHeavy) await new Promise<void>((resolve) => this.waiting.push(resolve));
     else this.heavyRunning++;
     try {
@@ -119,7 +131,7 @@ export class ReadGate {
   }
 
   stats(): ReadGateStats {
-    return { heavyRunning: this.heavyRunning, heavyWaiting: this.waiting.length, interactiveRunning: this.interactiveRunning };
+    return { heavyRunning: this.heavyRunning, heavyWaiting: this.waiting.length, interactiveRunning: this.interactiveRunning, interactiveWork };
   }
 }
 

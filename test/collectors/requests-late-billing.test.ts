@@ -4,7 +4,8 @@ import type { Runtime } from '../../src/runtime.js';
 import { decimalToScaled, toDateTime64 } from '../../src/values.js';
 import { requestCostByEndpointDay } from '../../src/store/tables/requests.js';
 import { requestsUnbilled, requestsUnbilledOldestAge } from '../../src/http/business-metrics.js';
-import { recheckAgesDays, recheckWindows } from '../../jobs/requests.js';
+import { PENDING_REFRESH_KEY, recheckAgesDays, recheckWindows } from '../../jobs/requests.js';
+import { Checkpoints } from '../../src/store/tables/checkpoints.js';
 import { openTestRuntime, closeRuntime, queryRows } from '../support/store.js';
 import { runJob } from '../support/jobs.js';
 
@@ -134,5 +135,42 @@ describe('a request billed 3 days late (simulator, 20 % faults)', () => {
     // The late ones left the gauges: the oldest unbilled request now ended after them.
     const oldestLateAge = (to.getTime() - Math.min(...late.map((r) => Date.parse(r.ended_at)))) / 1000;
     expect(after.oldestAgeSeconds).toBeLessThan(oldestLateAge);
+  }, 240_000);
+
+  it('a re-check that died after storing billed copies, before refreshing their days: the next run refreshes them first', async () => {
+    // Runs on the store the test above left (every late request billed). The state such a death leaves: the raw requests billed, the rollup of one UTC day (and the Tokyo days it
+    // touches) still as computed before, everything unbilled; and the span in the pending checkpoint.
+    const day = new Date(t0.getTime() - DAY);
+    const dayStart = new Date(Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate()));
+    const dayEnd = new Date(dayStart.getTime() + DAY);
+    for (const timezone of ZONES) {
+      await rt.store.client.command({
+        query: `INSERT INTO requests_daily
+                SELECT timezone, endpoint_id, day, request_count, 0, request_count, toDecimal128(0, 9), unpriced_requests, NULL, NULL,
+                       version + 1, computed_at
+                FROM requests_daily FINAL
+                WHERE timezone = {tz:String}
+                  AND day >= toDate({from:DateTime64(3, 'UTC')}, {tz:String}) AND day <= toDate({to:DateTime64(3, 'UTC')}, {tz:String})`,
+        query_params: { tz: timezone, from: toDateTime64(dayStart), to: toDateTime64(new Date(dayEnd.getTime() - 1)) },
+      });
+    }
+    await new Checkpoints(rt.store, rt.writer).save('requests', PENDING_REFRESH_KEY, JSON.stringify([{ from: dayStart.toISOString(), to: dayEnd.toISOString() }]));
+    const billedOn = async (timezone: string) => {
+      const [row] = await queryRows<{ billed: string }>(
+        rt,
+        `SELECT toString(sum(billed_requests)) AS billed FROM requests_daily FINAL
+         WHERE timezone = {tz:String} AND day >= toDate({from:DateTime64(3, 'UTC')}, {tz:String}) AND has({eps:Array(String)}, endpoint_id)`,
+        { tz: timezone, from: toDateTime64(new Date(t0.getTime() - DAY)), eps: endpoints },
+      );
+      return Number(row.billed);
+    };
+    const to = sim.clock.now();
+    const truthBilled = (timezone: string) =>
+      sim.truth.requests({ from: new Date(t0.getTime() - DAY).toISOString(), to: to.toISOString(), timezone, endpointIds: endpoints }).reduce((n, r) => n + r.billed_count, 0);
+    for (const timezone of ZONES) expect(await billedOn(timezone)).toBeLessThan(truthBilled(timezone));
+
+    expect((await runJob(rt, sim, 'requests')).status).toBe('ok');
+    for (const timezone of ZONES) expect(await billedOn(timezone)).toBe(truthBilled(timezone));
+    expect(await new Checkpoints(rt.store, rt.writer).get('requests', PENDING_REFRESH_KEY)).toBe('[]');
   }, 240_000);
 });

@@ -9,6 +9,9 @@ import { mcpExtension } from '../../src/mcp/extension.js';
 import { createRegistry } from '../../src/metrics.js';
 import { createLogger } from '../../src/log.js';
 import { testConfig } from '../support/store.js';
+import { apiExtension } from '../../src/api/index.js';
+import { sessionRoutes } from '../../src/api/session-routes.js';
+import { activeReadGate, inReadLane } from '../../src/store/read-lanes.js';
 
 const TOKENS = Array.from({ length: 10 }, (_, i) => `mcp-bounds-token-${i}-0123456789`);
 let service: Service;
@@ -118,6 +121,54 @@ describe('MCP answer bytes per request (MCP_MAX_RESPONSE_BYTES)', () => {
       expect(again.body.result.isError).toBeUndefined();
     } finally {
       await small.close();
+    }
+  }, 60_000);
+});
+
+describe('MCP and the read lanes (src/store/read-lanes.ts)', () => {
+  const work = () => activeReadGate()!.stats().interactiveWork;
+  async function until(check: () => boolean): Promise<void> {
+    for (let i = 0; i < 250 && !check(); i++) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  it('an open GET /mcp stream is no interactive work, and a client that leaves mid-call ends its call', async () => {
+    const svc = await startService(
+      testConfig({ PORT: '0', JOBS_ENABLED: 'false', API_TOKENS: TOKENS.join(','), METRICS_TOKEN: 'metrics-token-0123456789' }),
+      { logger: createLogger('silent'), registry: createRegistry({ defaultMetrics: false }), extensions: [apiExtension([sessionRoutes]), mcpExtension('test')] },
+    );
+    const svcPort = Number(new URL(svc.url).port);
+    let release!: () => void;
+    let holding: Promise<void> | undefined;
+    try {
+      // A stream held open: it ran no tool, so heavy reads must not hold back for it (before: 1 for as long as it lasted).
+      const stream = httpRequest({ host: '127.0.0.1', port: svcPort, method: 'GET', path: '/mcp', agent: false, headers: { accept: 'text/event-stream', authorization: `Bearer ${TOKENS[1]}` } });
+      const opened = new Promise<number>((resolve) => stream.on('response', (res) => resolve(res.statusCode ?? 0)));
+      stream.end();
+      expect(await opened).toBe(200);
+      expect(work()).toBe(0);
+      stream.destroy();
+
+      // The only heavy slot held: the session tool's route (heavy) waits for it, so the call is still running when
+      // its client leaves. Leaving ends the call's interactive work (before: it never ended, and from then on every
+      // heavy read in the service waited its full second).
+      holding = inReadLane('heavy', () => activeReadGate()!.run(() => new Promise<void>((resolve) => (release = resolve))));
+      const leave = new AbortController();
+      const call = fetch(`${svc.url}/mcp`, {
+        method: 'POST',
+        signal: leave.signal,
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TOKENS[2]}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'session', arguments: { session_id: 'any-session' } } }),
+      }).catch(() => 'left');
+      await until(() => work() === 1);
+      expect(work()).toBe(1);
+      leave.abort();
+      expect(await call).toBe('left');
+      await until(() => work() === 0);
+      expect(work()).toBe(0);
+    } finally {
+      release?.();
+      await holding;
+      await svc.close();
     }
   }, 60_000);
 });

@@ -30,7 +30,7 @@ describe('ReadGate', () => {
     );
     await tick();
     expect(started).toEqual(['h1', 'h2']);
-    expect(gate.stats()).toEqual({ heavyRunning: 2, heavyWaiting: 2, interactiveRunning: 0 });
+    expect(gate.stats()).toEqual({ heavyRunning: 2, heavyWaiting: 2, interactiveRunning: 0, interactiveWork: 0 });
     // Interactive: not held although every heavy slot is taken.
     const i = pending();
     const interactive = gate.run(async () => {
@@ -52,7 +52,7 @@ describe('ReadGate', () => {
     reads[2].finish();
     reads[3].finish();
     await Promise.all(heavy);
-    expect(gate.stats()).toEqual({ heavyRunning: 0, heavyWaiting: 0, interactiveRunning: 0 });
+    expect(gate.stats()).toEqual({ heavyRunning: 0, heavyWaiting: 0, interactiveRunning: 0, interactiveWork: 0 });
   });
 
   it('gives the slot back when a heavy read fails', async () => {
@@ -99,7 +99,7 @@ describe('the embedded store behind the gate', () => {
     );
     await tick();
     // One heavy query is the engine's, the other two wait in the service.
-    expect(activeReadGate()?.stats()).toEqual({ heavyRunning: 1, heavyWaiting: 2, interactiveRunning: 0 });
+    expect(activeReadGate()?.stats()).toEqual({ heavyRunning: 1, heavyWaiting: 2, interactiveRunning: 0, interactiveWork: 0 });
     const small = read('SELECT 1 AS one').then((rows) => {
       order.push('s');
       return rows;
@@ -133,4 +133,15 @@ describe('interactive work holds heavy reads back', () => {
     expect(await inReadLane('heavy', () => bounded.run(async () => 'ran'))).toBe('ran');
     stuck.finish();
   });
+});
+
+describe('heavy work inside a person\'s request', () => {
+  it('takes a heavy slot but does not wait for the request it belongs to (it would wait for itself)', async () => {
+    // An MCP tool call (interactive) asking the session route (heavy) in process: before, each of the route's
+    // queries waited the whole maxWaitMs for the call's own interactive work to end.
+    const gate = new ReadGate(1, 60_000);
+    const ran = await inReadLane('interactive', () => inReadLane('heavy', () => gate.run(async () => 'ran')));
+    expect(ran).toBe('ran');
+    expect(gate.stats().interactiveWork).toBe(0);
+  }, 10_000);
 });

@@ -67,7 +67,15 @@ export const schedulingFailuresByApp = namedQuery<{ from: string; to: string }, 
      FROM requests FINAL
      WHERE ended_at >= {from:DateTime64(3, 'UTC')} AND ended_at < {to:DateTime64(3, 'UTC')}
    ) AS r
-   INNER JOIN (SELECT request_id, error_types FROM webhook_deliveries FINAL) AS w ON w.request_id = r.request_id
+   INNER JOIN
+   (
+     -- Only the deliveries of the range's requests: the whole table's history is not held for the join.
+     SELECT request_id, error_types FROM webhook_deliveries FINAL
+     WHERE request_id IN (
+       SELECT request_id FROM requests
+       WHERE ended_at >= {from:DateTime64(3, 'UTC')} AND ended_at < {to:DateTime64(3, 'UTC')}
+     )
+   ) AS w ON w.request_id = r.request_id
    GROUP BY app
    ORDER BY app`,
   SchedulingFailuresRow,
@@ -105,7 +113,8 @@ export const webhookOutcomes = namedQuery<{ ids: string[] }, typeof WebhookOutco
    ) AS d
    LEFT JOIN
    (
-     SELECT request_id, count() AS attempts, min(received_at) AS first_received_at
+     -- Deliveries by their time: a receipt stored twice (a retried insert with other rows) is one attempt.
+     SELECT request_id, uniqExact(received_at) AS attempts, min(received_at) AS first_received_at
      FROM webhook_receipts
      WHERE request_id IN {ids:Array(String)}
      GROUP BY request_id
