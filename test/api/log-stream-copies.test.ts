@@ -57,7 +57,7 @@ async function listen(): Promise<{ messages: () => string[]; next(message: strin
 async function historyCopy(text: string): Promise<void> {
   const batchId = randomUUID();
   // Received now: the feed follows lines received since it opened (a day back), whatever their own time.
-  const mapped = mapLine(text, 1, { receivedAt: toDateTime64(Date.now()), batchId });
+  const mapped = mapLine(text, 1, { receivedAt: toDateTime64(Date.now()), batchId }); // wall-clock: the live feed follows lines received since it opened, by the machine's clock
   if (!mapped.ok) throw new Error(mapped.reason);
   await insertLogRows(d.service.store, LOG_ROW_COLUMNS, [mapped.row], 'history', batchId);
 }

@@ -127,6 +127,16 @@ export async function costByGroups(store: Pick<Store, 'client'>, q: CostQuery) {
 }
 
 /** Timezones with collected daily usage. */
+/** The months (first local day) of [from, to) holding daily usage in a zone, oldest first. */
+export const usageMonths = namedQuery(
+  'usage_months',
+  `SELECT DISTINCT toString(toStartOfMonth(bucket_date)) AS month
+   FROM usage_buckets
+   WHERE timeframe = 'day' AND timezone = {timezone:String} AND bucket_date >= {from:Date} AND bucket_date < {to:Date}
+   ORDER BY month`,
+  z.object({ month: z.string() }),
+);
+
 export const collectedTimezones = namedQuery(
   'collected_timezones',
   `SELECT DISTINCT timezone FROM usage_buckets WHERE timeframe = 'day' ORDER BY timezone`,
