@@ -137,6 +137,11 @@ export const ConfigSchema = z.object({
   // Heavy reads (jobs, large sessions, MCP batches, reports) the embedded engine is handed at once; interactive
   // reads (a query-API route, one MCP tool) never wait for a slot (src/store/read-lanes.ts, issue 49.4).
   EMBEDDED_HEAVY_READS_MAX: positiveInt.default(1),
+  // Heavy reads of requests (not jobs) that may wait for a slot; beyond, the request answers 503 with Retry-After.
+  EMBEDDED_HEAVY_READS_MAX_WAITING: positiveInt.default(256),
+  // Query-API requests and MCP calls one client (token, or address without API_TOKENS) runs in the interactive lane
+  // at once; its further ones read in the heavy lane (src/store/read-lanes.ts).
+  API_INTERACTIVE_PER_CLIENT: positiveInt.default(4),
   CLICKHOUSE_CONNECT_TIMEOUT_MS: positiveInt.default(30_000),
 
   // 10,000: what a collector holds in memory per batch (two per sink); larger batches were no faster (bench collect).

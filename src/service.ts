@@ -91,7 +91,7 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
     cluster: config.CLICKHOUSE_CLUSTER,
     dataDir: config.DATA_DIR,
     connectTimeoutMs: config.CLICKHOUSE_CONNECT_TIMEOUT_MS,
-    embedded: { maxMemoryBytes: config.EMBEDDED_MAX_MEMORY_BYTES, cacheBytes: config.EMBEDDED_CACHE_BYTES, heavyReads: config.EMBEDDED_HEAVY_READS_MAX },
+    embedded: { maxMemoryBytes: config.EMBEDDED_MAX_MEMORY_BYTES, cacheBytes: config.EMBEDDED_CACHE_BYTES, heavyReads: config.EMBEDDED_HEAVY_READS_MAX, heavyWaiting: config.EMBEDDED_HEAVY_READS_MAX_WAITING },
     logger,
   });
   try {
@@ -109,7 +109,7 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
   }
   gauge(registry, {
     name: 'tallyhouse_store_reads',
-    help: 'Reads of the embedded store by lane and state: interactive running, heavy running, heavy waiting for one of EMBEDDED_HEAVY_READS_MAX slots',
+    help: 'Reads of the embedded store by lane and state: interactive running, heavy running, heavy waiting for one of EMBEDDED_HEAVY_READS_MAX slots; interactive working counts the route handlers and MCP calls heavy reads hold back for',
     labelNames: ['lane', 'state'] as const,
     collect() {
       const stats = activeReadGate()?.stats();
@@ -117,6 +117,8 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
       this.set({ lane: 'interactive', state: 'running' }, stats.interactiveRunning);
       this.set({ lane: 'heavy', state: 'running' }, stats.heavyRunning);
       this.set({ lane: 'heavy', state: 'waiting' }, stats.heavyWaiting);
+      // Route handlers and MCP calls in the interactive lane: heavy reads hold back while this is above 0.
+      this.set({ lane: 'interactive', state: 'working' }, stats.interactiveWork);
     },
   });
   const writer = new BatchWriter(store, {

@@ -52,7 +52,7 @@ export function apiExtension(extraRoutes: ApiRoutes[] = []): Extension {
             }
           });
         }
-        const registry = new RouteRegistry(parseQuery);
+        const registry = new RouteRegistry(parseQuery, rt.config.API_INTERACTIVE_PER_CLIENT);
         // Routes read through a read-only store with per-query limits, never as the writing user without bounds.
         const reader: Runtime = {
           ...rt,

@@ -1,7 +1,23 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { PROBLEM_CONTENT_TYPE, PROBLEM_SCHEMA } from '../http/problem.js';
+import { createHash } from 'node:crypto';
 import { inReadLane } from '../store/read-lanes.js';
+
+/** Aborted when the client leaves before its answer is written: its reads not yet started are dropped. */
+export function clientGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/** Who a request is for the per-client share: its bearer token's digest, else its address. */
+export function clientKey(request: FastifyRequest): string {
+  const m = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
+  return m ? `token:${createHash('sha256').update(m[1].trim()).digest('hex')}` : `address:${request.ip}`;
+}
 
 /** A query-API route: its query schema is used both to validate requests and to write the OpenAPI document. */
 export interface RouteSpec<Q extends z.ZodType> {
@@ -33,14 +49,22 @@ export interface RouteSpec<Q extends z.ZodType> {
 export class RouteRegistry {
   readonly routes: Array<RouteSpec<z.ZodType>> = [];
 
-  constructor(private readonly parse: <S extends z.ZodType>(schema: S, request: FastifyRequest) => z.output<S>) {}
+  constructor(
+    private readonly parse: <S extends z.ZodType>(schema: S, request: FastifyRequest) => z.output<S>,
+    /** A client's share of interactive work (API_INTERACTIVE_PER_CLIENT); none: no share. */
+    private readonly maxPerClient?: number,
+  ) {}
 
   get<Q extends z.ZodType>(app: FastifyInstance, spec: RouteSpec<Q>): void {
     this.routes.push(spec as unknown as RouteSpec<z.ZodType>);
     app.get(spec.path, async (request, reply) => {
       if (spec.params) request.params = this.parse(spec.params, { query: request.params } as FastifyRequest);
       const query = this.parse(spec.query, request);
-      return inReadLane(spec.heavy ? 'heavy' : 'interactive', () => spec.handler(query, request, reply));
+      return inReadLane(spec.heavy ? 'heavy' : 'interactive', () => spec.handler(query, request, reply), {
+        signal: clientGone(reply),
+        client: clientKey(request),
+        maxPerClient: this.maxPerClient,
+      });
     });
   }
 

@@ -5,6 +5,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { queryLimitHit } from '../store/errors.js';
+import { ReadCancelledError } from '../store/read-lanes.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 /** A problem's `type` is this prefix and its code (`urn:tallyhouse:problem:validation_error`); README "Errors" lists them. */
@@ -119,6 +120,16 @@ export function installProblemHandlers(app: FastifyInstance, opts: { notFound?: 
   );
   app.setErrorHandler((err, request, reply) => {
     if (err instanceof HttpProblem) return sendProblem(reply, err.statusCode, err.message, { code: err.type, parameter: err.parameter });
+    // Reads dropped by the read gate (src/store/read-lanes.ts): the heavy queue full is a 503 to retry; a client
+    // that left gets nothing (the socket is gone; 499 in the request log, as proxies count it).
+    if (err instanceof ReadCancelledError) {
+      if (err.reason === 'busy') {
+        reply.header('retry-after', '5');
+        return sendProblem(reply, 503, err.message, { code: 'busy' });
+      }
+      request.log.debug('client gone: its reads not yet started were dropped');
+      return sendProblem(reply, 499, err.message, { code: 'client_gone' });
+    }
     const limit = queryLimitHit(err);
     if (limit) {
       request.log.warn({ limit }, 'query stopped by its limit');

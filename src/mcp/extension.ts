@@ -11,6 +11,7 @@ import { hostAllowList } from '../http/host-check.js';
 import { sendProblem } from '../http/problem.js';
 import type { Extension } from '../runtime.js';
 import { inReadLane } from '../store/read-lanes.js';
+import { clientGone } from '../api/routes.js';
 import { mcpOptions } from './host.js';
 import { createMcpServer } from './server.js';
 
@@ -113,13 +114,15 @@ export function mcpExtension(version: string): Extension {
         // A client that leaves mid-call: the transport drops the answer it waited for without settling the call, so
         // the call ends with the socket too (else its interactive work never ended, and every heavy read waited).
         const closed = new Promise<void>((resolve) => reply.raw.once('close', resolve));
+        const signal = clientGone(reply);
         reply.raw.on('close', () => {
           void transport.close();
           void server.close();
         });
         await server.connect(transport);
         const answer = () => Promise.race([transport.handleRequest(request.raw, reply.raw, request.body), closed]);
-        await (lane ? inReadLane(lane, answer) : answer());
+        // The client's share of interactive work is the query API's (single calls beyond it read as heavy ones).
+        await (lane ? inReadLane(lane, answer, { signal, client: clientOf(request), maxPerClient: rt.config.API_INTERACTIVE_PER_CLIENT }) : answer());
       };
       app.post(MCP_PATH, { bodyLimit: 1024 * 1024 }, post);
       app.get(MCP_PATH, openStream);

@@ -66,6 +66,8 @@ export interface EmbeddedLimits {
   cacheBytes: number;
   /** Heavy reads handed to the engine at once (EMBEDDED_HEAVY_READS_MAX; src/store/read-lanes.ts); default 1. */
   heavyReads?: number;
+  /** Heavy reads of requests that may wait for a slot (EMBEDDED_HEAVY_READS_MAX_WAITING); beyond, a 503. */
+  heavyWaiting?: number;
 }
 
 
@@ -102,7 +104,7 @@ export function createEmbeddedConnection(path: string, limits?: EmbeddedLimits):
     query: inlineSettings(params.query, params.clickhouse_settings),
     clickhouse_settings: {},
   });
-  const gate = installReadGate(limits?.heavyReads ?? 1);
+  const gate = installReadGate(limits?.heavyReads ?? 1, limits?.heavyWaiting);
   return {
     ping: (p) => inner.ping(p),
     // Reads and commands (a job's INSERT ... SELECT rebuilding a rollup is a big read) pass the gate: interactive

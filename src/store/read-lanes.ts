@@ -18,11 +18,36 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 export type ReadLane = 'interactive' | 'heavy';
 
-/** A context's lane; `forInteractive`: heavy work a person's request started (an MCP call asking the session route). */
+/**
+ * A context's lane; `forInteractive`: heavy work a person's request started (an MCP call asking the session route);
+ * `signal`: aborted when the client that asked has gone, so its reads not yet handed to the engine are dropped.
+ */
 interface LaneContext {
   lane: ReadLane;
   forInteractive: boolean;
+  signal?: AbortSignal;
 }
+
+/** Where a read is cancelled: its client left, or the heavy queue is full. */
+export class ReadCancelledError extends Error {
+  constructor(
+    message: string,
+    readonly reason: 'client_gone' | 'busy',
+  ) {
+    super(message);
+    this.name = 'ReadCancelledError';
+  }
+}
+
+/** What a top-level caller says of itself: the signal of its client, and who it is for the per-client share. */
+export interface LaneOptions {
+  signal?: AbortSignal;
+  /** A token digest or an address: interactive work beyond `maxPerClient` of one client reads in the heavy lane. */
+  client?: string;
+  maxPerClient?: number;
+}
+
+const perClient = new Map<string, number>();
 
 const lanes = new AsyncLocalStorage<LaneContext>();
 
@@ -42,22 +67,40 @@ function interactiveDone(): void {
  * whole handler, not only its queries) is counted while it runs: heavy reads do not start meanwhile (up to the
  * gate's maxWaitMs), so a request of several queries waits for at most the heavy query already running.
  */
-export function inReadLane<T>(lane: ReadLane, fn: () => T): T {
+export function inReadLane<T>(lane: ReadLane, fn: () => T, opts: LaneOptions = {}): T {
   const outer = lanes.getStore();
-  if (outer?.lane === 'heavy') return lanes.run(outer, fn);
+  const signal = outer?.signal && opts.signal ? AbortSignal.any([outer.signal, opts.signal]) : (outer?.signal ?? opts.signal);
+  if (outer?.lane === 'heavy') return lanes.run({ ...outer, signal }, fn);
   // Heavy work inside a person's request does not wait for that request's own interactive work to end (it would
   // wait for itself, a second per query); it still takes a heavy slot.
-  if (lane === 'heavy') return lanes.run({ lane: 'heavy', forInteractive: outer?.lane === 'interactive' }, fn);
+  if (lane === 'heavy') return lanes.run({ lane: 'heavy', forInteractive: outer?.lane === 'interactive', signal }, fn);
+  // Interactive inside interactive (an MCP call asking a route in process): the same work, counted once.
+  if (outer) return lanes.run({ ...outer, signal }, fn);
+  // One client's share of interactive work: beyond it, its requests read in the heavy lane (32 concurrent single
+  // calls from one client took everyone's /cost from 25 ms to 600 ms).
+  const client = opts.client;
+  if (client !== undefined && opts.maxPerClient !== undefined && (perClient.get(client) ?? 0) >= opts.maxPerClient) {
+    return lanes.run({ lane: 'heavy', forInteractive: false, signal }, fn);
+  }
   interactiveWork++;
+  if (client !== undefined) perClient.set(client, (perClient.get(client) ?? 0) + 1);
+  const done = () => {
+    if (client !== undefined) {
+      const left = (perClient.get(client) ?? 1) - 1;
+      if (left > 0) perClient.set(client, left);
+      else perClient.delete(client);
+    }
+    interactiveDone();
+  };
   let result: T;
   try {
-    result = lanes.run({ lane: 'interactive', forInteractive: false }, fn);
+    result = lanes.run({ lane: 'interactive', forInteractive: false, signal }, fn);
   } catch (err) {
-    interactiveDone();
+    done();
     throw err;
   }
-  if (result instanceof Promise) return result.finally(interactiveDone) as T;
-  interactiveDone();
+  if (result instanceof Promise) return result.finally(done) as T;
+  done();
   return result;
 }
 
@@ -104,12 +147,16 @@ export class ReadGate {
   constructor(
     private readonly maxHeavy: number,
     private readonly maxWaitMs = 1000,
+    private readonly maxWaiting = 256,
   ) {
     if (!Number.isInteger(maxHeavy) || maxHeavy < 1) throw new RangeError(`maxHeavy: expected a positive integer, got ${maxHeavy}`);
   }
 
   async run<T>(read: () => Promise<T>): Promise<T> {
-    if (currentReadLane() === 'interactive') {
+    const context = lanes.getStore();
+    const signal = context?.signal;
+    throwIfGone(signal);
+    if ((context?.lane ?? 'interactive') === 'interactive') {
       this.interactiveRunning++;
       try {
         return await read();
@@ -117,17 +164,50 @@ export class ReadGate {
         this.interactiveRunning--;
       }
     }
-    if (!lanes.getStore()?.forInteractive) await interactiveIdle(this.maxWaitMs);
-    if (this.heavyRunning >= this.maxHeavy) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.heavyRunning++;
+    if (!context?.forInteractive) await interactiveIdle(this.maxWaitMs);
+    throwIfGone(signal);
+    if (this.heavyRunning >= this.maxHeavy) {
+      // A request's heavy reads queue up to maxWaiting (then its answer is a 503 to retry); a job's always queue.
+      if (signal && this.waiting.length >= this.maxWaiting) {
+        throw new ReadCancelledError(`${this.waiting.length} heavy reads are waiting for the store already (EMBEDDED_HEAVY_READS_MAX_WAITING); try again shortly`, 'busy');
+      }
+      await this.queue(signal);
+    } else this.heavyRunning++;
+    // The slot is this read's now: given on if its client left while it waited.
+    if (signal?.aborted) {
+      this.release();
+      throwIfGone(signal);
+    }
     try {
       return await read();
     } finally {
-      // The slot passes straight to the next heavy read in line (the count stays), or is given back.
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.heavyRunning--;
+      this.release();
     }
+  }
+
+  /** Waits for a slot handed on by a finishing read; leaves the line if the client goes first. */
+  private queue(signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const take = () => {
+        signal?.removeEventListener('abort', leave);
+        resolve();
+      };
+      const leave = () => {
+        const at = this.waiting.indexOf(take);
+        if (at < 0) return; // the slot was handed over already: run() gives it on
+        this.waiting.splice(at, 1);
+        reject(gone());
+      };
+      this.waiting.push(take);
+      signal?.addEventListener('abort', leave, { once: true });
+    });
+  }
+
+  /** The slot passes straight to the next heavy read in line (the count stays), or is given back. */
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.heavyRunning--;
   }
 
   stats(): ReadGateStats {
@@ -135,11 +215,17 @@ export class ReadGate {
   }
 }
 
+const gone = () => new ReadCancelledError('the client has gone: its reads not yet started are dropped', 'client_gone');
+
+function throwIfGone(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw gone();
+}
+
 let active: ReadGate | undefined;
 
 /** The gate of the embedded connection this process opens (one engine per process); its counts feed /metrics. */
-export function installReadGate(maxHeavy: number): ReadGate {
-  active = new ReadGate(maxHeavy);
+export function installReadGate(maxHeavy: number, maxWaiting?: number): ReadGate {
+  active = new ReadGate(maxHeavy, 1000, maxWaiting);
   return active;
 }
 

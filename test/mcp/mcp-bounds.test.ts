@@ -165,6 +165,20 @@ describe('MCP and the read lanes (src/store/read-lanes.ts)', () => {
       expect(await call).toBe('left');
       await until(() => work() === 0);
       expect(work()).toBe(0);
+      // The call's read still waited in the heavy line after it left (12,000 such reads piled up in an attack, with
+      // 2 GB of RSS and /cost at 247 s): dropped once its client has gone.
+      await until(() => activeReadGate()!.stats().heavyWaiting === 0);
+      expect(activeReadGate()!.stats().heavyWaiting).toBe(0);
+
+      // The same for a query-API request (a heavy route) whose client leaves while its read waits.
+      const gone = new AbortController();
+      const get = fetch(`${svc.url}/api/v1/sessions/any-session`, { signal: gone.signal, headers: { authorization: `Bearer ${TOKENS[3]}` } }).catch(() => 'left');
+      await until(() => activeReadGate()!.stats().heavyWaiting === 1);
+      expect(activeReadGate()!.stats().heavyWaiting).toBe(1);
+      gone.abort();
+      expect(await get).toBe('left');
+      await until(() => activeReadGate()!.stats().heavyWaiting === 0);
+      expect(activeReadGate()!.stats().heavyWaiting).toBe(0);
     } finally {
       release?.();
       await holding;

@@ -145,3 +145,51 @@ describe('heavy work inside a person\'s request', () => {
     expect(gate.stats().interactiveWork).toBe(0);
   }, 10_000);
 });
+
+describe('reads of a client that left, a full heavy queue, one client\'s share', () => {
+  it('drops the queued heavy reads of a client that left, and refuses a request\'s heavy read past maxWaiting', async () => {
+    const gate = new ReadGate(1, 0, 2);
+    const hold = pending();
+    const holding = inReadLane('heavy', () => gate.run(() => hold.done));
+    await tick();
+    const left = new AbortController();
+    const queued = inReadLane('heavy', () => gate.run(async () => 'ran'), { signal: left.signal });
+    await tick();
+    expect(gate.stats().heavyWaiting).toBe(1);
+    left.abort();
+    await expect(queued).rejects.toMatchObject({ name: 'ReadCancelledError', reason: 'client_gone' });
+    // It left the line: nothing waits, and the slot is still the holder's.
+    expect(gate.stats()).toMatchObject({ heavyRunning: 1, heavyWaiting: 0 });
+    // A request's heavy reads queue up to maxWaiting (2); the third is refused at once. A job's (no signal) queue.
+    const stay = new AbortController();
+    const two = [1, 2].map(() => inReadLane('heavy', () => gate.run(async () => 'ran'), { signal: stay.signal }));
+    await tick();
+    await expect(inReadLane('heavy', () => gate.run(async () => 'ran'), { signal: stay.signal })).rejects.toMatchObject({ reason: 'busy' });
+    const job = inReadLane('heavy', () => gate.run(async () => 'job'));
+    await tick();
+    expect(gate.stats().heavyWaiting).toBe(3);
+    hold.finish();
+    await holding;
+    expect(await Promise.all([...two, job])).toEqual(['ran', 'ran', 'job']);
+    expect(gate.stats()).toMatchObject({ heavyRunning: 0, heavyWaiting: 0 });
+  });
+
+  it('reads a client\'s work beyond its share in the heavy lane', async () => {
+    const lanesSeen: string[] = [];
+    const ends = [1, 2, 3].map(() => pending());
+    const work = ends.map((e) =>
+      inReadLane('interactive', async () => {
+        lanesSeen.push(currentReadLane());
+        await e.done;
+      }, { client: 'token:a', maxPerClient: 2 }),
+    );
+    // Another client still has its own share.
+    const other = inReadLane('interactive', async () => currentReadLane(), { client: 'token:b', maxPerClient: 2 });
+    expect(await other).toBe('interactive');
+    expect(lanesSeen).toEqual(['interactive', 'interactive', 'heavy']);
+    for (const e of ends) e.finish();
+    await Promise.all(work);
+    // The share is given back as the work ends.
+    expect(await inReadLane('interactive', async () => currentReadLane(), { client: 'token:a', maxPerClient: 2 })).toBe('interactive');
+  });
+});
