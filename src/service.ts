@@ -79,7 +79,10 @@ async function migrateWithRetry(store: Store, logger: Logger, deadlineMs: number
 }
 
 /** Opens and migrates the store, builds the writer: what `serve` and the one-shot commands share. */
-export async function openRuntime(config: Config, opts: { logger?: Logger; registry?: Registry; now?: () => Date } = {}): Promise<Runtime> {
+export async function openRuntime(
+  config: Config,
+  opts: { logger?: Logger; registry?: Registry; now?: () => Date; writerMaxAttempts?: number } = {},
+): Promise<Runtime> {
   const logger = opts.logger ?? createLogger(config.LOG_LEVEL);
   const registry = opts.registry ?? createRegistry();
   const deadlineMs = Date.now() + config.CLICKHOUSE_CONNECT_TIMEOUT_MS;
@@ -125,12 +128,16 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
     maxRows: config.WRITER_MAX_ROWS,
     maxBytes: config.WRITER_MAX_BYTES,
     flushIntervalMs: config.WRITER_FLUSH_INTERVAL_MS,
+    maxTransientAttempts: opts.writerMaxAttempts,
     infileDir: join(config.DATA_DIR, 'tmp', 'writer'),
     logger: logger.child({ component: 'writer' }),
     registry,
   });
   return { config, logger, registry, store, writer, now: opts.now ?? (() => new Date()) };
 }
+
+/** Attempts of a batch in a one-shot command before it fails (src/store/writer.ts). */
+export const COMMAND_WRITE_ATTEMPTS = 8;
 
 /**
  * What a one-shot command runs on: the service's runtime when the service hosts the command for a CLI beside it,
@@ -139,7 +146,9 @@ export async function openRuntime(config: Config, opts: { logger?: Logger; regis
 export async function withCommandRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>): Promise<T> {
   const host = commandHost();
   if (host) return fn(host.runtime);
-  const rt = await openRuntime(config, { logger: createCommandLogger(config.CLI_LOG_LEVEL) });
+  // A command ends: a batch the store keeps refusing (a full disk) fails it after 8 attempts (about a minute)
+  // instead of retrying for ever.
+  const rt = await openRuntime(config, { logger: createCommandLogger(config.CLI_LOG_LEVEL), writerMaxAttempts: COMMAND_WRITE_ATTEMPTS });
   try {
     return await fn(rt);
   } finally {

@@ -22,6 +22,12 @@ export interface WriterOptions {
   backoffBaseMs?: number;
   backoffMaxMs?: number;
   /**
+   * Attempts of a batch that fails transiently (a full disk, an unreachable server) before the failure is the
+   * caller's: a one-shot command ends with it instead of retrying for ever. Unset: retried until it lands (the
+   * service: the store comes back, and the drain's spool holds what waits).
+   */
+  maxTransientAttempts?: number;
+  /**
    * Embedded store only: a directory for batch files the engine reads itself (`INSERT ... FROM INFILE`), which
    * chDB parses several times faster than rows handed through the client, and without copying the batch into
    * the statement text. Unset: every batch goes through the client.
@@ -102,6 +108,7 @@ export class BatchWriter {
   private readonly infileDir: string | undefined;
   private infileSeq = 0;
 
+  private readonly maxTransientAttempts: number | undefined;
   constructor(private readonly store: Store, opts: WriterOptions = {}) {
     this.maxRows = opts.maxRows ?? 50_000;
     this.maxBytes = opts.maxBytes ?? 16 * 1024 * 1024;
@@ -109,6 +116,7 @@ export class BatchWriter {
     this.maxBufferedBytes = opts.maxBufferedBytes ?? Math.max(this.maxBytes * 4, 64 * 1024 * 1024);
     this.backoffBaseMs = opts.backoffBaseMs ?? 200;
     this.backoffMaxMs = opts.backoffMaxMs ?? 10_000;
+    this.maxTransientAttempts = opts.maxTransientAttempts;
     this.logger = opts.logger;
     this.infileDir = store.mode === 'embedded' ? opts.infileDir : undefined;
     if (this.infileDir) mkdirSync(this.infileDir, { recursive: true });
@@ -348,6 +356,10 @@ export class BatchWriter {
       } catch (err) {
         const kind = classifyStoreError(err);
         this.metrics.failures.inc({ table, kind });
+        if (kind === 'transient' && this.maxTransientAttempts !== undefined && attempt >= this.maxTransientAttempts) {
+          this.logger?.error({ table, rows, attempt, err: storeErrorCode(err) }, `store write failed ${attempt} times; giving up on this batch`);
+          throw err;
+        }
         if (kind === 'transient') {
           // Exponential with equal jitter: instances retrying one store spread out, never sooner than half the wait.
           const policy: RetryPolicy = { baseMs: this.backoffBaseMs, maxMs: this.backoffMaxMs, growth: 'exponential', jitter: 'equal' };

@@ -185,6 +185,20 @@ describe('batch writer during a store outage', () => {
     expect(await counts(store)).toMatchObject({ rows: 1510, distinctIds: 1510 });
   });
 
+  it('with maxTransientAttempts (a one-shot command) a batch the store keeps refusing fails after that many attempts', async () => {
+    // A full disk made `tallyhouse collect` retry for ever (an outside attack: 18 attempts in 90 s, then killed).
+    const registry = new Registry();
+    const writer = new BatchWriter(store, { maxRows: 500, flushIntervalMs: 20, backoffBaseMs: 5, backoffMaxMs: 10, maxTransientAttempts: 3, registry });
+    await http.stop();
+    try {
+      await expect(writer.insert(probe, rows(9000, 5))).rejects.toThrow();
+      expect(Number(/kind="transient"} (\d+)/.exec(await registry.getSingleMetricAsString('tallyhouse_writer_flush_failures_total'))?.[1])).toBe(3);
+    } finally {
+      await http.start();
+    }
+    await writer.close();
+  });
+
   it('a batch that landed before its answer was lost is not doubled: the retry carries the same token', async () => {
     const writer = new BatchWriter(store, { maxRows: 500, flushIntervalMs: 20, backoffBaseMs: 20, backoffMaxMs: 100, registry: new Registry() });
     const before = (await counts(store)).rows;
