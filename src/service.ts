@@ -13,7 +13,7 @@ import { BatchWriter } from './store/writer.js';
 import { activeReadGate } from './store/read-lanes.js';
 import { healthRoutes } from './http/health.js';
 import { installHostCheck } from './http/host-check.js';
-import { installProblemHandlers, problemClientErrorHandler, sendProblem } from './http/problem.js';
+import { installProblemHandlers, problemClientErrorHandler, problemFrameworkError, sendProblem } from './http/problem.js';
 import { DRAIN_PATH, drainPath, redactDrainPath } from './ingest/drain/auth.js';
 import type { Component, Extension, Runtime } from './runtime.js';
 import { commandHost } from './http/command-host.js';
@@ -248,6 +248,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     // as a problem document (fastify's own answer had another shape); so are the errors Node meets before a request.
     return503OnClosing: false,
     clientErrorHandler: problemClientErrorHandler,
+    // The router's own refusals (a bad percent-encoding, an over-long path parameter) as problem documents too,
+    // with a fixed text: fastify's echoed the whole path back.
+    frameworkErrors: problemFrameworkError,
     // A request (a push body above all) not received whole within PUSH_BODY_TIMEOUT_MS: Node answers 408 and closes
     // the connection; checked often enough that the deadline holds to a small fraction (src/ingest/body-budget.ts).
     // headersTimeout must not exceed it: Node then swaps the two, and the body deadline becomes the headers' 60 s.

@@ -184,3 +184,15 @@ export function problemClientErrorHandler(err: NodeJS.ErrnoException, socket: So
   }
   socket.destroy(err);
 }
+
+/** Fastify's router refusals (FST_ERR_BAD_URL, FST_ERR_MAX_PARAM_LENGTH, ...): a problem with a fixed detail. */
+export function problemFrameworkError(err: Error & { code?: string; statusCode?: number }, _request: FastifyRequest, reply: FastifyReply): void {
+  const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
+  const detail =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? 'a path segment is longer than this service accepts'
+      : err.code === 'FST_ERR_BAD_URL'
+        ? 'the URL is not valid (a malformed percent-encoding)'
+        : `the request could not be routed (${err.code ?? 'bad request'})`;
+  void sendProblem(reply, status, detail, { code: 'bad_request' });
+}

@@ -200,6 +200,16 @@ describe('the rest of the service answers errors in the same shape', () => {
     expectProblem(await ask('/no-such-path'), 404, '/no-such-path', 'not_found');
   });
 
+  it("the router's refusals: a malformed percent-encoding 400, an over-long path segment 414, without the path echoed", async () => {
+    const bad = await ask('/api/v1/sessions/%zz', { token: TOKEN });
+    expectProblem(bad, 400, '/api/v1/sessions/%zz', 'bad_request');
+    expect(bad.body.detail).toBe('the URL is not valid (a malformed percent-encoding)');
+    const long = `/api/v1/sessions/${'x'.repeat(3000)}`;
+    const over = await ask(long, { token: TOKEN });
+    expectProblem(over, 414, long, 'bad_request');
+    expect(over.body.detail).toBe('a path segment is longer than this service accepts');
+  });
+
   it('/metrics without its token: 401; /readyz not ready: 503 with its reason', async () => {
     expectProblem(await ask('/metrics'), 401, '/metrics', 'authorization_error');
     const remove = addReadinessCondition(service.app.server, () => 'the test says not ready');
