@@ -6,7 +6,8 @@
 // (cost breakdowns by day over the whole range, log searches), and beside three clients each looping
 // `GET /sessions/{id}` of the 5,000-request session (API_SESSION_MAX_REQUESTS raised to --ids). All of it twice,
 // on the same store: with the read gate as shipped (EMBEDDED_HEAVY_READS_MAX=1, `gated`) and with it wide open
-// (EMBEDDED_HEAVY_READS_MAX=100000: every read handed to the engine at once, as before the gate: `open`).
+// (EMBEDDED_HEAVY_READS_MAX=100000: every heavy read handed to the engine at once, as before the gate, only the
+// hold-back while interactive work runs left: `open`).
 // Goal: /cost p99 beside either load within 2x of its p99 alone. Prints one JSON line.
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
