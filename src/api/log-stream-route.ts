@@ -2,6 +2,7 @@
 // history, tail) and in whichever instance: one poller per process reads the lines stored since its last read
 // (`stored_at`, stamped by the store at insert) and hands each to the connected clients whose filters it passes.
 // The poller runs only while a client is connected; a client that goes away is forgotten at once.
+import { inSharedHeavyLane } from '../store/read-lanes.js';
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Gauge } from 'prom-client';
@@ -81,7 +82,8 @@ export class LogFeed {
   /** Resolves once the feed knows where "now" is in the store's clock: lines stored after that are sent. */
   ready(): Promise<void> {
     if (this.watermarkMs !== null) return Promise.resolve();
-    this.starting ??= storeNow(this.rt.store, {})
+    // Shared by every client waiting for it: read detached from the one that started it (src/store/read-lanes.ts).
+    this.starting ??= inSharedHeavyLane(() => storeNow(this.rt.store, {}))
       .then(([row]) => {
         this.watermarkMs ??= Date.parse(`${row.now.replace(' ', 'T')}Z`);
       })
@@ -94,7 +96,9 @@ export class LogFeed {
   subscribe(client: Client): () => void {
     this.clients.add(client);
     this.clientsGauge?.set(this.clients.size);
-    this.timer ??= setInterval(() => void this.poll(), POLL_MS);
+    // The poller serves every client: its timer is made outside the first client's context, whose signal would
+    // cancel its reads for all once that client left.
+    this.timer ??= inSharedHeavyLane(() => setInterval(() => void this.poll(), POLL_MS));
     return () => {
       this.clients.delete(client);
       this.clientsGauge?.set(this.clients.size);

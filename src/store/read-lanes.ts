@@ -104,6 +104,15 @@ export function inReadLane<T>(lane: ReadLane, fn: () => T, opts: LaneOptions = {
   return result;
 }
 
+/**
+ * Runs `fn` in the heavy lane detached from its caller: no client's signal, no request's lane. For work many
+ * clients share that one of them happens to start (the live log feed's poller): the first client leaving must not
+ * cancel it for the others.
+ */
+export function inSharedHeavyLane<T>(fn: () => T): T {
+  return lanes.run({ lane: 'heavy', forInteractive: false }, fn);
+}
+
 /** Resolves once no interactive work runs, or after `ms`. */
 function interactiveIdle(ms: number): Promise<void> {
   if (interactiveWork === 0) return Promise.resolve();
