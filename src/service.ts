@@ -136,6 +136,9 @@ export async function openRuntime(
   return { config, logger, registry, store, writer, now: opts.now ?? (() => new Date()) };
 }
 
+/** How long a stop lets busy connections finish their requests before closing them (within SHUTDOWN_TIMEOUT_MS). */
+const SHUTDOWN_GRACE_MS = 3_000;
+
 /** Attempts of a batch in a one-shot command before it fails (src/store/writer.ts). */
 export const COMMAND_WRITE_ATTEMPTS = 8;
 
@@ -268,6 +271,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   app.addHook('onRequest', async (_request, reply) => {
     if (stopping) return sendProblem(reply.header('connection', 'close'), 503, 'the service is stopping; retry (on another instance)', { code: 'stopping' });
   });
+  // Whatever answers a request while the service stops (a hook before the one above), the connection then closes:
+  // a client sending on it steadily would otherwise keep it busy, and the stop waiting for it.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (stopping) reply.header('connection', 'close');
+    return payload;
+  });
   // A refused request's reason, from the error body it is answered with (issue 30.13: every 400 was logged as
   // "WARN request failed" with no reason, so the log could not say what the client got wrong).
   const reasons = new WeakMap<object, string>();
@@ -325,13 +334,30 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const close = () => {
     closing ??= (async () => {
       stopping = true;
-      await app.close();
+      // Connections still busy after a grace period are closed: a stop never waits on a client.
+      const grace = setTimeout(() => {
+        rt.logger.warn({ graceMs: SHUTDOWN_GRACE_MS }, 'connections still busy while stopping: closing them');
+        app.server.closeAllConnections();
+      }, SHUTDOWN_GRACE_MS);
+      const started = Date.now();
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(grace);
+      }
+      // A slow part of the stop names itself (a stop past SHUTDOWN_TIMEOUT_MS exits 1: the log says where it was).
+      const slow = (part: string, since: number) => {
+        if (Date.now() - since >= 1_000) rt.logger.warn({ part, ms: Date.now() - since }, `stopping: ${part} took a while`);
+      };
+      slow('the HTTP server and its hooks', started);
       for (const c of [...components].reverse()) {
+        const since = Date.now();
         try {
           await c.stop();
         } catch (err) {
           rt.logger.error({ err, component: c.name }, 'component did not stop cleanly');
         }
+        slow(`component ${c.name}`, since);
       }
       const pending = rt.writer.pending();
       if (Object.keys(pending).length > 0) rt.logger.info({ pending }, 'flushing buffered rows');

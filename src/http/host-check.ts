@@ -41,9 +41,14 @@ export function hostAllowList(config: Pick<Config, 'HOST' | 'ALLOWED_HOSTS'>, li
 
 /** Installs the check as the first onRequest hook of the instance, before any route is registered. */
 export function installHostCheck(app: FastifyInstance, config: Pick<Config, 'HOST' | 'ALLOWED_HOSTS'>): void {
+  // The port once listening, kept after the server stops listening: while it stops, a client still sending on an
+  // open connection is answered as before (a 421 for its own Host kept its connection busy, and the stop waited
+  // for it until SHUTDOWN_TIMEOUT_MS: exit 1).
+  let port = 0;
   const allowed = hostAllowList(config, () => {
     const address = app.server.address();
-    return typeof address === 'object' && address ? address.port : 0;
+    if (typeof address === 'object' && address) port = address.port;
+    return port;
   });
   if (!allowed) return;
   app.addHook('onRequest', async (request, reply) => {

@@ -11,7 +11,8 @@ import { closeRuntime, openTestRuntime, queryRows } from '../support/store.js';
 describe('npm start on a fresh data directory', () => {
   it('runs in demo mode on the built-in simulator and stores usage rows (waits bounded by 120 s each: a state, not a timing)', async () => {
     const freshDir = mkdtempSync(join(tmpdir(), 'th-demo-'));
-    const serve = runCli(['serve'], { PORT: '0', DATA_DIR: freshDir, SVC_API_KEY: '', SVC_ADMIN_KEY: '' });
+    // The shutdown deadline is not under test (CI's loaded run once took past the default 10 s: exit 1).
+    const serve = runCli(['serve'], { PORT: '0', DATA_DIR: freshDir, SVC_API_KEY: '', SVC_ADMIN_KEY: '', SHUTDOWN_TIMEOUT_MS: '120000' });
     let metrics = '';
     try {
       const [, url] = await serve.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)"/, 120_000);
