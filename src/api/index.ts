@@ -10,7 +10,7 @@ import { financeProblem, FINANCE_COLUMNS } from '../insights/finance.js';
 import { IANAZone } from 'luxon';
 import { ApiError, badParameter, checkRangeDays, dateParam, formatParam, installErrorHandler, listParam, monthParam, parseQuery, sendTable } from './http.js';
 import { readOnlyStore } from '../store/client.js';
-import { RouteRegistry } from './routes.js';
+import { clientKeyer, RouteRegistry } from './routes.js';
 import { CostResponse, FinanceResponse, FocusResponse } from './responses.js';
 import { focusReport, focusTable } from './focus.js';
 import { focusOptions, FocusNoDataError, FOCUS_COLUMNS } from '../insights/focus.js';
@@ -52,7 +52,7 @@ export function apiExtension(extraRoutes: ApiRoutes[] = []): Extension {
             }
           });
         }
-        const registry = new RouteRegistry(parseQuery, rt.config.API_INTERACTIVE_PER_CLIENT);
+        const registry = new RouteRegistry(parseQuery, { maxPerClient: rt.config.API_INTERACTIVE_PER_CLIENT, clientOf: clientKeyer(rt.config) });
         // Routes read through a read-only store with per-query limits, never as the writing user without bounds.
         const reader: Runtime = {
           ...rt,

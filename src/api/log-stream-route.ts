@@ -10,7 +10,7 @@ import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { counter, gauge } from '../metrics.js';
 import { logFilterFields } from './logs-routes.js';
-import type { RouteRegistry } from './routes.js';
+import { clientKeyer, type RouteRegistry } from './routes.js';
 import { sendProblem } from '../http/problem.js';
 import { FoundLogLine, LOG_LEVELS, logsStoredSince, storedCopiesOf, storeNow } from '../store/tables/logs.js';
 import { toDateTime64 } from '../values.js';
@@ -210,15 +210,6 @@ function asFound(line: StoredLine): z.input<typeof FoundLogLine> & { origin: str
   return { ...rest, timestamp: `${line.timestamp.replace(' ', 'T')}Z` };
 }
 
-/**
- * Whose stream a request opens, for LOG_STREAM_MAX_PER_CLIENT: its bearer token (a digest; the API's hook has
- * checked it), or its remote address when the API answers without tokens.
- */
-function streamOwner(request: FastifyRequest, tokens: boolean): string {
-  const bearer = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')?.[1]?.trim();
-  if (tokens && bearer) return `token:${createHash('sha256').update(bearer).digest('hex')}`;
-  return `address:${request.socket.remoteAddress ?? ''}`;
-}
 
 /** Registers GET /logs/stream (one of the query API's route groups). */
 export function logStreamRoutes(app: FastifyInstance, registry: RouteRegistry, rt: Runtime): void {
@@ -235,6 +226,7 @@ export function logStreamRoutes(app: FastifyInstance, registry: RouteRegistry, r
   });
   const { LOG_STREAM_MAX_CLIENTS: maxClients, LOG_STREAM_MAX_PER_CLIENT: maxPerClient, LOG_STREAM_MAX_BUFFER_BYTES: maxBufferBytes } = rt.config;
   const tokens = (rt.config.API_TOKENS ?? []).length > 0;
+  const ownerOf = clientKeyer(rt.config);
   const feed = new LogFeed(rt, clientsGauge);
   const open = new Set<() => void>();
   const perOwner = new Map<string, number>();
@@ -257,7 +249,7 @@ export function logStreamRoutes(app: FastifyInstance, registry: RouteRegistry, r
         refused.inc({ limit: 'all' });
         return sendProblem(reply.header('retry-after', '30'), 503, `at most ${maxClients} log streams at once (LOG_STREAM_MAX_CLIENTS); try again later`, { code: 'unavailable' });
       }
-      const owner = streamOwner(request, tokens);
+      const owner = ownerOf(request);
       if ((perOwner.get(owner) ?? 0) >= maxPerClient) {
         refused.inc({ limit: 'per_client' });
         return sendProblem(

@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { PROBLEM_CONTENT_TYPE, PROBLEM_SCHEMA } from '../http/problem.js';
 import { createHash } from 'node:crypto';
+import type { Config } from '../config.js';
+import { AddressRanges, clientAddress } from '../ip-ranges.js';
 import { inReadLane } from '../store/read-lanes.js';
 
 /** Aborted when the client leaves before its answer is written: its reads not yet started are dropped. */
@@ -13,10 +15,18 @@ export function clientGone(reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
-/** Who a request is for the per-client share: its bearer token's digest, else its address. */
-export function clientKey(request: FastifyRequest): string {
-  const m = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
-  return m ? `token:${createHash('sha256').update(m[1].trim()).digest('hex')}` : `address:${request.ip}`;
+/**
+ * Who a request is, for every per-client limit (log streams, MCP streams, the interactive share): with API_TOKENS,
+ * its bearer token's digest (the authentication hook checked it); without, its address (clientAddress: the peer, or
+ * what a trusted proxy says). Without tokens a bearer header is ignored: any made-up value would be a new client.
+ */
+export function clientKeyer(config: Pick<Config, 'API_TOKENS' | 'TRUSTED_PROXIES'>): (request: FastifyRequest) => string {
+  const tokens = (config.API_TOKENS ?? []).length > 0;
+  const trusted = config.TRUSTED_PROXIES.length > 0 ? new AddressRanges(config.TRUSTED_PROXIES) : undefined;
+  return (request) => {
+    const bearer = tokens ? /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')?.[1]?.trim() : undefined;
+    return bearer ? `token:${createHash('sha256').update(bearer).digest('hex')}` : `address:${clientAddress(request.raw, trusted)}`;
+  };
 }
 
 /** A query-API route: its query schema is used both to validate requests and to write the OpenAPI document. */
@@ -51,8 +61,8 @@ export class RouteRegistry {
 
   constructor(
     private readonly parse: <S extends z.ZodType>(schema: S, request: FastifyRequest) => z.output<S>,
-    /** A client's share of interactive work (API_INTERACTIVE_PER_CLIENT); none: no share. */
-    private readonly maxPerClient?: number,
+    /** A client's share of interactive work (API_INTERACTIVE_PER_CLIENT) and who a request is; none: no share. */
+    private readonly share?: { maxPerClient: number; clientOf: (request: FastifyRequest) => string },
   ) {}
 
   get<Q extends z.ZodType>(app: FastifyInstance, spec: RouteSpec<Q>): void {
@@ -62,8 +72,8 @@ export class RouteRegistry {
       const query = this.parse(spec.query, request);
       return inReadLane(spec.heavy ? 'heavy' : 'interactive', () => spec.handler(query, request, reply), {
         signal: clientGone(reply),
-        client: clientKey(request),
-        maxPerClient: this.maxPerClient,
+        client: this.share?.clientOf(request),
+        maxPerClient: this.share?.maxPerClient,
       });
     });
   }

@@ -11,7 +11,7 @@ import { hostAllowList } from '../http/host-check.js';
 import { sendProblem } from '../http/problem.js';
 import type { Extension } from '../runtime.js';
 import { inReadLane } from '../store/read-lanes.js';
-import { clientGone } from '../api/routes.js';
+import { clientGone, clientKeyer } from '../api/routes.js';
 import { mcpOptions } from './host.js';
 import { createMcpServer } from './server.js';
 
@@ -64,10 +64,7 @@ export function mcpExtension(version: string): Extension {
       // Open GET streams, overall and per client (token digest, or address without API_TOKENS).
       let streams = 0;
       const streamsByClient = new Map<string, number>();
-      const clientOf = (request: FastifyRequest): string => {
-        const m = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
-        return m && digests.length > 0 ? `token:${createHash('sha256').update(m[1].trim()).digest('hex')}` : `address:${request.socket.remoteAddress ?? 'unknown'}`;
-      };
+      const clientOf = clientKeyer(rt.config);
       const openStream = async (request: FastifyRequest, reply: FastifyReply) => {
         const { MCP_MAX_STREAMS, MCP_MAX_STREAMS_PER_CLIENT } = rt.config;
         if (streams >= MCP_MAX_STREAMS) {
