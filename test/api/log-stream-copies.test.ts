@@ -4,6 +4,7 @@
 // through the store as the logs job inserts them (insertLogRows, origin history).
 // A record history filled before the drain delivered it (a spool replaying after an outage): the drain's replay
 // deletes the history copy (dropCopiesOfDrainLines), and the feed remembers the records it showed (50,000 at most).
+import { listenLogStream } from '../support/log-stream.js';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiExtension } from '../../src/api/index.js';
@@ -22,34 +23,13 @@ afterAll(async () => {
   await d?.close();
 });
 
+/** The stream's messages in order, and a wait for one. */
 async function listen(): Promise<{ messages: () => string[]; next(message: string): Promise<void>; close(): void }> {
-  const controller = new AbortController();
-  const res = await fetch(`${d.url}/api/v1/logs/stream`, { signal: controller.signal });
-  expect(res.status).toBe(200);
-  const events: string[] = [];
-  let raw = '';
-  const waiters: Array<() => void> = [];
-  void (async () => {
-    try {
-      for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) {
-        raw += chunk;
-        let at: number;
-        while ((at = raw.indexOf('\n\n')) >= 0) {
-          for (const l of raw.slice(0, at).split('\n')) if (l.startsWith('data: ')) events.push(String((JSON.parse(l.slice(6)) as { message: unknown }).message));
-          raw = raw.slice(at + 2);
-        }
-        for (const w of waiters.splice(0)) w();
-      }
-    } catch {
-      // aborted by close()
-    }
-  })();
+  const stream = await listenLogStream(d.url);
   return {
-    messages: () => [...events],
-    async next(message) {
-      while (!events.includes(message)) await new Promise<void>((r) => waiters.push(r));
-    },
-    close: () => controller.abort(),
+    messages: () => stream.events.map((e) => String(e.message)),
+    next: async (message) => void (await stream.next((e) => e.message === message)),
+    close: () => stream.close(),
   };
 }
 

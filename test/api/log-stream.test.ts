@@ -7,6 +7,7 @@ import { apiExtension } from '../../src/api/index.js';
 import { logsRoutes } from '../../src/api/logs-routes.js';
 import { logStreamRoutes } from '../../src/api/log-stream-route.js';
 import { startDrainService, postSigned, line, type DrainService } from '../ingest/drain/helpers.js';
+import { listenLogStream, type LogStreamListener } from '../support/log-stream.js';
 
 let d: DrainService;
 beforeAll(async () => {
@@ -16,50 +17,7 @@ afterAll(async () => {
   await d?.close();
 });
 
-interface Listener {
-  events: Array<Record<string, unknown>>;
-  raw: () => string;
-  next(pred: (e: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
-  close(): void;
-}
-
-async function listen(query = ''): Promise<Listener> {
-  const controller = new AbortController();
-  const res = await fetch(`${d.url}/api/v1/logs/stream${query}`, { signal: controller.signal });
-  expect(res.status).toBe(200);
-  expect(res.headers.get('content-type')).toBe('text/event-stream');
-  const events: Array<Record<string, unknown>> = [];
-  let raw = '';
-  const waiters: Array<() => void> = [];
-  void (async () => {
-    try {
-      for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) {
-        raw += chunk;
-        let at: number;
-        while ((at = raw.indexOf('\n\n')) >= 0) {
-          const event = raw.slice(0, at);
-          raw = raw.slice(at + 2);
-          for (const l of event.split('\n')) if (l.startsWith('data: ')) events.push(JSON.parse(l.slice(6)));
-        }
-        for (const w of waiters.splice(0)) w();
-      }
-    } catch {
-      // aborted by close()
-    }
-  })();
-  return {
-    events,
-    raw: () => raw,
-    async next(pred) {
-      for (;;) {
-        const found = events.find(pred);
-        if (found) return found;
-        await new Promise<void>((r) => waiters.push(r));
-      }
-    },
-    close: () => controller.abort(),
-  };
-}
+const listen = (query = ''): Promise<LogStreamListener> => listenLogStream(d.url, query);
 
 async function clients(): Promise<number> {
   const metric = await d.service.registry.getSingleMetric('tallyhouse_log_stream_clients')!.get();
