@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { leavesOf } from './spool-pages.js';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { salvageSpool } from '../../../src/ingest/drain/spool/salvage.js';
@@ -23,19 +24,6 @@ const body = (id: string, lines: number) =>
   Array.from({ length: lines }, (_, l) => `{"b":"${id}","l":${l},"pad":"${'p'.repeat(40)}"}\n`).join('');
 const rec = (id: string, lines = 1) => ({ id, receivedAtMs: 1_795_000_000_000, rowFormat: { format: 'JSONEachRow' }, rows: staged(body(id, lines)), rejects: staged('') });
 
-/** The leaves of `records` in key order, with their cell counts. */
-function leavesOf(file: string): { pageSize: number; leaves: Array<{ pageno: number; ncell: number }> } {
-  const db = new Database(file, { readonly: true });
-  try {
-    const pageSize = Number(db.pragma('page_size', { simple: true }));
-    const leaves = (db.prepare("SELECT path, pageno, ncell FROM dbstat WHERE name = 'records' AND pagetype = 'leaf'").all() as Array<{ path: string; pageno: number; ncell: number }>).sort((a, b) =>
-      a.path < b.path ? -1 : 1,
-    );
-    return { pageSize, leaves };
-  } finally {
-    db.close();
-  }
-}
 
 function garbageOver(file: string, pageno: number, pageSize: number): void {
   const bytes = readFileSync(file);

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { leavesOf } from './spool-pages.js';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { salvageSpool } from '../../../src/ingest/drain/spool/salvage.js';
@@ -47,18 +48,6 @@ function spoolFile(dir: string, n: number, opts: { pageSize?: number; wal?: bool
   return { file, db };
 }
 
-function leavesOf(file: string): { pageSize: number; leaves: Array<{ pageno: number; ncell: number }> } {
-  const db = new Database(file, { readonly: true });
-  try {
-    const pageSize = Number(db.pragma('page_size', { simple: true }));
-    const leaves = (db.prepare("SELECT path, pageno, ncell FROM dbstat WHERE name = 'records' AND pagetype = 'leaf'").all() as Array<{ path: string; pageno: number; ncell: number }>).sort((a, b) =>
-      a.path < b.path ? -1 : 1,
-    );
-    return { pageSize, leaves };
-  } finally {
-    db.close();
-  }
-}
 
 function overwrite(file: string, offset: number, length: number, byte = 0xa5): void {
   const bytes = readFileSync(file);
